@@ -1,0 +1,312 @@
+import Database from 'better-sqlite3';
+import { canonicalJson, type JsonValue } from '../../events/canonical.js';
+import { ConcurrencyError, CorruptLogError, ValidationError } from '../../events/errors.js';
+import { EventMetadataSchema, computeEventHash, hashFromCanonicalParts, type NewEvent, type StoredEvent } from '../../events/envelope.js';
+import { GENESIS_HASH } from '../../events/hash.js';
+import { domainCatalogue, formatZodError, type EventCatalogue } from '../../events/catalogue.js';
+import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions, VerifyProblem } from '../../events/log.js';
+import { prepareNewEvents } from './prepare.js';
+
+export interface SqliteLogOptions {
+  /** File path, or ':memory:'. */
+  readonly path: string;
+  /** FULL (default) fsyncs every commit; NORMAL may lose the last commits on power loss (never corrupts). */
+  readonly synchronous?: 'FULL' | 'NORMAL';
+  readonly catalogue?: EventCatalogue;
+  /** How long a writer waits for another process's lock, ms. */
+  readonly busyTimeoutMs?: number;
+  readonly readonly?: boolean;
+}
+
+interface EventRow {
+  position: number;
+  stream_id: string;
+  revision: number;
+  type: string;
+  schema_version: number;
+  data: string;
+  metadata: string;
+  prev_hash: string;
+  hash: string;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS events (
+  position       INTEGER PRIMARY KEY,
+  stream_id      TEXT    NOT NULL,
+  revision       INTEGER NOT NULL,
+  type           TEXT    NOT NULL,
+  schema_version INTEGER NOT NULL,
+  data           TEXT    NOT NULL,
+  metadata       TEXT    NOT NULL,
+  prev_hash      TEXT    NOT NULL,
+  hash           TEXT    NOT NULL,
+  UNIQUE (stream_id, revision)
+);
+CREATE TABLE IF NOT EXISTS chain_head (
+  id       INTEGER PRIMARY KEY CHECK (id = 1),
+  position INTEGER NOT NULL,
+  hash     TEXT    NOT NULL
+);
+`;
+
+/**
+ * The embedded event log: one SQLite file, WAL, synchronous=FULL by default.
+ * better-sqlite3 is synchronous; the async port methods resolve immediately.
+ * A `chain_head` row, written in the same transaction as every append, anchors
+ * the tail so a truncated log is detected (R-4).
+ */
+export class SqliteEventLog implements EventLog {
+  readonly db: Database.Database;
+  private readonly catalogue: EventCatalogue;
+  private readonly stmts;
+
+  constructor(options: SqliteLogOptions) {
+    this.catalogue = options.catalogue ?? domainCatalogue;
+    this.db = new Database(options.path, { readonly: options.readonly ?? false });
+    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
+    if (!options.readonly) {
+      this.db.pragma('journal_mode = WAL');
+      this.db.exec(SCHEMA);
+    }
+    this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+    this.stmts = {
+      insert: this.db.prepare(
+        'INSERT INTO events (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)',
+      ),
+      head: this.db.prepare('SELECT position, hash FROM events ORDER BY position DESC LIMIT 1'),
+      anchor: this.db.prepare('SELECT position, hash FROM chain_head WHERE id = 1'),
+      setAnchor: this.db.prepare('INSERT INTO chain_head (id, position, hash) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET position = excluded.position, hash = excluded.hash'),
+      streamRev: this.db.prepare('SELECT MAX(revision) AS r FROM events WHERE stream_id = ?'),
+      allFwd: this.db.prepare('SELECT * FROM events WHERE position >= ? ORDER BY position ASC LIMIT ?'),
+      allBwd: this.db.prepare('SELECT * FROM events WHERE position <= ? ORDER BY position DESC LIMIT ?'),
+      streamFwd: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?'),
+      streamBwd: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?'),
+      iterate: this.db.prepare('SELECT * FROM events ORDER BY position ASC'),
+    };
+  }
+
+  /** Synchronous append, used by the async port method and by hot paths. */
+  appendSync(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): AppendResult {
+    const prepared = prepareNewEvents(streamId, events, this.catalogue);
+    const run = this.db.transaction((): AppendResult => {
+      const current = (this.stmts.streamRev.get(streamId) as { r: number | null }).r ?? -1;
+      checkExpected(streamId, expected, current);
+      const head = this.stmts.head.get() as { position: number; hash: string } | undefined;
+      let position = head?.position ?? 0;
+      let prevHash = head?.hash ?? GENESIS_HASH;
+      let revision = current;
+      const stored: StoredEvent[] = [];
+      for (const p of prepared) {
+        position += 1;
+        revision += 1;
+        const base = { position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, data: p.data, metadata: p.metadata, prevHash };
+        const hash = hashFromCanonicalParts({ position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, dataJson: p.dataJson, metadataJson: p.metadataJson, prevHash });
+        this.stmts.insert.run(position, streamId, revision, p.type, p.schemaVersion, p.dataJson, p.metadataJson, prevHash, hash);
+        stored.push({ ...base, hash });
+        prevHash = hash;
+      }
+      this.stmts.setAnchor.run(position, prevHash);
+      return { nextRevision: revision, position, events: stored };
+    });
+    return run.immediate();
+  }
+
+  async append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    return this.appendSync(streamId, events, expected);
+  }
+
+  readAllSync(options: ReadOptions = {}): StoredEvent[] {
+    const limit = options.limit ?? -1;
+    const rows = (options.direction === 'backwards'
+      ? this.stmts.allBwd.all(options.from ?? Number.MAX_SAFE_INTEGER, limit)
+      : this.stmts.allFwd.all(options.from ?? 1, limit)) as EventRow[];
+    return rows.map(rowToEvent);
+  }
+
+  async readAll(options: ReadOptions = {}): Promise<StoredEvent[]> {
+    return this.readAllSync(options);
+  }
+
+  /** Stream events one at a time without holding them all in memory. */
+  *iterateAll(from = 1): Generator<StoredEvent> {
+    for (const row of this.stmts.allFwd.iterate(from, -1) as Iterable<EventRow>) yield rowToEvent(row);
+  }
+
+  async readStream(streamId: string, options: ReadOptions = {}): Promise<StoredEvent[]> {
+    const limit = options.limit ?? -1;
+    const rows = (options.direction === 'backwards'
+      ? this.stmts.streamBwd.all(streamId, options.from ?? Number.MAX_SAFE_INTEGER, limit)
+      : this.stmts.streamFwd.all(streamId, options.from ?? 0, limit)) as EventRow[];
+    return rows.map(rowToEvent);
+  }
+
+  headSync(): LogHead | null {
+    const head = this.stmts.head.get() as LogHead | undefined;
+    return head ?? null;
+  }
+
+  async head(): Promise<LogHead | null> {
+    return this.headSync();
+  }
+
+  streamRevisionSync(streamId: string): number {
+    return (this.stmts.streamRev.get(streamId) as { r: number | null }).r ?? -1;
+  }
+
+  async streamRevision(streamId: string): Promise<number> {
+    return this.streamRevisionSync(streamId);
+  }
+
+  verifyChainSync(): ChainReport {
+    return verifyRows(this.stmts.iterate.iterate() as Iterable<EventRow>, this.stmts.anchor.get() as LogHead | undefined);
+  }
+
+  async verifyChain(): Promise<ChainReport> {
+    return this.verifyChainSync();
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}
+
+export function checkExpected(streamId: string, expected: ExpectedRevision, current: number): void {
+  if (expected === 'any') return;
+  if (expected === 'no-stream') {
+    if (current !== -1) throw new ConcurrencyError(streamId, 'no-stream', current);
+    return;
+  }
+  if (!Number.isInteger(expected) || expected < -1) throw new ValidationError(`expected revision must be an integer ≥ -1, 'no-stream' or 'any', got ${String(expected)}`, 'R-3');
+  if (expected !== current) throw new ConcurrencyError(streamId, String(expected), current);
+}
+
+function rowToEvent(row: EventRow): StoredEvent {
+  return {
+    position: row.position,
+    streamId: row.stream_id,
+    revision: row.revision,
+    type: row.type,
+    schemaVersion: row.schema_version,
+    data: parseStored(row.data, row.position, 'data') as JsonValue,
+    metadata: parseStored(row.metadata, row.position, 'metadata') as StoredEvent['metadata'],
+    prevHash: row.prev_hash,
+    hash: row.hash,
+  };
+}
+
+function parseStored(text: string, position: number, field: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new CorruptLogError(position, `${field} is not valid JSON`);
+  }
+}
+
+/** A stored row in the shape every backend can hand to the chain verifier. */
+export interface RawEventRow {
+  position: number;
+  streamId: string;
+  revision: number;
+  type: string;
+  schemaVersion: number;
+  dataJson: string;
+  metadataJson: string;
+  prevHash: string;
+  hash: string;
+}
+
+/**
+ * Walk rows in position order and check every link (R-4): contiguous positions,
+ * per-stream contiguous revisions, canonical bytes, prev-hash links, own hash,
+ * and the tail against the anchor. Stops at the first bad position.
+ */
+export function verifyRawRows(rows: Iterable<RawEventRow>, anchor: LogHead | undefined): ChainReport {
+  const problems: VerifyProblem[] = [];
+  let expectedPosition = 1;
+  let prevHash = GENESIS_HASH;
+  const streamRevs = new Map<string, number>();
+  let count = 0;
+  for (const row of rows) {
+    const problem = checkRow(row, expectedPosition, prevHash, streamRevs);
+    if (problem) {
+      problems.push({ position: row.position === expectedPosition ? row.position : expectedPosition, problem });
+      break;
+    }
+    count += 1;
+    prevHash = row.hash;
+    expectedPosition += 1;
+  }
+  if (problems.length === 0) {
+    const last = count === 0 ? undefined : { position: expectedPosition - 1, hash: prevHash };
+    if (anchor && (!last || anchor.position > last.position)) {
+      problems.push({ position: (last?.position ?? 0) + 1, problem: `log truncated: the chain head anchor names position ${anchor.position}, but the log ends at ${last?.position ?? 0}` });
+    } else if (anchor && last && (anchor.position !== last.position || anchor.hash !== last.hash)) {
+      problems.push({ position: last.position, problem: `chain head anchor (${anchor.position}, ${anchor.hash.slice(0, 12)}) does not match the last event` });
+    } else if (!anchor && last) {
+      problems.push({ position: last.position, problem: 'chain head anchor is missing' });
+    }
+  }
+  return { ok: problems.length === 0, events: count, headHash: prevHash, problems };
+}
+
+function checkRow(row: RawEventRow, expectedPosition: number, prevHash: string, streamRevs: Map<string, number>): string | null {
+  if (row.position !== expectedPosition) {
+    return row.position > expectedPosition ? `event missing: expected position ${expectedPosition}, found ${row.position}` : `position ${row.position} out of order`;
+  }
+  const expectedRev = (streamRevs.get(row.streamId) ?? -1) + 1;
+  if (row.revision !== expectedRev) return `stream '${row.streamId}' revision ${row.revision}, expected ${expectedRev} (reordered or removed event)`;
+  streamRevs.set(row.streamId, row.revision);
+  if (row.prevHash !== prevHash) return 'previous-hash link broken (an earlier event was edited, removed or reordered)';
+  let data: unknown;
+  let metadata: unknown;
+  try {
+    data = JSON.parse(row.dataJson);
+    metadata = JSON.parse(row.metadataJson);
+  } catch {
+    return 'stored JSON is not parseable';
+  }
+  let canonicalData: string;
+  let canonicalMeta: string;
+  try {
+    canonicalData = canonicalJson(data);
+    canonicalMeta = canonicalJson(metadata);
+  } catch (err) {
+    return `stored JSON is not canonical: ${(err as Error).message}`;
+  }
+  if (canonicalData !== row.dataJson || canonicalMeta !== row.metadataJson) return 'stored bytes are not canonical JSON (edited)';
+  const meta = EventMetadataSchema.safeParse(metadata);
+  if (!meta.success) return `metadata invalid: ${formatZodError(meta.error)}`;
+  const hash = computeEventHash({
+    position: row.position,
+    streamId: row.streamId,
+    revision: row.revision,
+    type: row.type,
+    schemaVersion: row.schemaVersion,
+    data: data as JsonValue,
+    metadata: meta.data,
+    prevHash: row.prevHash,
+  });
+  if (hash !== row.hash) return 'hash mismatch (event edited)';
+  return null;
+}
+
+function verifyRows(rows: Iterable<EventRow>, anchor: LogHead | undefined): ChainReport {
+  return verifyRawRows(mapRows(rows), anchor);
+}
+
+function* mapRows(rows: Iterable<EventRow>): Generator<RawEventRow> {
+  for (const r of rows) {
+    yield {
+      position: r.position,
+      streamId: r.stream_id,
+      revision: r.revision,
+      type: r.type,
+      schemaVersion: r.schema_version,
+      dataJson: r.data,
+      metadataJson: r.metadata,
+      prevHash: r.prev_hash,
+      hash: r.hash,
+    };
+  }
+}

@@ -1,0 +1,80 @@
+import { ValidationError } from './errors.js';
+
+export type JsonPrimitive = string | number | boolean | null;
+export type JsonValue = JsonPrimitive | JsonValue[] | { [key: string]: JsonValue };
+
+/**
+ * Canonical JSON (R-2): object keys sorted by code point, no insignificant white space,
+ * no `undefined`, no non-finite numbers. Throws ValidationError naming the path otherwise.
+ */
+export function canonicalJson(value: unknown): string {
+  return write(value, '$');
+}
+
+function write(value: unknown, path: string): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      if (!Number.isFinite(value)) throw new ValidationError(`non-canonical number ${String(value)} at ${path}: only finite numbers are allowed`, 'R-2');
+      return Object.is(value, -0) ? '0' : JSON.stringify(value);
+    case 'object': {
+      if (Array.isArray(value)) {
+        const parts: string[] = [];
+        for (let i = 0; i < value.length; i++) {
+          const item: unknown = value[i];
+          if (item === undefined) throw new ValidationError(`undefined at ${path}[${i}]`, 'R-2');
+          parts.push(write(item, `${path}[${i}]`));
+        }
+        return `[${parts.join(',')}]`;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) {
+        throw new ValidationError(`non-plain object at ${path}`, 'R-2');
+      }
+      const obj = value as Record<string, unknown>;
+      const keys = Object.keys(obj).sort(compareCodePoints);
+      const parts: string[] = [];
+      for (const key of keys) {
+        const v = obj[key];
+        if (v === undefined) throw new ValidationError(`undefined at ${path}.${key}`, 'R-2');
+        parts.push(`${JSON.stringify(key)}:${write(v, `${path}.${key}`)}`);
+      }
+      return `{${parts.join(',')}}`;
+    }
+    default:
+      throw new ValidationError(`value of type ${typeof value} at ${path} is not JSON`, 'R-2');
+  }
+}
+
+/** Code-point order (not UTF-16 code-unit order, which differs above U+FFFF). */
+export function compareCodePoints(a: string, b: string): number {
+  if (a === b) return 0;
+  const ia = a[Symbol.iterator]();
+  const ib = b[Symbol.iterator]();
+  for (;;) {
+    const x = ia.next();
+    const y = ib.next();
+    if (x.done) return y.done ? 0 : -1;
+    if (y.done) return 1;
+    const cx = x.value.codePointAt(0)!;
+    const cy = y.value.codePointAt(0)!;
+    if (cx !== cy) return cx - cy;
+  }
+}
+
+/** Drop keys whose value is undefined (deeply), so optional fields can be canonicalised. */
+export function stripUndefined<T>(value: T): T {
+  if (Array.isArray(value)) return value.map((v) => stripUndefined(v)) as T;
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      if (v !== undefined) out[k] = stripUndefined(v);
+    }
+    return out as T;
+  }
+  return value;
+}

@@ -1,0 +1,299 @@
+import { z } from 'zod';
+import { GitShaSchema, SafeIdSchema, Sha256Schema } from './ids.js';
+import { ValidationError } from './errors.js';
+import type { JsonValue } from './canonical.js';
+
+// ---- shared domain shapes -------------------------------------------------
+
+export const NodeKindSchema = z.enum(['read-only', 'writable']);
+export type NodeKind = z.infer<typeof NodeKindSchema>;
+
+export const NodeStateSchema = z.enum(['queued', 'running', 'validating', 'revising', 'blocked', 'canceled', 'accepted']);
+export type NodeState = z.infer<typeof NodeStateSchema>;
+
+const VersionTag = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}@[A-Za-z0-9._-]{1,32}$/, { message: 'expected name@version' });
+
+/** A node as a planner proposes it. The host decides its state. */
+export const PlannedNodeSchema = z.strictObject({
+  id: SafeIdSchema,
+  kind: NodeKindSchema,
+  deps: z.array(SafeIdSchema),
+  milestone: SafeIdSchema,
+  title: z.string().optional(),
+  /** Already accepted when the build starts (read-only only). */
+  accepted: z.boolean().optional(),
+  contract: VersionTag.optional(),
+  foundation: VersionTag.optional(),
+  decision: z.string().optional(),
+});
+export type PlannedNode = z.infer<typeof PlannedNodeSchema>;
+
+export const MilestoneRefSchema = z.strictObject({
+  id: SafeIdSchema,
+  title: z.string(),
+  intent: z.string().optional(),
+});
+export type MilestoneRef = z.infer<typeof MilestoneRefSchema>;
+
+export const HorizonPinsSchema = z.strictObject({
+  requestSha256: Sha256Schema,
+  graphRevision: z.number().int().nonnegative(),
+  integrationHead: GitShaSchema,
+  contracts: z.array(z.string()),
+  foundations: z.array(z.string()),
+  createdAt: z.string(),
+  plannerRoute: z.string(),
+});
+export type HorizonPins = z.infer<typeof HorizonPinsSchema>;
+
+export const CommandEvidenceSchema = z.strictObject({
+  argv: z.array(z.string()).min(1),
+  exitCode: z.number().int().nullable(),
+  stdoutSha256: Sha256Schema,
+  stderrSha256: Sha256Schema,
+  durationMs: z.number().nonnegative(),
+  cacheHit: z.boolean(),
+});
+export type CommandEvidence = z.infer<typeof CommandEvidenceSchema>;
+
+export const ReceiptSchema = z.strictObject({
+  jobId: z.string(),
+  nodeIds: z.array(SafeIdSchema),
+  baseHead: GitShaSchema,
+  candidates: z.array(z.strictObject({ nodeId: SafeIdSchema, commit: GitShaSchema })),
+  resultCommit: GitShaSchema,
+  tree: GitShaSchema,
+  evidenceSha256s: z.array(Sha256Schema),
+  cacheHit: z.boolean(),
+});
+export type Receipt = z.infer<typeof ReceiptSchema>;
+
+export const CheckpointSchema = z.strictObject({
+  milestoneId: SafeIdSchema,
+  horizonId: z.string(),
+  horizonRevision: z.number().int().positive(),
+  graphRevision: z.number().int().nonnegative(),
+  graphSha256: Sha256Schema,
+  integrationHead: GitShaSchema,
+  acceptedNodes: z.array(z.strictObject({ id: SafeIdSchema, kind: NodeKindSchema, commit: GitShaSchema.nullable() })),
+  contracts: z.array(z.string()),
+  foundations: z.array(z.string()),
+  decisions: z.array(z.strictObject({ nodeId: SafeIdSchema, decision: z.string() })),
+  metrics: z.strictObject({ attempts: z.number().int(), integrations: z.number().int(), nodes: z.number().int() }),
+  nextHorizon: z.strictObject({ detailed: z.array(SafeIdSchema), coarse: z.array(SafeIdSchema) }),
+  createdAt: z.string(),
+});
+export type Checkpoint = z.infer<typeof CheckpointSchema>;
+
+// ---- events ----------------------------------------------------------------
+
+const BuildSettingsSchema = z.strictObject({
+  detailedWindow: z.union([z.literal(1), z.literal(2)]),
+  coarseWindow: z.number().int().min(0).max(64),
+  maxBatch: z.number().int().min(1).max(64),
+  maxAttempts: z.number().int().min(1).max(100),
+  compaction: z.boolean(),
+  plannerRoute: z.string(),
+});
+export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
+
+const e = <T extends string, S extends z.ZodTypeAny>(type: T, data: S) => z.strictObject({ type: z.literal(type), data });
+
+export const BuildInitialized = e('BuildInitialized', z.strictObject({
+  buildId: z.string().min(1),
+  request: z.json(),
+  requestSha256: Sha256Schema,
+  integrationRef: z.string().regex(/^refs\/heads\/[A-Za-z0-9._/-]+$/),
+  baseHead: GitShaSchema,
+  verify: z.array(z.array(z.string()).min(1)),
+  settings: BuildSettingsSchema,
+  driver: z.strictObject({ kind: z.enum(['blueprint', 'command']), sourceSha256: Sha256Schema }),
+}));
+
+export const PlannerInvoked = e('PlannerInvoked', z.strictObject({
+  callId: z.string(),
+  purpose: z.enum(['seal', 'renew']),
+  horizonRevision: z.number().int().nonnegative(),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+export const PlannerReturned = e('PlannerReturned', z.strictObject({
+  callId: z.string(),
+  proposal: z.json(),
+  proposalSha256: Sha256Schema,
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+export const ProposalRejected = e('ProposalRejected', z.strictObject({
+  callId: z.string(),
+  rule: z.string(),
+  reason: z.string(),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+const HorizonBody = {
+  horizonId: z.string(),
+  revision: z.number().int().positive(),
+  planSha256: Sha256Schema,
+  detailed: z.array(MilestoneRefSchema).min(1).max(2),
+  coarse: z.array(MilestoneRefSchema).max(12),
+  nodes: z.array(PlannedNodeSchema),
+  pins: HorizonPinsSchema,
+  callId: z.string(),
+  graphRevision: z.number().int().nonnegative(),
+};
+export const HorizonSealed = e('HorizonSealed', z.strictObject(HorizonBody));
+export const HorizonRenewed = e('HorizonRenewed', z.strictObject({ ...HorizonBody, fromRevision: z.number().int().positive() }));
+
+export const AttemptStarted = e('AttemptStarted', z.strictObject({
+  attemptId: z.string(),
+  nodeId: SafeIdSchema,
+  attempt: z.number().int().positive(),
+  baseHead: GitShaSchema,
+  branch: z.string(),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+export const AttemptFinished = e('AttemptFinished', z.strictObject({
+  attemptId: z.string(),
+  nodeId: SafeIdSchema,
+  outcome: z.enum(['committed', 'recorded', 'failed']),
+  commit: GitShaSchema.optional(),
+  tree: GitShaSchema.optional(),
+  decision: z.string().optional(),
+  reason: z.string().optional(),
+  evidenceSha256: Sha256Schema,
+  adopted: z.boolean(),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+export const IntegrationStarted = e('IntegrationStarted', z.strictObject({
+  jobId: z.string(),
+  nodeIds: z.array(SafeIdSchema).min(1),
+  candidates: z.array(z.strictObject({ nodeId: SafeIdSchema, attemptId: z.string(), commit: GitShaSchema })).min(1),
+  baseHead: GitShaSchema,
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+export const VerificationFinished = e('VerificationFinished', z.strictObject({
+  jobId: z.string(),
+  resultCommit: GitShaSchema.nullable(),
+  tree: GitShaSchema.nullable(),
+  passed: z.boolean(),
+  reason: z.string().optional(),
+  evidence: z.array(CommandEvidenceSchema),
+  evidenceSha256: Sha256Schema,
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+export const IntegrationPromoted = e('IntegrationPromoted', z.strictObject({
+  jobId: z.string(),
+  receipt: ReceiptSchema,
+  adopted: z.boolean(),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+export const IntegrationFailed = e('IntegrationFailed', z.strictObject({
+  jobId: z.string(),
+  nodeIds: z.array(SafeIdSchema),
+  reason: z.string(),
+  evidenceSha256: Sha256Schema.optional(),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+export const CheckpointWritten = e('CheckpointWritten', z.strictObject({
+  checkpoint: CheckpointSchema,
+  checkpointSha256: Sha256Schema,
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+export const BuildCompleted = e('BuildCompleted', z.strictObject({
+  graphRevision: z.number().int().nonnegative(),
+  integrationHead: GitShaSchema,
+}));
+
+export const BuildBlocked = e('BuildBlocked', z.strictObject({
+  reason: z.string(),
+  nodeIds: z.array(SafeIdSchema),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+/** Every domain event, one discriminated union (ARCHITECTURE pattern 2). */
+export const DomainEventSchema = z.discriminatedUnion('type', [
+  BuildInitialized,
+  PlannerInvoked,
+  PlannerReturned,
+  ProposalRejected,
+  HorizonSealed,
+  HorizonRenewed,
+  AttemptStarted,
+  AttemptFinished,
+  IntegrationStarted,
+  VerificationFinished,
+  IntegrationPromoted,
+  IntegrationFailed,
+  CheckpointWritten,
+  BuildCompleted,
+  BuildBlocked,
+]);
+export type DomainEvent = z.infer<typeof DomainEventSchema>;
+export type DomainEventType = DomainEvent['type'];
+export type EventOf<T extends DomainEventType> = Extract<DomainEvent, { type: T }>;
+export type DataOf<T extends DomainEventType> = EventOf<T>['data'];
+
+/** Current schema version of each event type (R-7). Bump and add an upcaster on change. */
+export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
+  BuildInitialized: 1,
+  PlannerInvoked: 1,
+  PlannerReturned: 1,
+  ProposalRejected: 1,
+  HorizonSealed: 1,
+  HorizonRenewed: 1,
+  AttemptStarted: 1,
+  AttemptFinished: 1,
+  IntegrationStarted: 1,
+  VerificationFinished: 1,
+  IntegrationPromoted: 1,
+  IntegrationFailed: 1,
+  CheckpointWritten: 1,
+  BuildCompleted: 1,
+  BuildBlocked: 1,
+};
+
+/**
+ * Validates event bodies where bytes enter a log. A log takes one catalogue;
+ * the domain catalogue is the default, tests may pass their own.
+ */
+export interface EventCatalogue {
+  /** Throws ValidationError naming the type and field when the event is not acceptable. */
+  validate(type: string, schemaVersion: number, data: unknown): void;
+  currentVersion(type: string): number;
+}
+
+export const domainCatalogue: EventCatalogue = {
+  validate(type, schemaVersion, data) {
+    if (!(type in SCHEMA_VERSIONS)) throw new ValidationError(`unknown event type '${type}'`, 'R-28');
+    const current = SCHEMA_VERSIONS[type as DomainEventType];
+    if (schemaVersion < 1 || schemaVersion > current) {
+      throw new ValidationError(`event type '${type}' has no schema version ${schemaVersion} (current ${current})`, 'R-7');
+    }
+    const parsed = DomainEventSchema.safeParse({ type, data });
+    if (!parsed.success) throw new ValidationError(`invalid ${type} event: ${formatZodError(parsed.error)}`, 'R-28');
+  },
+  currentVersion(type) {
+    return SCHEMA_VERSIONS[type as DomainEventType] ?? 1;
+  },
+};
+
+/** Parse a stored event body into a typed domain event (upcasting old versions here). */
+export function toDomainEvent(type: string, data: JsonValue): DomainEvent {
+  return { type, data } as DomainEvent;
+}
+
+/** One readable line from a zod error: `path: message; path: message`. */
+export function formatZodError(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
+    .join('; ');
+}

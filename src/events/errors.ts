@@ -1,0 +1,72 @@
+/** Stable error codes; the CLI maps them to exit codes in one place. */
+export type LongbuildErrorCode =
+  | 'CONCURRENCY'
+  | 'CORRUPT_LOG'
+  | 'VALIDATION'
+  | 'REFUSED_TRANSITION'
+  | 'NOT_FOUND'
+  | 'USAGE'
+  | 'EFFECT_FAILED';
+
+/** Base of every typed error the product raises on purpose. */
+export class LongbuildError extends Error {
+  readonly code: LongbuildErrorCode;
+  /** The SPEC rule the failure relates to, when there is one (e.g. "R-13"). */
+  readonly rule: string | undefined;
+  constructor(code: LongbuildErrorCode, message: string, rule?: string) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+    this.rule = rule;
+  }
+}
+
+/** Another writer appended first (R-3). Nothing was written. */
+export class ConcurrencyError extends LongbuildError {
+  constructor(
+    readonly streamId: string,
+    readonly expected: string,
+    readonly actual: number,
+  ) {
+    super('CONCURRENCY', `stream '${streamId}': expected revision ${expected}, but the stream is at ${actual < 0 ? 'no stream' : actual} (another controller appended first)`, 'R-3');
+  }
+}
+
+/** The log's bytes do not verify (R-4). */
+export class CorruptLogError extends LongbuildError {
+  constructor(readonly position: number, problem: string) {
+    super('CORRUPT_LOG', `corrupt log at position ${position}: ${problem}`, 'R-4');
+  }
+}
+
+/** Input from outside the host is invalid (R-28). */
+export class ValidationError extends LongbuildError {
+  constructor(message: string, rule = 'R-28') {
+    super('VALIDATION', message, rule);
+  }
+}
+
+/** A command was refused by a decider. */
+export class RefusedTransitionError extends LongbuildError {
+  constructor(message: string, rule?: string) {
+    super('REFUSED_TRANSITION', message, rule);
+  }
+}
+
+export class NotFoundError extends LongbuildError {
+  constructor(message: string) {
+    super('NOT_FOUND', message);
+  }
+}
+
+export class UsageError extends LongbuildError {
+  constructor(message: string) {
+    super('USAGE', message);
+  }
+}
+
+export class EffectError extends LongbuildError {
+  constructor(message: string) {
+    super('EFFECT_FAILED', message);
+  }
+}

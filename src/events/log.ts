@@ -1,0 +1,53 @@
+import type { NewEvent, StoredEvent } from './envelope.js';
+
+/** What the writer expects the stream's revision to be (R-3). */
+export type ExpectedRevision = number | 'no-stream' | 'any';
+
+export interface AppendResult {
+  /** Revision of the stream's last event after the append. */
+  readonly nextRevision: number;
+  /** Global position of the last event appended. */
+  readonly position: number;
+  readonly events: readonly StoredEvent[];
+}
+
+export interface ReadOptions {
+  /** Global position (readAll) or stream revision (readStream) to start from, inclusive. */
+  readonly from?: number;
+  readonly direction?: 'forwards' | 'backwards';
+  readonly limit?: number;
+}
+
+export interface LogHead {
+  readonly position: number;
+  readonly hash: string;
+}
+
+export interface VerifyProblem {
+  readonly position: number;
+  readonly problem: string;
+}
+
+export interface ChainReport {
+  readonly ok: boolean;
+  readonly events: number;
+  readonly headHash: string;
+  readonly problems: readonly VerifyProblem[];
+}
+
+/**
+ * The append-only, hash-chained event log (R-1..R-4). Positions are 1-based and
+ * contiguous; stream revisions are 0-based. Every backend passes `logContract`.
+ */
+export interface EventLog {
+  append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
+  readAll(options?: ReadOptions): Promise<StoredEvent[]>;
+  readStream(streamId: string, options?: ReadOptions): Promise<StoredEvent[]>;
+  /** The last event's position and hash, or null for an empty log. */
+  head(): Promise<LogHead | null>;
+  /** Revision of a stream's last event, or -1 when the stream does not exist. */
+  streamRevision(streamId: string): Promise<number>;
+  /** Walk the chain end to end (R-4); reports the first bad position and stops there. */
+  verifyChain(): Promise<ChainReport>;
+  close(): Promise<void>;
+}
