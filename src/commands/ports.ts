@@ -1,0 +1,70 @@
+/**
+ * Ports the controller drives. Types only: implementations live in src/adapters.
+ * Everything a port returns is untrusted input and is validated by the host (R-28).
+ */
+import type { JsonValue } from '../events/canonical.js';
+import type { Checkpoint, MilestoneRef, NodeKind, NodeState, PlannedNode } from '../events/catalogue.js';
+
+/** What a planner sees. It never receives a writable path (R-29). */
+export interface PlannerInput {
+  readonly purpose: 'seal' | 'renew';
+  /** Idempotency key: the same call after a crash carries the same id (R-18). */
+  readonly callId: string;
+  readonly request: JsonValue;
+  readonly horizon: {
+    readonly horizonId: string;
+    readonly revision: number;
+    readonly detailed: readonly MilestoneRef[];
+    readonly coarse: readonly MilestoneRef[];
+  } | null;
+  readonly checkpoints: readonly Checkpoint[];
+  readonly graph: {
+    readonly revision: number;
+    readonly sha256: string;
+    readonly nodes: readonly { id: string; kind: NodeKind; state: NodeState; milestone: string }[];
+  };
+  readonly integrationHead: string;
+}
+
+/** A planner's proposal, before validation. */
+export interface ProposalShape {
+  readonly detailed: readonly (MilestoneRef & { nodes: readonly Omit<PlannedNode, 'milestone'>[] })[];
+  readonly coarse: readonly MilestoneRef[];
+}
+
+export interface Planner {
+  /** Route pinned in the sealed horizon (R-14), e.g. "scripted:blueprint" or "command:claude". */
+  readonly route: string;
+  /** Returns the raw proposal; the host validates it. Throws only for transport failures. */
+  propose(input: PlannerInput): Promise<unknown>;
+}
+
+/** The work packet a worker gets: one node, from the integration head it names (R-24). */
+export interface WorkPacket {
+  readonly attemptId: string;
+  readonly idempotencyKey: string;
+  readonly nodeId: string;
+  readonly attempt: number;
+  readonly kind: NodeKind;
+  readonly milestone: string;
+  readonly deps: readonly string[];
+  readonly title?: string;
+  readonly baseHead: string;
+  readonly branch: string;
+  /** Fixed author/committer date for reproducible commits (ISO 8601). */
+  readonly commitDate: string;
+}
+
+export interface WorkerResult {
+  /** committed: a commit on the attempt branch; recorded: a read-only result; failed: no usable result. */
+  readonly outcome: 'committed' | 'recorded' | 'failed';
+  readonly decision?: string;
+  readonly reason?: string;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface Worker {
+  /** Implement the packet inside `worktree` (the attempt's own checkout). */
+  implement(packet: WorkPacket, worktree: string): Promise<WorkerResult>;
+}
