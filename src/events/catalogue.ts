@@ -218,6 +218,12 @@ export const BuildBlocked = e('BuildBlocked', z.strictObject({
   graphRevision: z.number().int().nonnegative(),
 }));
 
+/** A call whose outcome was in doubt after a crash is made again under the same key. */
+export const EffectReinvoked = e('EffectReinvoked', z.strictObject({
+  effect: z.enum(['planner', 'worker']),
+  key: z.string(),
+}));
+
 /** Every domain event, one discriminated union (ARCHITECTURE pattern 2). */
 export const DomainEventSchema = z.discriminatedUnion('type', [
   BuildInitialized,
@@ -235,6 +241,7 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   CheckpointWritten,
   BuildCompleted,
   BuildBlocked,
+  EffectReinvoked,
 ]);
 export type DomainEvent = z.infer<typeof DomainEventSchema>;
 export type DomainEventType = DomainEvent['type'];
@@ -258,6 +265,7 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   CheckpointWritten: 1,
   BuildCompleted: 1,
   BuildBlocked: 1,
+  EffectReinvoked: 1,
 };
 
 /**
