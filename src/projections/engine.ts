@@ -1,0 +1,297 @@
+import Database from 'better-sqlite3';
+import { canonicalJson } from '../events/canonical.js';
+import { CorruptLogError, ValidationError } from '../events/errors.js';
+import { GENESIS_HASH, sha256Hex } from '../events/hash.js';
+import type { StoredEvent } from '../events/envelope.js';
+import type { Projection } from './projection.js';
+import { makeSnapshot, openSnapshot, SqliteSnapshotStore, type SnapshotStore } from './snapshots.js';
+import { createTableSql, dumpTable, quoteIdent, TableWriter } from './tables.js';
+
+export interface ProjectionStoreOptions {
+  /** Write a snapshot of each projection every K events (0 = never). Default 1000. */
+  readonly snapshotEvery?: number;
+  /** Events per catch-up transaction. Default 10 000. */
+  readonly batchSize?: number;
+}
+
+/** One projection's live state: what is folded in memory and what the tables hold. */
+interface Runtime {
+  readonly projection: Projection<unknown>;
+  readonly writers: TableWriter<unknown>[];
+  readonly fingerprint: string;
+  state: unknown;
+  /** Last position folded into `state`, and that event's hash. */
+  memPosition: number;
+  memHash: string;
+  /** Last position the tables reflect, and that event's hash. */
+  storedPosition: number;
+  storedHash: string;
+}
+
+const META_SCHEMA = `
+CREATE TABLE IF NOT EXISTS projection_positions (
+  name        TEXT PRIMARY KEY,
+  position    INTEGER NOT NULL,
+  hash        TEXT    NOT NULL,
+  fingerprint TEXT    NOT NULL
+);
+`;
+
+/** Identity of a projection's table layout: a changed layout means its tables are rebuilt. */
+function fingerprintOf(p: Projection<unknown>): string {
+  return sha256Hex(canonicalJson(p.tables.map((t) => ({ columns: [...t.columns], keyColumns: t.keyColumns, name: t.name }))));
+}
+
+/**
+ * The projection engine (R-1, R-5): folds log events through each projection's pure `evolve`
+ * and mirrors the resulting entity collections into SQLite tables. The database is a cache
+ * (rebuildable from the log), so it runs WAL with synchronous=NORMAL.
+ *
+ * Usage: `store.catchUp(log.iterateAll(store.resumeFrom()))`. On open, in-memory states are
+ * restored from the newest verified snapshot at or before the stored position (or from the
+ * initial state); the events between it and the stored position are folded without writing.
+ */
+export class ProjectionStore {
+  readonly db: Database.Database;
+  private readonly runtimes: Runtime[];
+  private readonly snapshots: SnapshotStore;
+  private readonly snapshotEvery: number;
+  private readonly batchSize: number;
+  private readonly stmts;
+
+  /** Open (or create) a projections database file at `path` (':memory:' for a scratch one). */
+  static open(path: string, projections: readonly Projection<any>[], options: ProjectionStoreOptions = {}): ProjectionStore {
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('busy_timeout = 10000');
+    return new ProjectionStore(db, projections, options);
+  }
+
+  /** Wrap an open database; creates missing tables and resets projections whose layout changed. */
+  constructor(db: Database.Database, projections: readonly Projection<any>[], options: ProjectionStoreOptions = {}) {
+    this.db = db;
+    this.snapshotEvery = options.snapshotEvery ?? 1000;
+    this.batchSize = Math.max(1, options.batchSize ?? 10_000);
+    db.exec(META_SCHEMA);
+    this.snapshots = new SqliteSnapshotStore(db);
+    this.stmts = {
+      getPosition: db.prepare('SELECT position, hash, fingerprint FROM projection_positions WHERE name = ?'),
+      setPosition: db.prepare('INSERT OR REPLACE INTO projection_positions (name, position, hash, fingerprint) VALUES (?,?,?,?)'),
+      clearPositions: db.prepare('DELETE FROM projection_positions'),
+    };
+    checkUniqueNames(projections);
+    this.runtimes = projections.map((p) => this.openRuntime(p as Projection<unknown>));
+  }
+
+  private openRuntime(projection: Projection<unknown>): Runtime {
+    const fingerprint = fingerprintOf(projection);
+    const stored = this.stmts.getPosition.get(projection.name) as { position: number; hash: string; fingerprint: string } | undefined;
+    const layoutChanged = stored !== undefined && stored.fingerprint !== fingerprint;
+    this.db.transaction(() => {
+      if (layoutChanged) this.dropTables(projection);
+      for (const t of projection.tables) this.db.exec(createTableSql(t));
+      if (layoutChanged) {
+        this.snapshots.clear(projection.name);
+        this.stmts.setPosition.run(projection.name, 0, GENESIS_HASH, fingerprint);
+      }
+    })();
+    const writers = projection.tables.map((t) => new TableWriter(this.db, t));
+    const storedPosition = layoutChanged || !stored ? 0 : stored.position;
+    const storedHash = layoutChanged || !stored ? GENESIS_HASH : stored.hash;
+    const rt: Runtime = { projection, writers, fingerprint, state: projection.initialState, memPosition: 0, memHash: GENESIS_HASH, storedPosition, storedHash };
+    // Restore from the newest snapshot that verifies; a bad one is skipped, never trusted (R-6).
+    if (storedPosition > 0) {
+      for (const s of this.snapshots.candidates(projection.name, storedPosition)) {
+        const state = openSnapshot(s);
+        if (state === null) continue;
+        if (s.position === storedPosition && s.eventHash !== storedHash) continue;
+        rt.state = state;
+        rt.memPosition = s.position;
+        rt.memHash = s.eventHash;
+        break;
+      }
+    }
+    return rt;
+  }
+
+  private dropTables(projection: Projection<unknown>): void {
+    for (const t of projection.tables) this.db.exec(`DROP TABLE IF EXISTS ${quoteIdent(t.name)}`);
+  }
+
+  /** The first log position the store needs next; feed `catchUp` events from here on. */
+  resumeFrom(): number {
+    let min = Infinity;
+    for (const r of this.runtimes) min = Math.min(min, r.memPosition);
+    return (min === Infinity ? 0 : min) + 1;
+  }
+
+  /** Lowest position every projection's tables reflect (0 when empty or no projections). */
+  position(): number {
+    let min = Infinity;
+    for (const r of this.runtimes) min = Math.min(min, r.storedPosition);
+    return min === Infinity ? 0 : min;
+  }
+
+  /** Highest position any projection's tables reflect; a log shorter than this was truncated. */
+  highestPosition(): number {
+    return this.runtimes.reduce((m, r) => Math.max(m, r.storedPosition), 0);
+  }
+
+  /** Stored position of each projection, by name. */
+  positions(): Record<string, number> {
+    return Object.fromEntries(this.runtimes.map((r) => [r.projection.name, r.storedPosition]));
+  }
+
+  /** The in-memory state of a projection (as of its stored position once caught up). */
+  state<S>(name: string): S {
+    const r = this.runtimes.find((x) => x.projection.name === name);
+    if (!r) throw new ValidationError(`no projection named '${name}'`);
+    return r.state as S;
+  }
+
+  /** The projections this store maintains. */
+  projections(): Projection<unknown>[] {
+    return this.runtimes.map((r) => r.projection);
+  }
+
+  /**
+   * Apply events in position order (events already folded are skipped). Each batch of
+   * `batchSize` events is one transaction that writes the changed rows and the positions.
+   * Throws CorruptLogError when the events do not continue the chain the store has seen.
+   * Returns the number of events read.
+   */
+  catchUp(events: Iterable<StoredEvent>): number {
+    let batch: StoredEvent[] = [];
+    let count = 0;
+    for (const e of events) {
+      batch.push(e);
+      count += 1;
+      if (batch.length >= this.batchSize) {
+        this.applyBatch(batch);
+        batch = [];
+      }
+    }
+    if (batch.length > 0) this.applyBatch(batch);
+    return count;
+  }
+
+  /** Drop every projection table and snapshot and fold the whole log again, in one transaction. */
+  rebuild(allEvents: Iterable<StoredEvent>): number {
+    let count = 0;
+    this.guarded(() => {
+      this.db.transaction(() => {
+        this.snapshots.clear();
+        this.stmts.clearPositions.run();
+        for (const r of this.runtimes) {
+          this.dropTables(r.projection);
+          for (const t of r.projection.tables) this.db.exec(createTableSql(t));
+          Object.assign(r, { state: r.projection.initialState, memPosition: 0, memHash: GENESIS_HASH, storedPosition: 0, storedHash: GENESIS_HASH });
+          this.stmts.setPosition.run(r.projection.name, 0, GENESIS_HASH, r.fingerprint);
+        }
+        // Fold everything, then write the difference from the initial state once.
+        for (const e of allEvents) {
+          count += 1;
+          for (const r of this.runtimes) this.fold(r, e);
+        }
+        for (const r of this.runtimes) this.writeUpTo(r, r.projection.initialState);
+      }).immediate();
+    });
+    return count;
+  }
+
+  private applyBatch(batch: readonly StoredEvent[]): void {
+    this.guarded(() => {
+      this.db.transaction(() => {
+        for (const r of this.runtimes) {
+          // The state the tables currently mirror; set once folding passes the stored position.
+          let base: unknown = r.memPosition === r.storedPosition ? r.state : undefined;
+          let advanced = false;
+          for (const e of batch) {
+            if (e.position <= r.memPosition) continue;
+            this.fold(r, e);
+            advanced = true;
+            if (r.memPosition === r.storedPosition) {
+              if (r.memHash !== r.storedHash) {
+                throw new CorruptLogError(e.position, `projection ${r.projection.name} was built from a different log (event hash differs from the one its tables saw); run \`longbuild rebuild\``);
+              }
+              base = r.state;
+            }
+          }
+          if (advanced && base !== undefined && r.memPosition > r.storedPosition) this.writeUpTo(r, base);
+        }
+      }).immediate();
+    });
+  }
+
+  /** Fold one event into a projection's memory, checking it continues the chain. */
+  private fold(r: Runtime, e: StoredEvent): void {
+    if (e.position !== r.memPosition + 1) {
+      throw new CorruptLogError(r.memPosition + 1, `projection ${r.projection.name} expected position ${r.memPosition + 1}, got ${e.position}`);
+    }
+    if (e.prevHash !== r.memHash) {
+      throw new CorruptLogError(e.position, `projection ${r.projection.name}: event does not follow the chain the projection has seen (prevHash mismatch); run \`longbuild rebuild\``);
+    }
+    r.state = r.projection.evolve(r.state, e);
+    r.memPosition = e.position;
+    r.memHash = e.hash;
+    if (this.snapshotEvery > 0 && e.position % this.snapshotEvery === 0 && e.position > r.storedPosition) {
+      this.snapshots.put(makeSnapshot(r.projection.name, e.position, e.hash, r.state));
+    }
+  }
+
+  /** Write rows changed since `base` (the state the tables mirror) and record the position. */
+  private writeUpTo(r: Runtime, base: unknown): void {
+    for (const w of r.writers) w.writeDiff(base, r.state);
+    r.storedPosition = r.memPosition;
+    r.storedHash = r.memHash;
+    this.stmts.setPosition.run(r.projection.name, r.storedPosition, r.storedHash, r.fingerprint);
+  }
+
+  /** Keep memory consistent with the database: if the transaction fails, memory rolls back too. */
+  private guarded(work: () => void): void {
+    const saved = this.runtimes.map((r) => ({ state: r.state, memPosition: r.memPosition, memHash: r.memHash, storedPosition: r.storedPosition, storedHash: r.storedHash }));
+    try {
+      work();
+    } catch (err) {
+      this.runtimes.forEach((r, i) => Object.assign(r, saved[i]));
+      throw err;
+    }
+  }
+
+  /**
+   * Canonical, byte-stable dump of every projection table (R-5): projections by name, tables by
+   * name, rows by primary key; one canonical JSON line each, newline-terminated.
+   */
+  dump(): string {
+    const lines: string[] = [];
+    const tables = this.runtimes.flatMap((r) => r.projection.tables).slice().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const t of tables) lines.push(...dumpTable(this.db, t));
+    return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+  }
+
+  /** SHA-256 of `dump()`. */
+  dumpSha256(): string {
+    return sha256Hex(this.dump());
+  }
+
+  /** Close the database. */
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+function checkUniqueNames(projections: readonly Projection<any>[]): void {
+  const names = new Set<string>();
+  const tables = new Set<string>();
+  for (const p of projections) {
+    if (names.has(p.name)) throw new ValidationError(`two projections are named '${p.name}'`, 'R-5');
+    names.add(p.name);
+    for (const t of p.tables) {
+      if (tables.has(t.name) || t.name === 'projection_positions' || t.name === 'snapshots') {
+        throw new ValidationError(`projection table name '${t.name}' is used twice or reserved`, 'R-5');
+      }
+      tables.add(t.name);
+    }
+  }
+}

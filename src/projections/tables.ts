@@ -1,0 +1,90 @@
+import type Database from 'better-sqlite3';
+import { canonicalJson } from '../events/canonical.js';
+import { ValidationError } from '../events/errors.js';
+import type { TableSpec } from './projection.js';
+
+export type RowValue = string | number | null;
+
+/** Identifiers reach SQL text, so only plain names are allowed. */
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** Quote a table or column name after checking it is a plain identifier. */
+export function quoteIdent(name: string): string {
+  if (!IDENT.test(name)) throw new ValidationError(`invalid projection table or column name '${name}'`, 'R-5');
+  return `"${name}"`;
+}
+
+/** Iterate an entity collection (Map or plain record) as [key, entity] pairs. */
+export function entriesOf(c: ReadonlyMap<string, unknown> | Readonly<Record<string, unknown>>): Iterable<[string, unknown]> {
+  return c instanceof Map ? (c as ReadonlyMap<string, unknown>).entries() : Object.entries(c);
+}
+
+function lookup(c: ReadonlyMap<string, unknown> | Readonly<Record<string, unknown>>, key: string): unknown {
+  if (c instanceof Map) return (c as ReadonlyMap<string, unknown>).get(key);
+  return Object.hasOwn(c, key) ? (c as Record<string, unknown>)[key] : undefined;
+}
+
+function contains(c: ReadonlyMap<string, unknown> | Readonly<Record<string, unknown>>, key: string): boolean {
+  return c instanceof Map ? (c as ReadonlyMap<string, unknown>).has(key) : Object.hasOwn(c, key);
+}
+
+/** Prepared statements for one projection table. */
+export class TableWriter<S> {
+  readonly spec: TableSpec<S>;
+  private readonly upsert: Database.Statement;
+  private readonly remove: Database.Statement;
+
+  constructor(db: Database.Database, spec: TableSpec<S>) {
+    this.spec = spec;
+    const t = quoteIdent(spec.name);
+    const cols = spec.columns.map(quoteIdent);
+    const keys = cols.slice(0, spec.keyColumns);
+    this.upsert = db.prepare(`INSERT OR REPLACE INTO ${t} (${cols.join(',')}) VALUES (${cols.map(() => '?').join(',')})`);
+    this.remove = db.prepare(`DELETE FROM ${t} WHERE ${keys.map((k) => `${k} = ?`).join(' AND ')}`);
+  }
+
+  /**
+   * Write the rows that differ between two states. Collections and entities are compared by
+   * reference (immer structural sharing), so an unchanged collection costs one comparison.
+   */
+  writeDiff(before: S, after: S): void {
+    const a = this.spec.entities(before);
+    const b = this.spec.entities(after);
+    if (a === b) return;
+    for (const [key, entity] of entriesOf(a)) {
+      if (!contains(b, key)) this.remove.run(...this.row(key, entity).slice(0, this.spec.keyColumns));
+    }
+    for (const [key, entity] of entriesOf(b)) {
+      if (lookup(a, key) !== entity || !contains(a, key)) this.upsert.run(...this.row(key, entity));
+    }
+  }
+
+  private row(key: string, entity: unknown): RowValue[] {
+    const row = this.spec.toRow(key, entity);
+    if (row.length !== this.spec.columns.length) {
+      throw new ValidationError(`projection table ${this.spec.name}: toRow gave ${row.length} values for ${this.spec.columns.length} columns`, 'R-5');
+    }
+    return row as RowValue[];
+  }
+}
+
+/** DDL of a projection table: untyped columns, so values keep the exact type toRow gave. */
+export function createTableSql(spec: TableSpec<unknown>): string {
+  if (!Number.isInteger(spec.keyColumns) || spec.keyColumns < 1 || spec.keyColumns > spec.columns.length) {
+    throw new ValidationError(`projection table ${spec.name}: keyColumns must be between 1 and ${spec.columns.length}`, 'R-5');
+  }
+  const cols = spec.columns.map(quoteIdent);
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(spec.name)} (${cols.join(', ')}, PRIMARY KEY (${cols.slice(0, spec.keyColumns).join(', ')}))`;
+}
+
+/**
+ * Canonical dump of one table: a header line, then one canonical JSON array per row in
+ * primary-key order. SQLite's BINARY collation compares UTF-8 bytes, i.e. code points.
+ */
+export function dumpTable(db: Database.Database, spec: TableSpec<unknown>): string[] {
+  const cols = spec.columns.map(quoteIdent);
+  const lines = [canonicalJson({ columns: [...spec.columns], table: spec.name })];
+  const stmt = db.prepare(`SELECT ${cols.join(',')} FROM ${quoteIdent(spec.name)} ORDER BY ${cols.slice(0, spec.keyColumns).join(',')}`).raw(true);
+  for (const row of stmt.iterate() as Iterable<unknown[]>) lines.push(canonicalJson(row));
+  return lines;
+}

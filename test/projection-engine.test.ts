@@ -1,0 +1,73 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
+import { ProjectionStore } from '../src/projections/engine.js';
+import { CorruptLogError } from '../src/events/errors.js';
+import { testCatalogue } from './contract/test-catalogue.js';
+import { counterProjection, type CounterState } from './support/test-projection.js';
+
+const meta = { recordedAt: '2026-01-01T00:00:00Z' };
+const dirs: string[] = [];
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'lb-engine-'));
+  dirs.push(d);
+  return d;
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('projection engine', () => {
+  it('R-5 catch-up writes rows, survives reopen, and equals a rebuild', () => {
+    const dir = tempDir();
+    const log = new SqliteEventLog({ path: join(dir, 'events.db'), catalogue: testCatalogue });
+    log.appendSync('s1', [
+      { type: 'TestAdded', data: { key: 'a', n: 2 }, metadata: meta },
+      { type: 'TestAdded', data: { key: 'b', n: 1, label: 'bee' }, metadata: meta },
+      { type: 'TestTagged', data: { tag: 'x' }, metadata: meta },
+    ], 'no-stream');
+    const store = ProjectionStore.open(join(dir, 'projections.db'), [counterProjection], { snapshotEvery: 2 });
+    expect(store.catchUp(log.iterateAll(store.resumeFrom()))).toBe(3);
+    expect(store.position()).toBe(3);
+    expect(store.dump()).toBe([
+      '{"columns":["key","n","updates","label"],"table":"test_counter"}',
+      '["a",2,1,null]',
+      '["b",1,1,"bee"]',
+      '{"columns":["stream","tag","rev"],"table":"test_tag"}',
+      '["s1","x",2]',
+      '',
+    ].join('\n'));
+    store.close();
+
+    log.appendSync('s1', [{ type: 'TestRemoved', data: { key: 'a' }, metadata: meta }, { type: 'TestAdded', data: { key: 'b', n: 5 }, metadata: meta }], 2);
+    const reopened = ProjectionStore.open(join(dir, 'projections.db'), [counterProjection], { snapshotEvery: 2 });
+    expect(reopened.resumeFrom()).toBe(3); // restored from the snapshot at 2
+    reopened.catchUp(log.iterateAll(reopened.resumeFrom()));
+    expect(reopened.state<CounterState>('test_counters').counters).toEqual({ b: { n: 6, updates: 2, label: 'bee' } });
+    const incremental = reopened.dumpSha256();
+    reopened.rebuild(log.iterateAll());
+    expect(reopened.dumpSha256()).toBe(incremental);
+    expect(reopened.positions()).toEqual({ test_counters: 5 });
+    reopened.close();
+    void log.close();
+  });
+
+  it('R-4 refuses events that do not continue the chain the projections saw', () => {
+    const dir = tempDir();
+    const a = new SqliteEventLog({ path: join(dir, 'a.db'), catalogue: testCatalogue });
+    const b = new SqliteEventLog({ path: join(dir, 'b.db'), catalogue: testCatalogue });
+    a.appendSync('s', [{ type: 'TestAdded', data: { key: 'a' }, metadata: meta }], 'any');
+    b.appendSync('s', [{ type: 'TestAdded', data: { key: 'zzz' }, metadata: meta }, { type: 'TestAdded', data: { key: 'b' }, metadata: meta }], 'any');
+    const store = ProjectionStore.open(join(dir, 'p.db'), [counterProjection], { snapshotEvery: 0 });
+    store.catchUp(a.iterateAll());
+    const before = store.dumpSha256();
+    expect(() => store.catchUp(b.iterateAll(2))).toThrow(CorruptLogError);
+    expect(store.dumpSha256()).toBe(before);
+    expect(store.position()).toBe(1);
+    store.close();
+    void a.close();
+    void b.close();
+  });
+});
