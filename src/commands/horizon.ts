@@ -1,0 +1,162 @@
+import { z } from 'zod';
+import { canonicalSha256 } from '../events/hash.js';
+import { compareCodePoints } from '../events/canonical.js';
+import { formatZodError, MilestoneRefSchema, PlannedNodeSchema, type MilestoneRef, type PlannedNode } from '../events/catalogue.js';
+import type { BuildState } from '../projections/build-state.js';
+
+/** A proposal as a planner must shape it (parsed where its bytes enter, R-28). */
+export const ProposalSchema = z.strictObject({
+  detailed: z.array(MilestoneRefSchema.extend({ nodes: z.array(PlannedNodeSchema.omit({ milestone: true })) })),
+  coarse: z.array(MilestoneRefSchema),
+});
+export type Proposal = z.infer<typeof ProposalSchema>;
+
+/** A validated plan: milestones and nodes with their milestone filled in. */
+export interface ValidPlan {
+  readonly detailed: MilestoneRef[];
+  readonly coarse: MilestoneRef[];
+  readonly nodes: PlannedNode[];
+  readonly planSha256: string;
+}
+
+export type PlanVerdict = { ok: true; plan: ValidPlan } | { ok: false; rule: string; reason: string };
+
+export const MAX_COARSE = 12;
+
+const refuse = (rule: string, reason: string): PlanVerdict => ({ ok: false, rule, reason });
+
+/**
+ * Validate a planner's proposal against R-13 and the current graph: 1–2 detailed milestones,
+ * ≤ 12 coarse, unique ids, each node in exactly one milestone, no unfinished dependency omitted
+ * or placed in a later milestone than its consumer, no cycle.
+ */
+export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' | 'checkpoints'>): PlanVerdict {
+  const parsed = ProposalSchema.safeParse(raw);
+  if (!parsed.success) return refuse('R-28', `proposal is malformed: ${formatZodError(parsed.error)}`);
+  const p = parsed.data;
+  if (p.detailed.length < 1 || p.detailed.length > 2) {
+    return refuse('R-13', `a horizon holds one or two detailed milestones, the proposal has ${p.detailed.length}${p.detailed.length ? ` (${p.detailed.map((m) => m.id).join(', ')})` : ''}`);
+  }
+  if (p.coarse.length > MAX_COARSE) {
+    return refuse('R-13', `a horizon holds at most ${MAX_COARSE} coarse milestones, the proposal has ${p.coarse.length} (${p.coarse.slice(MAX_COARSE).map((m) => m.id).join(', ')} over the limit)`);
+  }
+  const milestoneIds = [...p.detailed, ...p.coarse].map((m) => m.id);
+  const dupMilestone = firstDuplicate(milestoneIds);
+  if (dupMilestone) return refuse('R-13', `milestone '${dupMilestone}' appears more than once in the proposal`);
+  const done = milestoneIds.find((id) => state.checkpoints[id]);
+  if (done) return refuse('R-13', `milestone '${done}' is already checkpointed and cannot be planned again`);
+
+  const milestoneIndex = new Map<string, number>();
+  p.detailed.forEach((m, i) => milestoneIndex.set(m.id, i));
+  const nodes: PlannedNode[] = [];
+  const seen = new Map<string, string>();
+  for (const m of p.detailed) {
+    for (const n of m.nodes) {
+      const other = seen.get(n.id);
+      if (other !== undefined) {
+        return refuse('R-13', `node '${n.id}' belongs to more than one milestone ('${other}' and '${m.id}')`);
+      }
+      if (state.nodes[n.id]) return refuse('R-13', `node '${n.id}' already exists in the graph (milestone '${state.nodes[n.id]!.milestone}')`);
+      if (n.accepted && n.kind !== 'read-only') return refuse('R-8', `node '${n.id}' is writable and cannot start accepted: a writable node is accepted only with an integration receipt`);
+      if (n.deps.includes(n.id)) return refuse('R-13', `node '${n.id}' depends on itself`);
+      seen.set(n.id, m.id);
+      nodes.push({ ...n, deps: [...n.deps], milestone: m.id });
+    }
+  }
+  for (const n of nodes) {
+    for (const dep of n.deps) {
+      const existing = state.nodes[dep];
+      if (existing) continue; // already in the graph: accepted or carried from an earlier window
+      const depMilestone = seen.get(dep);
+      if (depMilestone === undefined) {
+        const coarse = p.coarse.find((c) => c.id === dep);
+        return refuse('R-13', `node '${n.id}' depends on '${dep}', which is neither in the graph nor in the detailed milestones of the proposal${coarse ? '' : ' (an unfinished dependency cannot be omitted)'}`);
+      }
+      if (milestoneIndex.get(depMilestone)! > milestoneIndex.get(n.milestone)!) {
+        return refuse('R-13', `node '${n.id}' (milestone '${n.milestone}') depends on '${dep}' in the later milestone '${depMilestone}'`);
+      }
+    }
+  }
+  const cycle = findCycle(nodes);
+  if (cycle) return refuse('R-13', `dependency cycle: ${cycle.join(' -> ')}`);
+  const detailed = p.detailed.map(({ nodes: _nodes, ...ref }) => ref);
+  const plan = { detailed, coarse: p.coarse, nodes };
+  return { ok: true, plan: { ...plan, planSha256: canonicalSha256(plan) } };
+}
+
+/**
+ * R-16: a renewal must promote exactly the first one or two coarse milestones (same ids, same
+ * order) and keep the remaining coarse suffix untouched at the start of the new coarse list.
+ */
+export function validateRenewal(
+  current: { revision: number; coarse: readonly MilestoneRef[] },
+  expectedRevision: number,
+  plan: ValidPlan,
+): { ok: true } | { ok: false; rule: string; reason: string } {
+  if (expectedRevision !== current.revision) {
+    return { ok: false, rule: 'R-16', reason: `stale horizon revision: expected ${expectedRevision}, the horizon is at revision ${current.revision}` };
+  }
+  const k = plan.detailed.length;
+  if (k > current.coarse.length) {
+    return { ok: false, rule: 'R-16', reason: `the renewal promotes ${k} milestones but only ${current.coarse.length} coarse remain` };
+  }
+  const expectedPromoted = current.coarse.slice(0, k);
+  for (let i = 0; i < k; i++) {
+    const got = plan.detailed[i]!;
+    const want = expectedPromoted[i]!;
+    if (got.id !== want.id) {
+      const where = current.coarse.findIndex((c) => c.id === got.id);
+      const why = where > i ? `skips '${want.id}'` : where === -1 ? `renames or invents '${got.id}' in place of '${want.id}'` : `reorders '${got.id}'`;
+      return { ok: false, rule: 'R-16', reason: `renewal must promote the first coarse milestones in order (${expectedPromoted.map((m) => m.id).join(', ')}); it ${why}` };
+    }
+  }
+  const suffix = current.coarse.slice(k);
+  for (let i = 0; i < suffix.length; i++) {
+    const want = suffix[i]!;
+    const got = plan.coarse[i];
+    if (!got) return { ok: false, rule: 'R-16', reason: `renewal loses coarse milestone '${want.id}'` };
+    if (got.id !== want.id || got.title !== want.title || got.intent !== want.intent) {
+      return { ok: false, rule: 'R-16', reason: `renewal must keep the coarse suffix untouched: position ${i} should be '${want.id}' ("${want.title}"), got '${got.id}' ("${got.title}")` };
+    }
+  }
+  if (plan.coarse.length > MAX_COARSE) return { ok: false, rule: 'R-16', reason: `at most ${MAX_COARSE} coarse milestones, got ${plan.coarse.length}` };
+  return { ok: true };
+}
+
+function firstDuplicate(ids: readonly string[]): string | null {
+  const seen = new Set<string>();
+  for (const id of ids) {
+    if (seen.has(id)) return id;
+    seen.add(id);
+  }
+  return null;
+}
+
+function findCycle(nodes: readonly PlannedNode[]): string[] | null {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const color = new Map<string, 1 | 2>();
+  const stack: string[] = [];
+  const visit = (id: string): string[] | null => {
+    color.set(id, 1);
+    stack.push(id);
+    for (const dep of [...(byId.get(id)?.deps ?? [])].sort(compareCodePoints)) {
+      if (!byId.has(dep)) continue;
+      const c = color.get(dep);
+      if (c === 1) return [...stack.slice(stack.indexOf(dep)), dep];
+      if (c === undefined) {
+        const found = visit(dep);
+        if (found) return found;
+      }
+    }
+    stack.pop();
+    color.set(id, 2);
+    return null;
+  };
+  for (const n of [...nodes].sort((a, b) => compareCodePoints(a.id, b.id))) {
+    if (!color.has(n.id)) {
+      const found = visit(n.id);
+      if (found) return found;
+    }
+  }
+  return null;
+}

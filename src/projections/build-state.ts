@@ -1,0 +1,296 @@
+import { produce, type Draft } from 'immer';
+import type { JsonValue } from '../events/canonical.js';
+import type { StoredEvent } from '../events/envelope.js';
+import type {
+  BuildSettings, Checkpoint, CommandEvidence, DataOf, DomainEvent, HorizonPins, MilestoneRef, NodeKind, NodeState, Receipt,
+} from '../events/catalogue.js';
+
+export interface NodeRecord {
+  readonly id: string;
+  readonly kind: NodeKind;
+  readonly deps: readonly string[];
+  readonly milestone: string;
+  readonly state: NodeState;
+  readonly title?: string;
+  readonly contract?: string;
+  readonly foundation?: string;
+  readonly decision?: string;
+  readonly attempts: number;
+  /** The accepted commit (writable nodes) once integrated. */
+  readonly commit: string | null;
+  readonly receiptJobId: string | null;
+}
+
+export interface HorizonRecord {
+  readonly horizonId: string;
+  readonly revision: number;
+  readonly planSha256: string;
+  readonly detailed: readonly MilestoneRef[];
+  readonly coarse: readonly MilestoneRef[];
+  readonly pins: HorizonPins;
+  readonly callId: string;
+}
+
+export interface AttemptRecord {
+  readonly attemptId: string;
+  readonly nodeId: string;
+  readonly attempt: number;
+  readonly baseHead: string;
+  readonly branch: string;
+  readonly commitDate: string;
+  readonly status: 'started' | 'committed' | 'recorded' | 'failed';
+  readonly commit: string | null;
+  readonly adopted: boolean;
+}
+
+export interface JobRecord {
+  readonly jobId: string;
+  readonly nodeIds: readonly string[];
+  readonly candidates: readonly { nodeId: string; attemptId: string; commit: string }[];
+  readonly baseHead: string;
+  readonly startedAt: string;
+  readonly status: 'started' | 'verified' | 'promoted' | 'failed';
+  readonly verification: {
+    readonly passed: boolean;
+    readonly resultCommit: string | null;
+    readonly tree: string | null;
+    readonly evidence: readonly CommandEvidence[];
+    readonly evidenceSha256: string;
+  } | null;
+  readonly receipt: Receipt | null;
+  readonly adopted: boolean;
+}
+
+export interface PlannerCallRecord {
+  readonly callId: string;
+  readonly purpose: 'seal' | 'renew';
+  readonly status: 'invoked' | 'returned' | 'rejected';
+  readonly invocations: number;
+  readonly rejection: { rule: string; reason: string } | null;
+}
+
+export interface BuildInfo {
+  readonly buildId: string;
+  readonly request: JsonValue;
+  readonly requestSha256: string;
+  readonly integrationRef: string;
+  readonly baseHead: string;
+  readonly verify: readonly (readonly string[])[];
+  readonly settings: BuildSettings;
+  readonly driver: { kind: 'blueprint' | 'command'; sourceSha256: string };
+}
+
+/** Everything the controller knows, folded from the log. Plain data: it snapshots as JSON. */
+export interface BuildState {
+  readonly position: number;
+  readonly build: BuildInfo | null;
+  readonly graphRevision: number;
+  readonly nodes: Readonly<Record<string, NodeRecord>>;
+  readonly horizon: HorizonRecord | null;
+  readonly checkpoints: Readonly<Record<string, { checkpoint: Checkpoint; sha256: string; position: number }>>;
+  readonly attempts: Readonly<Record<string, AttemptRecord>>;
+  readonly jobs: Readonly<Record<string, JobRecord>>;
+  readonly plannerCalls: Readonly<Record<string, PlannerCallRecord>>;
+  readonly integrationHead: string | null;
+  readonly calls: { readonly planner: number; readonly worker: number };
+  readonly completed: boolean;
+  readonly blocked: { readonly reason: string; readonly nodeIds: readonly string[] } | null;
+  /** Graph revision → position of the event that produced it (time travel by revision). */
+  readonly revisionPositions: Readonly<Record<string, number>>;
+}
+
+export const initialBuildState: BuildState = {
+  position: 0,
+  build: null,
+  graphRevision: 0,
+  nodes: {},
+  horizon: null,
+  checkpoints: {},
+  attempts: {},
+  jobs: {},
+  plannerCalls: {},
+  integrationHead: null,
+  calls: { planner: 0, worker: 0 },
+  completed: false,
+  blocked: null,
+  revisionPositions: { '0': 0 },
+};
+
+/** Fold one stored event into the build state (pure; R-7). Unknown types are ignored. */
+export function evolveBuild(state: BuildState, event: StoredEvent): BuildState {
+  return produce(state, (draft) => {
+    draft.position = event.position;
+    applyDomainEvent(draft, { type: event.type, data: event.data } as DomainEvent, event.metadata.recordedAt);
+  });
+}
+
+function bumpGraph(draft: Draft<BuildState>): void {
+  draft.graphRevision += 1;
+  draft.revisionPositions[String(draft.graphRevision)] = draft.position;
+}
+
+function setNodeState(draft: Draft<BuildState>, nodeId: string, state: NodeState): void {
+  const node = draft.nodes[nodeId];
+  if (!node || node.state === state) return;
+  node.state = state;
+  bumpGraph(draft);
+}
+
+function failedNodeState(draft: Draft<BuildState>, nodeId: string): NodeState {
+  const node = draft.nodes[nodeId];
+  const max = draft.build?.settings.maxAttempts ?? 3;
+  return node && node.attempts >= max ? 'blocked' : 'revising';
+}
+
+function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recordedAt: string): void {
+  switch (event.type) {
+    case 'BuildInitialized': {
+      const d = event.data;
+      draft.build = {
+        buildId: d.buildId, request: d.request as Draft<JsonValue>, requestSha256: d.requestSha256, integrationRef: d.integrationRef,
+        baseHead: d.baseHead, verify: d.verify, settings: d.settings, driver: d.driver,
+      };
+      draft.integrationHead = d.baseHead;
+      return;
+    }
+    case 'PlannerInvoked': {
+      const d = event.data;
+      draft.plannerCalls[d.callId] = { callId: d.callId, purpose: d.purpose, status: 'invoked', invocations: 1, rejection: null };
+      draft.calls.planner += 1;
+      return;
+    }
+    case 'EffectReinvoked': {
+      if (event.data.effect === 'planner') {
+        draft.calls.planner += 1;
+        const call = draft.plannerCalls[event.data.key];
+        if (call) call.invocations += 1;
+      } else {
+        draft.calls.worker += 1;
+      }
+      return;
+    }
+    case 'PlannerReturned': {
+      const call = draft.plannerCalls[event.data.callId];
+      if (call) call.status = 'returned';
+      return;
+    }
+    case 'ProposalRejected': {
+      const call = draft.plannerCalls[event.data.callId];
+      if (call) {
+        call.status = 'rejected';
+        call.rejection = { rule: event.data.rule, reason: event.data.reason };
+      }
+      return;
+    }
+    case 'HorizonSealed':
+    case 'HorizonRenewed':
+      applyHorizon(draft, event.data);
+      return;
+    case 'AttemptStarted': {
+      const d = event.data;
+      draft.attempts[d.attemptId] = {
+        attemptId: d.attemptId, nodeId: d.nodeId, attempt: d.attempt, baseHead: d.baseHead, branch: d.branch,
+        commitDate: recordedAt, status: 'started', commit: null, adopted: false,
+      };
+      const node = draft.nodes[d.nodeId];
+      if (node) node.attempts = d.attempt;
+      draft.calls.worker += 1;
+      setNodeState(draft, d.nodeId, 'running');
+      return;
+    }
+    case 'AttemptFinished': {
+      const d = event.data;
+      const attempt = draft.attempts[d.attemptId];
+      if (attempt) {
+        attempt.status = d.outcome;
+        attempt.commit = d.commit ?? null;
+        attempt.adopted = d.adopted;
+      }
+      const node = draft.nodes[d.nodeId];
+      if (node && d.decision !== undefined) node.decision = d.decision;
+      if (d.outcome === 'committed') setNodeState(draft, d.nodeId, 'validating');
+      else if (d.outcome === 'recorded') setNodeState(draft, d.nodeId, 'accepted');
+      else setNodeState(draft, d.nodeId, failedNodeState(draft, d.nodeId));
+      return;
+    }
+    case 'IntegrationStarted': {
+      const d = event.data;
+      draft.jobs[d.jobId] = {
+        jobId: d.jobId, nodeIds: d.nodeIds, candidates: d.candidates, baseHead: d.baseHead, startedAt: recordedAt,
+        status: 'started', verification: null, receipt: null, adopted: false,
+      };
+      return;
+    }
+    case 'VerificationFinished': {
+      const d = event.data;
+      const job = draft.jobs[d.jobId];
+      if (!job) return;
+      job.status = 'verified';
+      job.verification = { passed: d.passed, resultCommit: d.resultCommit, tree: d.tree, evidence: d.evidence, evidenceSha256: d.evidenceSha256 };
+      return;
+    }
+    case 'IntegrationPromoted': {
+      const d = event.data;
+      const job = draft.jobs[d.jobId];
+      if (job) {
+        job.status = 'promoted';
+        job.receipt = d.receipt;
+        job.adopted = d.adopted;
+      }
+      draft.integrationHead = d.receipt.resultCommit;
+      for (const c of d.receipt.candidates) {
+        const node = draft.nodes[c.nodeId];
+        if (node) {
+          node.commit = c.commit;
+          node.receiptJobId = d.jobId;
+        }
+        setNodeState(draft, c.nodeId, 'accepted');
+      }
+      return;
+    }
+    case 'IntegrationFailed': {
+      const d = event.data;
+      const job = draft.jobs[d.jobId];
+      if (job) job.status = 'failed';
+      for (const id of d.nodeIds) setNodeState(draft, id, failedNodeState(draft, id));
+      return;
+    }
+    case 'CheckpointWritten': {
+      const d = event.data;
+      draft.checkpoints[d.checkpoint.milestoneId] = { checkpoint: d.checkpoint, sha256: d.checkpointSha256, position: draft.position };
+      return;
+    }
+    case 'BuildCompleted':
+      draft.completed = true;
+      return;
+    case 'BuildBlocked':
+      draft.blocked = { reason: event.data.reason, nodeIds: event.data.nodeIds };
+      return;
+    default: {
+      // Exhaustive over the catalogue; an event type this build does not know is ignored.
+      const unknown: never = event;
+      void unknown;
+    }
+  }
+}
+
+function applyHorizon(draft: Draft<BuildState>, d: DataOf<'HorizonSealed'> | DataOf<'HorizonRenewed'>): void {
+  draft.horizon = {
+    horizonId: d.horizonId, revision: d.revision, planSha256: d.planSha256, detailed: d.detailed, coarse: d.coarse, pins: d.pins, callId: d.callId,
+  };
+  let added = false;
+  for (const n of d.nodes) {
+    if (draft.nodes[n.id]) continue;
+    draft.nodes[n.id] = {
+      id: n.id, kind: n.kind, deps: [...n.deps], milestone: n.milestone,
+      state: n.accepted ? 'accepted' : 'queued',
+      ...(n.title !== undefined ? { title: n.title } : {}),
+      ...(n.contract !== undefined ? { contract: n.contract } : {}),
+      ...(n.foundation !== undefined ? { foundation: n.foundation } : {}),
+      ...(n.decision !== undefined && n.accepted ? { decision: n.decision } : {}),
+      attempts: 0, commit: null, receiptJobId: null,
+    };
+    added = true;
+  }
+  if (added) bumpGraph(draft);
+}

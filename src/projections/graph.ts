@@ -1,0 +1,132 @@
+import { canonicalJson, compareCodePoints } from '../events/canonical.js';
+import { sha256Hex } from '../events/hash.js';
+import type { BuildState, NodeRecord } from './build-state.js';
+
+/** Canonical form of the work graph: nodes sorted by id, deps sorted. */
+export function canonicalGraph(nodes: Readonly<Record<string, NodeRecord>>): string {
+  const ids = Object.keys(nodes).sort(compareCodePoints);
+  return canonicalJson(ids.map((id) => {
+    const n = nodes[id]!;
+    return { id: n.id, kind: n.kind, state: n.state, milestone: n.milestone, deps: [...n.deps].sort(compareCodePoints) };
+  }));
+}
+
+/** SHA-256 of the canonical graph. */
+export function graphSha256(nodes: Readonly<Record<string, NodeRecord>>): string {
+  return sha256Hex(canonicalGraph(nodes));
+}
+
+/** A summary node, or an accepted one, satisfies its dependents. */
+export function isSatisfied(node: NodeRecord | undefined): boolean {
+  return node !== undefined && node.state === 'accepted';
+}
+
+/** The first detailed milestone of the horizon without a checkpoint, or null. */
+export function activeMilestone(state: BuildState): string | null {
+  if (!state.horizon) return null;
+  for (const m of state.horizon.detailed) if (!state.checkpoints[m.id]) return m.id;
+  return null;
+}
+
+/**
+ * Downstream unlock depth of every unfinished node: the length of the longest chain of
+ * unfinished dependents below it (a node with none has depth 0).
+ */
+export function unlockDepths(nodes: Readonly<Record<string, NodeRecord>>): Map<string, number> {
+  const dependents = new Map<string, string[]>();
+  const unfinished: string[] = [];
+  for (const id in nodes) {
+    const n = nodes[id]!;
+    if (n.state === 'accepted' || n.state === 'canceled') continue;
+    unfinished.push(id);
+    for (const dep of n.deps) {
+      let list = dependents.get(dep);
+      if (!list) dependents.set(dep, (list = []));
+      list.push(id);
+    }
+  }
+  const depth = new Map<string, number>();
+  const visiting = new Set<string>();
+  const visit = (id: string): number => {
+    const known = depth.get(id);
+    if (known !== undefined) return known;
+    if (visiting.has(id)) return 0; // a cycle is refused at sealing; never loop here
+    visiting.add(id);
+    let best = 0;
+    for (const child of dependents.get(id) ?? []) best = Math.max(best, 1 + visit(child));
+    visiting.delete(id);
+    depth.set(id, best);
+    return best;
+  };
+  for (const id of unfinished) visit(id);
+  return depth;
+}
+
+/** Stable topological order (Kahn's algorithm, ties by node id) of the given node ids. */
+export function stableTopologicalOrder(nodes: Readonly<Record<string, NodeRecord>>, ids: readonly string[]): string[] {
+  const inSet = new Set(ids);
+  const indegree = new Map<string, number>();
+  const children = new Map<string, string[]>();
+  for (const id of ids) indegree.set(id, 0);
+  for (const id of ids) {
+    for (const dep of nodes[id]!.deps) {
+      if (!inSet.has(dep)) continue;
+      indegree.set(id, indegree.get(id)! + 1);
+      let list = children.get(dep);
+      if (!list) children.set(dep, (list = []));
+      list.push(id);
+    }
+  }
+  const ready = ids.filter((id) => indegree.get(id) === 0).sort(compareCodePoints);
+  const order: string[] = [];
+  while (ready.length > 0) {
+    const id = ready.shift()!;
+    order.push(id);
+    const next: string[] = [];
+    for (const child of children.get(id) ?? []) {
+      const d = indegree.get(child)! - 1;
+      indegree.set(child, d);
+      if (d === 0) next.push(child);
+    }
+    if (next.length) {
+      ready.push(...next);
+      ready.sort(compareCodePoints);
+    }
+  }
+  return order;
+}
+
+/**
+ * The ranked ready wave (R-10): queued nodes of the active milestone whose dependencies are all
+ * accepted, by unlock depth (larger first), then stable topological order, then id.
+ */
+export function rankReadyWave(state: BuildState): string[] {
+  const milestone = activeMilestone(state);
+  if (milestone === null) return [];
+  const nodes = state.nodes;
+  const ready: string[] = [];
+  for (const id in nodes) {
+    const n = nodes[id]!;
+    if (n.milestone !== milestone || n.state !== 'queued') continue;
+    if (n.deps.every((d) => isSatisfied(nodes[d]))) ready.push(id);
+  }
+  if (ready.length === 0) return [];
+  const depths = unlockDepths(nodes);
+  const topo = new Map(stableTopologicalOrder(nodes, Object.keys(nodes)).map((id, i) => [id, i]));
+  return ready.sort((a, b) => (depths.get(b) ?? 0) - (depths.get(a) ?? 0) || (topo.get(a) ?? 0) - (topo.get(b) ?? 0) || compareCodePoints(a, b));
+}
+
+/** The one canonical byte form of a ranked ready list. */
+export function readyListBytes(ready: readonly string[]): string {
+  return canonicalJson(ready);
+}
+
+/** Nodes with an attempt started and not finished, or committed and not yet integrated. */
+export function inFlightNodes(state: BuildState): string[] {
+  const ids: string[] = [];
+  for (const id in state.nodes) {
+    const s = state.nodes[id]!.state;
+    if (s === 'running' || s === 'validating') ids.push(id);
+  }
+  return ids.sort(compareCodePoints);
+}
