@@ -1,0 +1,281 @@
+import pg from 'pg';
+import type { PoolClient } from 'pg';
+import { ConcurrencyError, ValidationError } from '../../events/errors.js';
+import type { NewEvent, StoredEvent } from '../../events/envelope.js';
+import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
+import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions } from '../../events/log.js';
+import { prepareNewEvents } from './prepare.js';
+import { checkExpected, verifyRawRows, type RawEventRow } from './sqlite-log.js';
+import { sealPrepared } from './seal.js';
+import { prepareVerbatim, rawRowToEvent, type VerbatimImportable } from './verbatim.js';
+
+export interface PostgresLogOptions {
+  /** postgres://user:password@host:port/database */
+  readonly url: string;
+  /** Schema holding this log's tables (created if missing); lets tests and builds share a database. */
+  readonly schema?: string;
+  readonly catalogue?: EventCatalogue;
+  /** Connections in the pool (default 4). */
+  readonly poolSize?: number;
+}
+
+interface PgEventRow {
+  position: string;
+  stream_id: string;
+  revision: string;
+  type: string;
+  schema_version: number;
+  data: string;
+  metadata: string;
+  prev_hash: string;
+  hash: string;
+}
+
+const VERIFY_PAGE = 5000;
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * The event log in PostgreSQL. Same rows and canonical texts as the SQLite log, so the same
+ * verifier walks both. Global positions are not a sequence (sequences leave gaps and can commit
+ * out of order): each append takes `LOCK TABLE events IN EXCLUSIVE MODE` — which blocks other
+ * writers, not readers — reads the head and writes head+1.. in the same transaction. Commits are
+ * therefore in position order, so any single read sees a contiguous prefix of the log, and two
+ * writers in different processes can neither fork a stream nor leave a gap.
+ */
+export class PostgresEventLog implements EventLog, VerbatimImportable {
+  readonly schema: string;
+  private readonly pool: pg.Pool;
+  private readonly catalogue: EventCatalogue;
+  private readonly t: { events: string; head: string };
+  private initialised: Promise<void> | undefined;
+
+  constructor(options: PostgresLogOptions) {
+    const schema = options.schema ?? 'longbuild';
+    if (!SCHEMA_NAME.test(schema)) throw new ValidationError(`invalid PostgreSQL schema name ${JSON.stringify(schema)} (lower-case letters, digits, _)`);
+    this.schema = schema;
+    this.catalogue = options.catalogue ?? domainCatalogue;
+    this.pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 4, application_name: 'longbuild' });
+    // An idle client's error (server restart) must not crash the process; the next query reports it.
+    this.pool.on('error', () => {});
+    this.t = { events: `"${schema}".events`, head: `"${schema}".chain_head` };
+  }
+
+  /** Open and create the schema if needed; fails fast when the server is unreachable. */
+  static async open(options: PostgresLogOptions): Promise<PostgresEventLog> {
+    const log = new PostgresEventLog(options);
+    try {
+      await log.ready();
+    } catch (err) {
+      await log.close();
+      throw err;
+    }
+    return log;
+  }
+
+  private ready(): Promise<void> {
+    this.initialised ??= this.createSchema().catch((err: unknown) => {
+      this.initialised = undefined;
+      throw err;
+    });
+    return this.initialised;
+  }
+
+  private async createSchema(): Promise<void> {
+    await this.transaction(async (c) => {
+      // Concurrent CREATE ... IF NOT EXISTS from two processes can still collide; serialise them.
+      await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`longbuild-schema:${this.schema}`]);
+      await c.query(`CREATE SCHEMA IF NOT EXISTS "${this.schema}"`);
+      await c.query(`CREATE TABLE IF NOT EXISTS ${this.t.events} (
+        position       BIGINT  PRIMARY KEY CHECK (position >= 1),
+        stream_id      TEXT    NOT NULL,
+        revision       BIGINT  NOT NULL CHECK (revision >= 0),
+        type           TEXT    NOT NULL,
+        schema_version INTEGER NOT NULL,
+        data           TEXT    NOT NULL,
+        metadata       TEXT    NOT NULL,
+        prev_hash      TEXT    NOT NULL,
+        hash           TEXT    NOT NULL,
+        UNIQUE (stream_id, revision)
+      )`);
+      await c.query(`CREATE TABLE IF NOT EXISTS ${this.t.head} (
+        id       INTEGER PRIMARY KEY CHECK (id = 1),
+        position BIGINT  NOT NULL,
+        hash     TEXT    NOT NULL
+      )`);
+    });
+  }
+
+  private async transaction<T>(body: (client: PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query(begin);
+      const result = await body(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch((rollbackErr: Error) => {
+        broken = rollbackErr;
+      });
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** Take the writer lock; from here until COMMIT this transaction owns the log's tail. */
+  private async lockTail(c: PoolClient): Promise<LogHead | null> {
+    await c.query(`LOCK TABLE ${this.t.events} IN EXCLUSIVE MODE`);
+    const r = await c.query<{ position: string; hash: string }>(`SELECT position, hash FROM ${this.t.events} ORDER BY position DESC LIMIT 1`);
+    const row = r.rows[0];
+    return row ? { position: Number(row.position), hash: row.hash } : null;
+  }
+
+  private async insertRows(c: PoolClient, rows: readonly RawEventRow[]): Promise<void> {
+    // One statement per batch whatever its size: nine arrays, unnested server-side.
+    await c.query(
+      `INSERT INTO ${this.t.events} (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])`,
+      [
+        rows.map((r) => r.position), rows.map((r) => r.streamId), rows.map((r) => r.revision), rows.map((r) => r.type),
+        rows.map((r) => r.schemaVersion), rows.map((r) => r.dataJson), rows.map((r) => r.metadataJson),
+        rows.map((r) => r.prevHash), rows.map((r) => r.hash),
+      ],
+    );
+    const last = rows[rows.length - 1]!;
+    await c.query(
+      `INSERT INTO ${this.t.head} (id, position, hash) VALUES (1, $1, $2) ON CONFLICT (id) DO UPDATE SET position = excluded.position, hash = excluded.hash`,
+      [last.position, last.hash],
+    );
+  }
+
+  async append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    const prepared = prepareNewEvents(streamId, events, this.catalogue);
+    await this.ready();
+    try {
+      return await this.transaction(async (c) => {
+        const head = await this.lockTail(c);
+        const current = await this.revisionOf(c, streamId);
+        checkExpected(streamId, expected, current);
+        const { rows, events: stored } = sealPrepared(streamId, prepared, head, current);
+        await this.insertRows(c, rows);
+        const last = stored[stored.length - 1]!;
+        return { nextRevision: last.revision, position: last.position, events: stored };
+      });
+    } catch (err) {
+      // Only reachable if a writer bypasses the lock; still never a fork, and still R-3's error.
+      if (isUniqueViolation(err)) throw new ConcurrencyError(streamId, String(expected), await this.streamRevision(streamId));
+      throw err;
+    }
+  }
+
+  async importVerbatim(events: readonly StoredEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.ready();
+    await this.transaction(async (c) => {
+      const head = await this.lockTail(c);
+      await this.insertRows(c, prepareVerbatim(events, head));
+    });
+  }
+
+  private async revisionOf(c: pg.Pool | PoolClient, streamId: string): Promise<number> {
+    const r = await c.query<{ r: string | null }>(`SELECT MAX(revision) AS r FROM ${this.t.events} WHERE stream_id = $1`, [streamId]);
+    const v = r.rows[0]?.r;
+    return v === null || v === undefined ? -1 : Number(v);
+  }
+
+  async readAll(options: ReadOptions = {}): Promise<StoredEvent[]> {
+    await this.ready();
+    const backwards = options.direction === 'backwards';
+    const r = await this.pool.query<PgEventRow>(
+      `SELECT * FROM ${this.t.events} WHERE position ${backwards ? '<=' : '>='} $1 ORDER BY position ${backwards ? 'DESC' : 'ASC'} LIMIT $2`,
+      [options.from ?? (backwards ? Number.MAX_SAFE_INTEGER : 1), options.limit ?? null],
+    );
+    return r.rows.map((row) => rawRowToEvent(fromPg(row)));
+  }
+
+  async readStream(streamId: string, options: ReadOptions = {}): Promise<StoredEvent[]> {
+    await this.ready();
+    const backwards = options.direction === 'backwards';
+    const r = await this.pool.query<PgEventRow>(
+      `SELECT * FROM ${this.t.events} WHERE stream_id = $1 AND revision ${backwards ? '<=' : '>='} $2 ORDER BY revision ${backwards ? 'DESC' : 'ASC'} LIMIT $3`,
+      [streamId, options.from ?? (backwards ? Number.MAX_SAFE_INTEGER : 0), options.limit ?? null],
+    );
+    return r.rows.map((row) => rawRowToEvent(fromPg(row)));
+  }
+
+  async head(): Promise<LogHead | null> {
+    await this.ready();
+    const r = await this.pool.query<{ position: string; hash: string }>(`SELECT position, hash FROM ${this.t.events} ORDER BY position DESC LIMIT 1`);
+    const row = r.rows[0];
+    return row ? { position: Number(row.position), hash: row.hash } : null;
+  }
+
+  async streamRevision(streamId: string): Promise<number> {
+    await this.ready();
+    return this.revisionOf(this.pool, streamId);
+  }
+
+  /**
+   * One REPEATABLE READ snapshot, read in keyset pages, walked by the shared verifier.
+   * verifyRawRows takes a synchronous iterable, so the rows are held in memory for the walk.
+   */
+  async verifyChain(): Promise<ChainReport> {
+    await this.ready();
+    const { rows, anchor } = await this.transaction(async (c) => {
+      const a = await c.query<{ position: string; hash: string }>(`SELECT position, hash FROM ${this.t.head} WHERE id = 1`);
+      const collected: RawEventRow[] = [];
+      let after = 0;
+      for (;;) {
+        const page = await c.query<PgEventRow>(`SELECT * FROM ${this.t.events} WHERE position > $1 ORDER BY position ASC LIMIT ${VERIFY_PAGE}`, [after]);
+        for (const row of page.rows) collected.push(fromPg(row));
+        if (page.rows.length < VERIFY_PAGE) break;
+        after = collected[collected.length - 1]!.position;
+      }
+      const anchorRow = a.rows[0];
+      return { rows: collected, anchor: anchorRow ? { position: Number(anchorRow.position), hash: anchorRow.hash } : undefined };
+    }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    return verifyRawRows(rows, anchor);
+  }
+
+  /** Drop this log's schema and everything in it (tests, and `longbuild` never calls it). */
+  async dropSchema(): Promise<void> {
+    await this.pool.query(`DROP SCHEMA IF EXISTS "${this.schema}" CASCADE`);
+    this.initialised = undefined;
+  }
+
+  /** Run SQL against this log's schema (tests use it to tamper with rows). */
+  async query(sql: string, params: unknown[] = []): Promise<unknown[]> {
+    await this.ready();
+    const c = await this.pool.connect();
+    try {
+      await c.query(`SET search_path TO "${this.schema}"`);
+      return (await c.query(sql, params)).rows;
+    } finally {
+      await c.query('RESET search_path').catch(() => {});
+      c.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (!this.pool.ended) await this.pool.end();
+  }
+}
+
+function fromPg(row: PgEventRow): RawEventRow {
+  return {
+    position: Number(row.position),
+    streamId: row.stream_id,
+    revision: Number(row.revision),
+    type: row.type,
+    schemaVersion: row.schema_version,
+    dataJson: row.data,
+    metadataJson: row.metadata,
+    prevHash: row.prev_hash,
+    hash: row.hash,
+  };
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
+}
