@@ -1,4 +1,5 @@
 import type { Projection } from './projection.js';
+import { buildProjection } from './build-projection.js';
 
 /**
  * Every projection the build maintains, in one list: the CLI (`verify`, `rebuild`, `show`, ...)
@@ -8,5 +9,5 @@ import type { Projection } from './projection.js';
  * rebuild that projection's tables on next open; changing only `evolve` needs `longbuild rebuild`.
  */
 export function allProjections(): Projection<any>[] {
-  return [];
+  return [buildProjection];
 }

@@ -1,0 +1,389 @@
+import { canonicalJson, type JsonValue } from '../../events/canonical.js';
+import { canonicalSha256, sha256Hex } from '../../events/hash.js';
+import { ConcurrencyError, CorruptLogError, EffectError } from '../../events/errors.js';
+import type { StoredEvent } from '../../events/envelope.js';
+import type { EventLog } from '../../events/log.js';
+import type { CommandEvidence, DomainEvent, Receipt } from '../../events/catalogue.js';
+import { evolveBuild, initialBuildState, type AttemptRecord, type BuildState, type JobRecord } from '../../projections/build-state.js';
+import { graphSha256, rankReadyWave } from '../../projections/graph.js';
+import { nextAction, type NextAction } from '../../commands/next-action.js';
+import { validateProposal, validateRenewal } from '../../commands/horizon.js';
+import { acceptedVersions, deriveCheckpoint } from '../../commands/checkpoint.js';
+import type { Planner, PlannerInput, WorkPacket, Worker } from '../../commands/ports.js';
+import type { Clock } from '../clock.js';
+import type { FaultInjector } from '../faults.js';
+import type { EvidenceStore, GitPort } from './ports.js';
+
+export type StepOutcome =
+  | 'planned' | 'dispatched' | 'integrated' | 'revising' | 'checkpointed' | 'compacted'
+  | 'renewed' | 'recovered' | 'horizon_complete' | 'blocked';
+
+export interface StepResult {
+  readonly outcome: StepOutcome;
+  readonly position: number;
+  readonly graphRevision: number;
+  readonly detail: string;
+  readonly nodeId?: string;
+  readonly milestoneId?: string;
+  readonly reason?: string;
+}
+
+export interface ControllerDeps {
+  readonly log: EventLog;
+  readonly clock: Clock;
+  readonly planner: Planner;
+  readonly worker: Worker;
+  readonly git: GitPort;
+  readonly evidence: EvidenceStore;
+  readonly faults: FaultInjector;
+  /** Paths a worker commit must not touch (R-29), e.g. the build directory. */
+  readonly protectedPaths: readonly string[];
+  /** Called after every append with the new events (projections catch up here). */
+  readonly onAppended?: (events: readonly StoredEvent[]) => void;
+}
+
+/**
+ * The deterministic host (R-17..R-19): folds the log into state, asks the pure core what comes
+ * next, and carries out that one controller event as intent → effect → result appends.
+ */
+export class Controller {
+  private state: BuildState = initialBuildState;
+  private streamId = '';
+  private streamRevision = -1;
+  private prevHash: string | null = null;
+
+  private constructor(private readonly deps: ControllerDeps) {}
+
+  /** Open a controller on an initialised build: fold the whole log. */
+  static async open(deps: ControllerDeps): Promise<Controller> {
+    const c = new Controller(deps);
+    await c.catchUp();
+    if (!c.state.build) throw new CorruptLogError(1, 'the log holds no BuildInitialized event (run `longbuild init` first)');
+    return c;
+  }
+
+  get current(): BuildState {
+    return this.state;
+  }
+
+  /** Fold events appended since we last looked (another controller, or a crashed run). */
+  async catchUp(): Promise<void> {
+    for (;;) {
+      const batch = await this.deps.log.readAll({ from: this.state.position + 1, limit: 5000 });
+      if (batch.length === 0) return;
+      for (const e of batch) this.fold(e);
+    }
+  }
+
+  private fold(e: StoredEvent): void {
+    if (this.prevHash !== null && e.prevHash !== this.prevHash) {
+      throw new CorruptLogError(e.position, 'previous-hash link broken while reading the log (run `longbuild verify`)');
+    }
+    if (this.streamId === '') this.streamId = e.streamId;
+    if (e.streamId === this.streamId) this.streamRevision = e.revision;
+    this.prevHash = e.hash;
+    this.state = evolveBuild(this.state, e);
+  }
+
+  private async append(events: readonly DomainEvent[], causationId: string): Promise<void> {
+    for (const e of events) this.deps.faults.reach(`before-append:${e.type}`);
+    const position = this.state.position + 1;
+    const recordedAt = this.deps.clock.now(position);
+    const result = await this.deps.log.append(
+      this.streamId,
+      events.map((e) => ({ type: e.type, data: e.data as JsonValue, metadata: { recordedAt, causationId, correlationId: this.state.build!.buildId } })),
+      this.streamRevision,
+    );
+    for (const e of result.events) this.fold(e);
+    this.deps.onAppended?.(result.events);
+    for (const e of events) this.deps.faults.reach(`after-append:${e.type}`);
+  }
+
+  private async effect<T>(name: 'planner' | 'worker' | 'verify' | 'promote', run: () => Promise<T>): Promise<T> {
+    this.deps.faults.reach(`before-effect:${name}`);
+    const result = await run();
+    this.deps.faults.reach(`after-effect:${name}`);
+    return result;
+  }
+
+  private result(outcome: StepOutcome, detail: string, extra: Partial<StepResult> = {}): StepResult {
+    return { outcome, position: this.state.position, graphRevision: this.state.graphRevision, detail, ...extra };
+  }
+
+  /** Perform exactly one controller event (R-17). */
+  async advance(): Promise<StepResult> {
+    await this.catchUp();
+    const action = nextAction(this.state);
+    switch (action.kind) {
+      case 'uninitialized':
+        throw new CorruptLogError(1, 'the build is not initialised');
+      case 'completed':
+        return this.result('horizon_complete', 'the build is complete');
+      case 'blocked':
+        return this.result('blocked', action.reason, { reason: action.reason });
+      case 'plan':
+        return this.plan(action);
+      case 'checkpoint':
+        return this.checkpoint(action.milestoneId);
+      case 'settle-job':
+        return this.settleJob(this.state.jobs[action.jobId]!);
+      case 'settle-attempt':
+        return this.settleAttempt(this.state.attempts[action.attemptId]!);
+      case 'integrate':
+        return this.integrate(action);
+      case 'complete': {
+        await this.append([{ type: 'BuildCompleted', data: { graphRevision: this.state.graphRevision, integrationHead: this.state.integrationHead! } }], 'complete');
+        return this.result('horizon_complete', 'every milestone is checkpointed and no coarse milestone remains');
+      }
+      case 'dispatch':
+        return this.dispatch(action);
+      case 'stuck': {
+        await this.append([{ type: 'BuildBlocked', data: { reason: action.reason, nodeIds: action.nodeIds, graphRevision: this.state.graphRevision } }], 'stuck');
+        return this.result('blocked', action.reason, { reason: action.reason });
+      }
+      default: {
+        const never: never = action;
+        throw new Error(`unhandled action ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  // ---- planning ---------------------------------------------------------------
+
+  private plannerInput(purpose: 'seal' | 'renew', callId: string): PlannerInput {
+    const s = this.state;
+    return {
+      purpose,
+      callId,
+      request: s.build!.request,
+      horizon: s.horizon ? { horizonId: s.horizon.horizonId, revision: s.horizon.revision, detailed: s.horizon.detailed, coarse: s.horizon.coarse } : null,
+      checkpoints: Object.values(s.checkpoints).sort((a, b) => a.position - b.position).map((c) => c.checkpoint),
+      graph: {
+        revision: s.graphRevision,
+        sha256: graphSha256(s.nodes),
+        nodes: Object.values(s.nodes).map((n) => ({ id: n.id, kind: n.kind, state: n.state, milestone: n.milestone })),
+      },
+      integrationHead: s.integrationHead!,
+    };
+  }
+
+  private async plan(action: Extract<NextAction, { kind: 'plan' }>): Promise<StepResult> {
+    const { purpose, callId } = action;
+    if (action.inDoubt) {
+      // The call was made (or was about to be) and left no result: make it again, same key (R-18).
+      await this.append([{ type: 'EffectReinvoked', data: { effect: 'planner', key: callId } }], callId);
+    } else {
+      await this.append([{ type: 'PlannerInvoked', data: { callId, purpose, horizonRevision: this.state.horizon?.revision ?? 0, graphRevision: this.state.graphRevision } }], callId);
+    }
+    const input = this.plannerInput(purpose, callId);
+    const raw = await this.effect('planner', () => this.deps.planner.propose(input));
+    let proposal: JsonValue = null;
+    let proposalSha256 = sha256Hex('null');
+    let verdict: { ok: true } | { ok: false; rule: string; reason: string } = { ok: true };
+    try {
+      proposalSha256 = sha256Hex(canonicalJson(raw));
+      proposal = raw as JsonValue;
+    } catch (err) {
+      verdict = { ok: false, rule: 'R-28', reason: `proposal is not canonical JSON: ${(err as Error).message}` };
+    }
+    const graphRevision = this.state.graphRevision;
+    const returned: DomainEvent = { type: 'PlannerReturned', data: { callId, proposal, proposalSha256, graphRevision } };
+    const checked = verdict.ok ? validateProposal(raw, this.state) : verdict;
+    if (checked.ok) {
+      const plan = (checked as Extract<typeof checked, { plan: unknown }>).plan;
+      const current = this.state.horizon;
+      if (purpose === 'renew' && current) {
+        const renewal = validateRenewal(current, current.revision, plan);
+        if (!renewal.ok) return this.reject(returned, callId, renewal.rule, renewal.reason);
+      }
+      const versions = acceptedVersions(this.state);
+      const pins = {
+        requestSha256: this.state.build!.requestSha256,
+        graphRevision,
+        integrationHead: this.state.integrationHead!,
+        contracts: versions.contracts,
+        foundations: versions.foundations,
+        createdAt: this.deps.clock.now(this.state.position + 1),
+        plannerRoute: this.deps.planner.route,
+      };
+      const body = { planSha256: plan.planSha256, detailed: plan.detailed, coarse: plan.coarse, nodes: plan.nodes, pins, callId, graphRevision };
+      if (purpose === 'seal') {
+        const horizonId = `horizon-${this.state.build!.requestSha256.slice(0, 16)}`;
+        await this.append([returned, { type: 'HorizonSealed', data: { horizonId, revision: 1, ...body } }], callId);
+        return this.result('planned', `sealed ${horizonId} r1: detailed ${plan.detailed.map((m) => m.id).join(', ')}; coarse ${plan.coarse.length}`);
+      }
+      await this.append([returned, { type: 'HorizonRenewed', data: { horizonId: current!.horizonId, revision: current!.revision + 1, fromRevision: current!.revision, ...body } }], callId);
+      return this.result('renewed', `renewed to r${current!.revision + 1}: promoted ${plan.detailed.map((m) => m.id).join(', ')}; coarse ${plan.coarse.length}`);
+    }
+    const refusal = checked as { rule: string; reason: string };
+    return this.reject(returned, callId, refusal.rule, refusal.reason);
+  }
+
+  private async reject(returned: DomainEvent, callId: string, rule: string, reason: string): Promise<StepResult> {
+    await this.append([returned, { type: 'ProposalRejected', data: { callId, rule, reason, graphRevision: this.state.graphRevision } }], callId);
+    return this.result('blocked', `${rule}: ${reason}`, { reason: `proposal refused (${rule}): ${reason}` });
+  }
+
+  // ---- checkpoints --------------------------------------------------------------
+
+  private async checkpoint(milestoneId: string): Promise<StepResult> {
+    const verdict = deriveCheckpoint(this.state, milestoneId, this.deps.clock.now(this.state.position + 1));
+    if (!verdict.ok) throw new EffectError(`cannot checkpoint '${milestoneId}' (${verdict.rule}): ${verdict.reason}`);
+    await this.append([{ type: 'CheckpointWritten', data: { checkpoint: verdict.checkpoint, checkpointSha256: verdict.sha256, graphRevision: this.state.graphRevision } }], `checkpoint.${milestoneId}`);
+    return this.result('checkpointed', `checkpoint ${milestoneId} ${verdict.sha256.slice(0, 12)}`, { milestoneId });
+  }
+
+  // ---- work ---------------------------------------------------------------------
+
+  private async dispatch(action: Extract<NextAction, { kind: 'dispatch' }>): Promise<StepResult> {
+    const { nodeId, attempt, attemptId } = action;
+    await this.append([{
+      type: 'AttemptStarted',
+      data: { attemptId, nodeId, attempt, baseHead: this.state.integrationHead!, branch: `refs/heads/longbuild/attempts/${attemptId}`, graphRevision: this.state.graphRevision },
+    }], attemptId);
+    await this.runWorker(this.state.attempts[attemptId]!);
+    const state = this.state.nodes[nodeId]!.state;
+    return this.result('dispatched', `${nodeId} attempt ${attempt}: ${state}`, { nodeId });
+  }
+
+  private packet(a: AttemptRecord): WorkPacket {
+    const node = this.state.nodes[a.nodeId]!;
+    return {
+      attemptId: a.attemptId, idempotencyKey: `${this.state.build!.buildId}:${a.attemptId}`, nodeId: a.nodeId, attempt: a.attempt,
+      kind: node.kind, milestone: node.milestone, deps: node.deps, ...(node.title !== undefined ? { title: node.title } : {}),
+      baseHead: a.baseHead, branch: a.branch, commitDate: a.commitDate,
+    };
+  }
+
+  private async runWorker(a: AttemptRecord): Promise<void> {
+    const node = this.state.nodes[a.nodeId]!;
+    const packet = this.packet(a);
+    const worktree = node.kind === 'writable' ? await this.deps.git.prepareAttemptWorktree(a.attemptId, a.branch, a.baseHead) : '';
+    const out = await this.effect('worker', () => this.deps.worker.implement(packet, worktree));
+    const evidenceSha256 = canonicalSha256({ stdout: this.deps.evidence.put(Buffer.from(out.stdout)), stderr: this.deps.evidence.put(Buffer.from(out.stderr)) });
+    const base = { attemptId: a.attemptId, nodeId: a.nodeId, evidenceSha256, adopted: false, graphRevision: this.state.graphRevision };
+    if (node.kind === 'read-only') {
+      const finished = out.outcome === 'failed'
+        ? { ...base, outcome: 'failed' as const, reason: out.reason ?? 'worker failed' }
+        : { ...base, outcome: 'recorded' as const, ...(out.decision !== undefined ? { decision: out.decision } : {}) };
+      await this.append([{ type: 'AttemptFinished', data: finished }], a.attemptId);
+      return;
+    }
+    let commit = out.outcome === 'failed' ? null : await this.deps.git.findAttemptCommit(a.branch, a.baseHead);
+    if (out.outcome !== 'failed' && !commit) commit = await this.deps.git.commitWorktree(worktree, `longbuild: ${a.nodeId} (attempt ${a.attempt})`, a.commitDate);
+    await this.deps.git.removeAttemptWorktree(a.attemptId);
+    await this.finishWritable(a, commit, base, out.outcome === 'failed' ? out.reason ?? 'worker failed' : 'worker produced no change');
+  }
+
+  private async finishWritable(
+    a: AttemptRecord,
+    commit: { commit: string; tree: string } | null,
+    base: { attemptId: string; nodeId: string; evidenceSha256: string; adopted: boolean; graphRevision: number },
+    noCommitReason: string,
+  ): Promise<void> {
+    if (!commit) {
+      await this.append([{ type: 'AttemptFinished', data: { ...base, outcome: 'failed', reason: noCommitReason } }], a.attemptId);
+      return;
+    }
+    const touched = await this.deps.git.changedPaths(a.baseHead, commit.commit);
+    const violation = touched.find((p) => this.deps.protectedPaths.some((pp) => p === pp || p.startsWith(pp.endsWith('/') ? pp : `${pp}/`)));
+    if (violation !== undefined) {
+      await this.append([{ type: 'AttemptFinished', data: { ...base, outcome: 'failed', reason: `R-29: the commit touches protected path '${violation}'` } }], a.attemptId);
+      return;
+    }
+    await this.append([{ type: 'AttemptFinished', data: { ...base, outcome: 'committed', commit: commit.commit, tree: commit.tree } }], a.attemptId);
+  }
+
+  /** R-18: an attempt without a result — adopt its commit if the branch has one, else re-invoke. */
+  private async settleAttempt(a: AttemptRecord): Promise<StepResult> {
+    const node = this.state.nodes[a.nodeId]!;
+    if (node.kind === 'writable') {
+      const found = await this.deps.git.findAttemptCommit(a.branch, a.baseHead);
+      if (found) {
+        await this.deps.git.removeAttemptWorktree(a.attemptId);
+        const evidenceSha256 = canonicalSha256({ adoptedCommit: found.commit });
+        await this.finishWritable(a, found, { attemptId: a.attemptId, nodeId: a.nodeId, evidenceSha256, adopted: true, graphRevision: this.state.graphRevision }, '');
+        return this.result('recovered', `adopted ${a.nodeId}'s commit ${found.commit.slice(0, 12)} from ${a.branch}`, { nodeId: a.nodeId });
+      }
+    }
+    await this.append([{ type: 'EffectReinvoked', data: { effect: 'worker', key: `${this.state.build!.buildId}:${a.attemptId}` } }], a.attemptId);
+    await this.runWorker(this.state.attempts[a.attemptId]!);
+    return this.result('recovered', `re-invoked the worker for ${a.attemptId} (no outcome was observable)`, { nodeId: a.nodeId });
+  }
+
+  // ---- integration ----------------------------------------------------------------
+
+  private async integrate(action: Extract<NextAction, { kind: 'integrate' }>): Promise<StepResult> {
+    await this.append([{
+      type: 'IntegrationStarted',
+      data: { jobId: action.jobId, nodeIds: action.candidates.map((c) => c.nodeId), candidates: action.candidates, baseHead: this.state.integrationHead!, graphRevision: this.state.graphRevision },
+    }], action.jobId);
+    return this.continueJob(this.state.jobs[action.jobId]!, false);
+  }
+
+  private async settleJob(job: JobRecord): Promise<StepResult> {
+    return this.continueJob(job, true);
+  }
+
+  private async continueJob(job: JobRecord, recovering: boolean): Promise<StepResult> {
+    if (job.status === 'started') {
+      // Verification is idempotent: re-running it on the same tree is safe.
+      await this.verifyJob(job);
+      job = this.state.jobs[job.jobId]!;
+    }
+    const v = job.verification!;
+    const ids = job.nodeIds.join(', ');
+    if (!v.passed) {
+      await this.append([{ type: 'IntegrationFailed', data: { jobId: job.jobId, nodeIds: [...job.nodeIds], reason: 'verification failed', evidenceSha256: v.evidenceSha256, graphRevision: this.state.graphRevision } }], job.jobId);
+      return this.result('revising', `${ids}: verification failed; back to revising`, { nodeId: job.nodeIds[0]! });
+    }
+    const ref = this.state.build!.integrationRef;
+    const receipt: Receipt = {
+      jobId: job.jobId, nodeIds: [...job.nodeIds], baseHead: job.baseHead,
+      candidates: job.candidates.map((c) => ({ nodeId: c.nodeId, commit: c.commit })),
+      resultCommit: v.resultCommit!, tree: v.tree!, evidenceSha256s: v.evidence.flatMap((e) => [e.stdoutSha256, e.stderrSha256]),
+      cacheHit: v.evidence.length > 0 && v.evidence.every((e) => e.cacheHit),
+    };
+    const now = await this.deps.git.readRef(ref);
+    let adopted = false;
+    if (now === v.resultCommit) {
+      adopted = true; // the ref already moved before the crash: adopt the promotion (R-18)
+    } else {
+      const promoted = await this.effect('promote', () => this.deps.git.promote(ref, v.resultCommit!, job.baseHead));
+      if (!promoted.ok) {
+        await this.append([{ type: 'IntegrationFailed', data: { jobId: job.jobId, nodeIds: [...job.nodeIds], reason: `integration ref moved to ${promoted.actual ?? 'nothing'} (expected ${job.baseHead}); only the integrator may move it (R-29)`, graphRevision: this.state.graphRevision } }], job.jobId);
+        return this.result('revising', `${ids}: promotion refused, the integration ref moved`, { nodeId: job.nodeIds[0]! });
+      }
+    }
+    await this.append([{ type: 'IntegrationPromoted', data: { jobId: job.jobId, receipt, adopted, graphRevision: this.state.graphRevision } }], job.jobId);
+    return this.result(recovering ? 'recovered' : 'integrated', `${ids} promoted to ${v.resultCommit!.slice(0, 12)}${adopted ? ' (adopted)' : ''}`, { nodeId: job.nodeIds[0]! });
+  }
+
+  private async verifyJob(job: JobRecord): Promise<void> {
+    const verify = this.state.build!.verify;
+    const out = await this.effect('verify', () => this.deps.git.integrateAndVerify(job.jobId, job.baseHead, job.candidates.map((c) => c.commit), job.startedAt, verify));
+    let data;
+    if (!out.ok) {
+      data = { jobId: job.jobId, resultCommit: null, tree: null, passed: false, reason: out.reason, evidence: [], evidenceSha256: canonicalSha256({ reason: out.reason }), graphRevision: this.state.graphRevision };
+    } else {
+      const evidence: CommandEvidence[] = out.verification.commands.map((c) => ({
+        argv: [...c.argv], exitCode: c.exitCode, stdoutSha256: this.deps.evidence.put(c.stdout), stderrSha256: this.deps.evidence.put(c.stderr),
+        durationMs: Math.round(c.durationMs), cacheHit: c.cacheHit,
+      }));
+      data = {
+        jobId: job.jobId, resultCommit: out.resultCommit, tree: out.tree, passed: out.verification.passed,
+        ...(out.verification.reason !== undefined ? { reason: out.verification.reason } : {}),
+        evidence, evidenceSha256: canonicalSha256(evidence.map((e) => ({ argv: e.argv, exitCode: e.exitCode, stdout: e.stdoutSha256, stderr: e.stderrSha256 }))),
+        graphRevision: this.state.graphRevision,
+      };
+    }
+    await this.append([{ type: 'VerificationFinished', data }], job.jobId);
+  }
+
+  /** The ranked ready wave now (R-10), for status and progress. */
+  readyWave(): string[] {
+    return rankReadyWave(this.state);
+  }
+}
+
+export { ConcurrencyError };

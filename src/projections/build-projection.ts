@@ -1,0 +1,110 @@
+import { canonicalJson } from '../events/canonical.js';
+import type { Projection, TableSpec } from './projection.js';
+import { evolveBuild, initialBuildState, type AttemptRecord, type BuildState, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-state.js';
+
+const json = (v: unknown): string => canonicalJson(v);
+
+const nodesTable: TableSpec<BuildState> = {
+  name: 'graph_nodes',
+  columns: ['id', 'kind', 'state', 'milestone', 'deps', 'attempts', 'commit_sha', 'receipt_job_id', 'contract', 'foundation', 'decision'],
+  keyColumns: 1,
+  entities: (s) => s.nodes,
+  toRow: (id, e) => {
+    const n = e as NodeRecord;
+    return [id, n.kind, n.state, n.milestone, json(n.deps), n.attempts, n.commit, n.receiptJobId, n.contract ?? null, n.foundation ?? null, n.decision ?? null];
+  },
+};
+
+const horizonsTable: TableSpec<BuildState> = {
+  name: 'long_build_horizons',
+  columns: ['horizon_id', 'revision', 'plan_sha256', 'detailed', 'coarse', 'pins', 'call_id'],
+  keyColumns: 1,
+  // One row per horizon identity; renewal compares-and-sets its revision in the same row.
+  entities: (s) => (s.horizon ? { [s.horizon.horizonId]: s.horizon } : {}),
+  toRow: (id, e) => {
+    const h = e as NonNullable<BuildState['horizon']>;
+    return [id, h.revision, h.planSha256, json(h.detailed), json(h.coarse), json(h.pins), h.callId];
+  },
+};
+
+const checkpointsTable: TableSpec<BuildState> = {
+  name: 'milestone_checkpoints',
+  columns: ['milestone_id', 'sha256', 'position', 'horizon_id', 'horizon_revision', 'graph_revision', 'integration_head', 'checkpoint'],
+  keyColumns: 1,
+  entities: (s) => s.checkpoints,
+  toRow: (id, e) => {
+    const c = e as BuildState['checkpoints'][string];
+    return [id, c.sha256, c.position, c.checkpoint.horizonId, c.checkpoint.horizonRevision, c.checkpoint.graphRevision, c.checkpoint.integrationHead, json(c.checkpoint)];
+  },
+};
+
+const attemptsTable: TableSpec<BuildState> = {
+  name: 'attempts',
+  columns: ['attempt_id', 'node_id', 'attempt', 'base_head', 'branch', 'status', 'commit_sha', 'adopted'],
+  keyColumns: 1,
+  entities: (s) => s.attempts,
+  toRow: (id, e) => {
+    const a = e as AttemptRecord;
+    return [id, a.nodeId, a.attempt, a.baseHead, a.branch, a.status, a.commit, a.adopted ? 1 : 0];
+  },
+};
+
+const jobsTable: TableSpec<BuildState> = {
+  name: 'integration_jobs',
+  columns: ['job_id', 'node_ids', 'base_head', 'status', 'result_commit', 'tree', 'cache_hit', 'receipt'],
+  keyColumns: 1,
+  entities: (s) => s.jobs,
+  toRow: (id, e) => {
+    const j = e as JobRecord;
+    return [id, json(j.nodeIds), j.baseHead, j.status, j.verification?.resultCommit ?? null, j.verification?.tree ?? null, j.receipt ? (j.receipt.cacheHit ? 1 : 0) : null, j.receipt ? json(j.receipt) : null];
+  },
+};
+
+const plannerCallsTable: TableSpec<BuildState> = {
+  name: 'planner_calls',
+  columns: ['call_id', 'purpose', 'status', 'invocations', 'rejection'],
+  keyColumns: 1,
+  entities: (s) => s.plannerCalls,
+  toRow: (id, e) => {
+    const c = e as PlannerCallRecord;
+    return [id, c.purpose, c.status, c.invocations, c.rejection ? json(c.rejection) : null];
+  },
+};
+
+/** Build-wide scalars as key/value rows; rebuilt whenever the state object changes. */
+const metaTable: TableSpec<BuildState> = {
+  name: 'build_meta',
+  columns: ['key', 'value'],
+  keyColumns: 1,
+  entities: (s) => metaOf(s),
+  toRow: (key, value) => [key, value as string],
+};
+
+const metaCache = new WeakMap<BuildState, Record<string, string>>();
+function metaOf(s: BuildState): Record<string, string> {
+  let m = metaCache.get(s);
+  if (!m) {
+    m = {
+      build_id: s.build?.buildId ?? '',
+      graph_revision: String(s.graphRevision),
+      integration_head: s.integrationHead ?? '',
+      completed: s.completed ? 'true' : 'false',
+      blocked: s.blocked ? s.blocked.reason : '',
+      planner_calls: String(s.calls.planner),
+      worker_calls: String(s.calls.worker),
+    };
+    metaCache.set(s, m);
+  }
+  return m;
+}
+
+/**
+ * The build read model (R-1): graph, horizon, checkpoints, attempts, integration jobs and
+ * receipts, planner calls — all one fold of the log, mirrored into SQLite tables.
+ */
+export const buildProjection: Projection<BuildState> = {
+  name: 'build',
+  initialState: initialBuildState,
+  evolve: evolveBuild,
+  tables: [nodesTable, horizonsTable, checkpointsTable, attemptsTable, jobsTable, plannerCallsTable, metaTable],
+};
