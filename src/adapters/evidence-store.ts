@@ -1,0 +1,32 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { sha256Hex } from '../events/hash.js';
+import type { EvidenceStore } from './controller/ports.js';
+
+/**
+ * Evidence bytes (worker and verification stdout/stderr), content-addressed under
+ * `<dir>/evidence/<sha256>`. Written via a temp file and rename, so a crash leaves either the
+ * whole file or none; a file whose bytes do not hash to its name is treated as absent.
+ */
+export class FileEvidenceStore implements EvidenceStore {
+  constructor(private readonly dir: string) {}
+
+  put(bytes: Uint8Array): string {
+    const sha = sha256Hex(bytes);
+    const path = join(this.dir, sha);
+    if (existsSync(path)) return sha;
+    mkdirSync(this.dir, { recursive: true });
+    const tmp = `${path}.${process.pid}.tmp`;
+    writeFileSync(tmp, bytes);
+    renameSync(tmp, path);
+    return sha;
+  }
+
+  /** The bytes stored under `sha`, or null when missing or corrupt. */
+  get(sha: string): Buffer | null {
+    const path = join(this.dir, sha);
+    if (!/^[0-9a-f]{64}$/.test(sha) || !existsSync(path)) return null;
+    const bytes = readFileSync(path);
+    return sha256Hex(bytes) === sha ? bytes : null;
+  }
+}
