@@ -1,0 +1,115 @@
+/**
+ * Running git deterministically: a controlled environment (no system/global config, no HOME
+ * lookups, no hooks, no background gc), a fixed identity and, for anything that writes a commit,
+ * a fixed date. Every git call of longbuild goes through `git()` here.
+ */
+import { EffectError, ValidationError } from '../../events/errors.js';
+import { runProcess } from '../process/run-process.js';
+
+export const LONGBUILD_NAME = 'longbuild';
+export const LONGBUILD_EMAIL = 'longbuild@localhost';
+
+/** -c settings that make git behave the same on every machine, whatever the repo's config says. */
+const FIXED_CONFIG: readonly string[] = [
+  'core.hooksPath=/dev/null',
+  'commit.gpgSign=false',
+  'tag.gpgSign=false',
+  'gc.auto=0',
+  'maintenance.auto=false',
+  'core.autocrlf=false',
+  'core.safecrlf=false',
+  'core.quotePath=false',
+  'core.fsmonitor=false',
+  'core.untrackedCache=false',
+  'rerere.enabled=false',
+  'advice.detachedHead=false',
+  'init.defaultBranch=main',
+  `user.name=${LONGBUILD_NAME}`,
+  `user.email=${LONGBUILD_EMAIL}`,
+].flatMap((c) => ['-c', c]);
+
+/** Convert an ISO 8601 date to git's raw "<seconds> +0000" form (sub-seconds dropped). */
+export function gitDate(iso: string): string {
+  const ms = Date.parse(iso);
+  if (typeof iso !== 'string' || !/^\d{4}-\d{2}-\d{2}T/.test(iso) || Number.isNaN(ms)) {
+    throw new ValidationError(`invalid commit date '${String(iso)}': expected an ISO 8601 date like 2025-01-01T00:00:00Z`);
+  }
+  return `${Math.floor(ms / 1000)} +0000`;
+}
+
+/** The environment of every git child: nothing from the caller's environment but PATH. */
+export function gitEnv(date?: string): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: process.env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: '/nonexistent-longbuild-home',
+    LC_ALL: 'C',
+    LANG: 'C',
+    TZ: 'UTC',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_OPTIONAL_LOCKS: '0',
+    GIT_AUTHOR_NAME: LONGBUILD_NAME,
+    GIT_AUTHOR_EMAIL: LONGBUILD_EMAIL,
+    GIT_COMMITTER_NAME: LONGBUILD_NAME,
+    GIT_COMMITTER_EMAIL: LONGBUILD_EMAIL,
+  };
+  if (date !== undefined) {
+    const d = gitDate(date);
+    env['GIT_AUTHOR_DATE'] = d;
+    env['GIT_COMMITTER_DATE'] = d;
+  }
+  return env;
+}
+
+export interface GitOptions {
+  /** Required for anything that creates a commit. */
+  readonly date?: string;
+  readonly input?: string;
+  /** Return a non-zero exit instead of throwing. */
+  readonly allowFail?: boolean;
+  readonly timeoutMs?: number;
+}
+
+export interface GitOutput {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Run `git <args>` in `cwd`. Throws EffectError (with git's stderr) on a non-zero exit unless allowFail. */
+export async function git(cwd: string, args: readonly string[], opts: GitOptions = {}): Promise<GitOutput> {
+  const r = await runProcess({
+    argv: ['git', ...FIXED_CONFIG, ...args],
+    cwd,
+    env: gitEnv(opts.date),
+    ...(opts.input === undefined ? {} : { input: opts.input }),
+    timeoutMs: opts.timeoutMs ?? 120_000,
+  });
+  const out = { code: r.exitCode ?? -1, stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8') };
+  if (r.spawnError !== undefined) throw new EffectError(`git could not be started: ${r.spawnError}`);
+  if (r.timedOut) throw new EffectError(`git ${args.join(' ')} timed out in ${cwd}`);
+  if (out.code !== 0 && opts.allowFail !== true) {
+    throw new EffectError(`git ${args.join(' ')} failed (exit ${out.code}) in ${cwd}: ${out.stderr.trim() || out.stdout.trim()}`);
+  }
+  return out;
+}
+
+const SHA = /^[0-9a-f]{40}$|^[0-9a-f]{64}$/;
+
+/** Refuse anything that is not a full object id before it reaches a git command line. */
+export function assertSha(value: unknown, what: string): asserts value is string {
+  if (typeof value !== 'string' || !SHA.test(value)) {
+    throw new ValidationError(`${what} must be a full lower-case git object id, got ${JSON.stringify(value)}`);
+  }
+}
+
+/** A full ref name under refs/ that git itself accepts. */
+export async function assertRefName(cwd: string, ref: unknown): Promise<string> {
+  if (typeof ref !== 'string' || !ref.startsWith('refs/') || ref.includes('\0')) {
+    throw new ValidationError(`ref must be a full ref name under refs/, got ${JSON.stringify(ref)}`);
+  }
+  const r = await git(cwd, ['check-ref-format', ref], { allowFail: true });
+  if (r.code !== 0) throw new ValidationError(`'${ref}' is not a valid git ref name`);
+  return ref;
+}

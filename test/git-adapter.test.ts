@@ -1,0 +1,215 @@
+import { describe, expect, it } from 'vitest';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  attemptBranch,
+  assertNoProtectedChanges,
+  changedPaths,
+  commitParents,
+  commitWorktree,
+  ensureRepo,
+  findAttemptCommit,
+  git,
+  integrateCandidates,
+  isPromoted,
+  prepareAttemptWorktree,
+  promote,
+  protectedPathViolations,
+  readRef,
+  removeWorkspace,
+  runVerification,
+  treeOf,
+} from '../src/adapters/git/git.js';
+import { ValidationError } from '../src/events/errors.js';
+
+const DATE = '2025-01-01T00:00:00Z';
+const DATE2 = '2025-01-02T00:00:00Z';
+const PATH = process.env['PATH'] ?? '/usr/bin:/bin';
+
+function tmp(): string {
+  return mkdtempSync(join(tmpdir(), 'lb-git-'));
+}
+
+async function newRepo(): Promise<{ repo: string; head: string; wt: string; ws: string }> {
+  const repo = tmp();
+  const head = await ensureRepo(repo, DATE);
+  return { repo, head, wt: join(repo, '.longbuild', 'worktrees'), ws: join(repo, '.longbuild', 'workspaces') };
+}
+
+/** Make an attempt commit writing `files` on top of base. */
+async function attempt(repo: string, wt: string, id: string, base: string, files: Record<string, string>, date = DATE) {
+  const p = await prepareAttemptWorktree(repo, wt, id, attemptBranch(id), base);
+  for (const [f, c] of Object.entries(files)) {
+    mkdirSync(join(p.worktree, f, '..'), { recursive: true });
+    writeFileSync(join(p.worktree, f), c);
+  }
+  const c = await commitWorktree(p.worktree, `longbuild: ${id}`, date);
+  if (c === null) throw new Error('nothing committed');
+  return c;
+}
+
+describe('git adapter (R-24, R-18, R-29)', () => {
+  it('R-24 the same inputs give the same commit SHAs in different repositories', async () => {
+    const a = await newRepo();
+    const b = await newRepo();
+    expect(a.head).toBe(b.head);
+    expect(a.head).toMatch(/^[0-9a-f]{40}$/);
+    const ca = await attempt(a.repo, a.wt, 'catalog-api.1', a.head, { 'src/a.js': 'x\n' });
+    const cb = await attempt(b.repo, b.wt, 'catalog-api.1', b.head, { 'src/a.js': 'x\n' });
+    expect(ca).toEqual(cb);
+    const log = (await git(a.repo, ['log', '-1', '--format=%an <%ae> %ad | %cn <%ce> %cd', '--date=iso-strict', ca.commit])).stdout.trim();
+    expect(log).toBe('longbuild <longbuild@localhost> 2025-01-01T00:00:00+00:00 | longbuild <longbuild@localhost> 2025-01-01T00:00:00+00:00');
+    // ensureRepo is idempotent and hides the build dir.
+    expect(await ensureRepo(a.repo, DATE2)).toBe(a.head);
+    expect(readFileSync(join(a.repo, '.git', 'info', 'exclude'), 'utf8').split('\n').filter((l) => l === '/.longbuild/')).toHaveLength(1);
+    expect((await git(a.repo, ['status', '--porcelain'])).stdout).toBe('');
+  });
+
+  it('R-24 ensureRepo never sweeps a user\'s staged files into the initial commit', async () => {
+    const repo = tmp();
+    await git(repo, ['init', '-q', '-b', 'main']);
+    writeFileSync(join(repo, 'user.txt'), 'mine');
+    await git(repo, ['add', 'user.txt']);
+    const head = await ensureRepo(repo, DATE);
+    expect((await git(repo, ['ls-tree', '-r', '--name-only', head])).stdout).toBe('');
+    expect((await newRepo()).head).toBe(head);
+  });
+
+  it('R-24 commitWorktree returns null when nothing changed', async () => {
+    const { repo, head, wt } = await newRepo();
+    const p = await prepareAttemptWorktree(repo, wt, 'n.1', attemptBranch('n.1'), head);
+    expect(await commitWorktree(p.worktree, 'msg', DATE)).toBeNull();
+  });
+
+  it('R-24 promote is one compare-and-set: a stale old value is refused', async () => {
+    const { repo, head, wt } = await newRepo();
+    const c1 = await attempt(repo, wt, 'a.1', head, { 'a.txt': '1' });
+    const c2 = await attempt(repo, wt, 'b.1', head, { 'b.txt': '2' });
+    expect(await promote(repo, 'refs/heads/main', c1.commit, head)).toBe('promoted');
+    expect(await readRef(repo, 'refs/heads/main')).toBe(c1.commit);
+    // A second controller still believing main is at `head` loses.
+    expect(await promote(repo, 'refs/heads/main', c2.commit, head)).toEqual({ conflict: c1.commit });
+    expect(await readRef(repo, 'refs/heads/main')).toBe(c1.commit);
+    expect(await promote(repo, 'refs/heads/new', c2.commit, null)).toBe('promoted');
+    expect(await promote(repo, 'refs/heads/new', c1.commit, null)).toEqual({ conflict: c2.commit });
+    expect(await isPromoted(repo, 'refs/heads/main', c1.commit)).toBe(true);
+    expect(await isPromoted(repo, 'refs/heads/main', head)).toBe(true); // main moved past it
+    expect(await isPromoted(repo, 'refs/heads/main', c2.commit)).toBe(false);
+    await expect(promote(repo, 'main', c1.commit, head)).rejects.toThrow(ValidationError);
+    await expect(promote(repo, 'refs/heads/main', 'HEAD', head)).rejects.toThrow(/object id/);
+  });
+
+  it('R-18 a half-created worktree (stray dir + stale index.lock) is recovered', async () => {
+    const { repo, head, wt } = await newRepo();
+    const p1 = await prepareAttemptWorktree(repo, wt, 'node-x.1', attemptBranch('node-x.1'), head);
+    writeFileSync(join(p1.worktree, 'half-written.js'), 'partial');
+    const admin = (await git(p1.worktree, ['rev-parse', '--git-dir'])).stdout.trim();
+    writeFileSync(join(admin, 'index.lock'), '');
+    writeFileSync(join(admin, 'locked'), 'initializing');
+    const p2 = await prepareAttemptWorktree(repo, wt, 'node-x.1', attemptBranch('node-x.1'), head);
+    expect(p2.adoptable).toBeNull();
+    expect(existsSync(join(p2.worktree, 'half-written.js'))).toBe(false);
+    const c = await commitWorktree(p2.worktree, 'ok', DATE);
+    expect(c).toBeNull(); // clean checkout, and the lock no longer blocks git
+    // A directory that was never registered (killed before `worktree add` finished).
+    const stray = join(wt, 'node-y.1');
+    mkdirSync(stray, { recursive: true });
+    writeFileSync(join(stray, 'junk'), 'x');
+    const p3 = await prepareAttemptWorktree(repo, wt, 'node-y.1', 'longbuild/attempts/node-y.1', head);
+    expect(existsSync(join(p3.worktree, 'junk'))).toBe(false);
+    expect(await readRef(repo, p3.branch)).toBe(head);
+  });
+
+  it('R-18 a committed attempt branch is adopted, not deleted', async () => {
+    const { repo, head, wt } = await newRepo();
+    const c = await attempt(repo, wt, 'catalog-api.1', head, { 'src/c.js': 'c' });
+    expect(await findAttemptCommit(repo, attemptBranch('catalog-api.1'), head)).toEqual(c);
+    const p = await prepareAttemptWorktree(repo, wt, 'catalog-api.1', attemptBranch('catalog-api.1'), head);
+    expect(p.adoptable).toEqual(c);
+    expect(await readRef(repo, attemptBranch('catalog-api.1'))).toBe(c.commit);
+    expect(await findAttemptCommit(repo, attemptBranch('other.1'), head)).toBeNull();
+    // Wrong base: not this attempt's result.
+    expect(await findAttemptCommit(repo, attemptBranch('catalog-api.1'), c.commit)).toBeNull();
+  });
+
+  it('R-8 unsafe attempt ids never reach a path or a ref', async () => {
+    const { repo, head, wt } = await newRepo();
+    for (const id of ['../x', 'a/b', 'Upper.1', '', 'a'.repeat(65), 'a\u0001b', 'x..1', 'x.lock', 'x.']) {
+      await expect(prepareAttemptWorktree(repo, wt, id, `longbuild/attempts/${id}`, head)).rejects.toThrow(ValidationError);
+    }
+    await expect(prepareAttemptWorktree(repo, wt, 'a.1', 'refs/heads/main', head)).rejects.toThrow(/R-29|must be under/);
+    await expect(prepareAttemptWorktree(repo, wt, 'a.1', attemptBranch('b.1'), head)).rejects.toThrow(/does not belong/);
+    expect(attemptBranch('a'.repeat(64) + '.12')).toBe(`refs/heads/longbuild/attempts/${'a'.repeat(64)}.12`);
+  });
+
+  it('R-24 integrate: fast-forward, cherry-pick with fixed date, and a conflict names the candidate', async () => {
+    const { repo, head, wt, ws } = await newRepo();
+    const a = await attempt(repo, wt, 'a.1', head, { 'a.txt': 'a\n' });
+    const ff = await integrateCandidates(repo, ws, 'job-1', head, [a.commit], DATE2);
+    expect(ff).toMatchObject({ kind: 'applied', resultCommit: a.commit, tree: a.tree, fastForward: true });
+    // b was made from the old head; applied onto a it is cherry-picked.
+    const b = await attempt(repo, wt, 'b.1', head, { 'b.txt': 'b\n' });
+    const pick = await integrateCandidates(repo, ws, 'job-2', a.commit, [b.commit], DATE2);
+    if (pick.kind !== 'applied') throw new Error('expected applied');
+    expect(pick.fastForward).toBe(false);
+    expect(await commitParents(repo, pick.resultCommit)).toEqual([a.commit]);
+    expect((await git(repo, ['ls-tree', '--name-only', pick.tree])).stdout).toBe('a.txt\nb.txt\n');
+    // Same job replayed (crash and retry) gives the same result commit.
+    const again = await integrateCandidates(repo, ws, 'job-2', a.commit, [b.commit], DATE2);
+    expect(again).toMatchObject({ kind: 'applied', resultCommit: pick.resultCommit });
+    // A conflicting candidate.
+    const c = await attempt(repo, wt, 'c.1', head, { 'a.txt': 'other\n' });
+    const conflict = await integrateCandidates(repo, ws, 'job-3', a.commit, [b.commit, c.commit], DATE2);
+    expect(conflict).toMatchObject({ kind: 'conflict', candidate: c.commit, index: 1 });
+    expect(existsSync(join(ws, 'job-3'))).toBe(false);
+    await removeWorkspace(repo, join(ws, 'job-2'));
+    expect(existsSync(join(ws, 'job-2'))).toBe(false);
+    expect((await git(repo, ['worktree', 'list'])).stdout).not.toContain('job-2');
+  });
+
+  it('R-29 a candidate touching the build dir or a protected path is refused', async () => {
+    const { repo, head, wt } = await newRepo();
+    // .longbuild is excluded from `git add -A`, so force it in as a hostile worker would.
+    const p = await prepareAttemptWorktree(repo, wt, 'evil.1', attemptBranch('evil.1'), head);
+    mkdirSync(join(p.worktree, '.longbuild'), { recursive: true });
+    writeFileSync(join(p.worktree, '.longbuild', 'log.sqlite'), 'x');
+    mkdirSync(join(p.worktree, 'ci'));
+    writeFileSync(join(p.worktree, 'ci', 'verify.sh'), 'x');
+    writeFileSync(join(p.worktree, 'ok.js'), 'x');
+    await git(p.worktree, ['add', '-f', '.']);
+    const evil = await commitWorktree(p.worktree, 'evil', DATE);
+    if (!evil) throw new Error('no commit');
+    expect((await changedPaths(repo, head, evil.commit)).sort()).toEqual(['.longbuild/log.sqlite', 'ci/verify.sh', 'ok.js']);
+    expect(await protectedPathViolations(repo, head, evil.commit, ['ci/'])).toEqual(['.longbuild/log.sqlite', 'ci/verify.sh']);
+    await expect(assertNoProtectedChanges(repo, head, evil.commit, ['ci'])).rejects.toThrow(/protected paths: \.longbuild\/log\.sqlite, ci\/verify\.sh.*R-29/);
+    const good = await attempt(repo, wt, 'good.1', head, { 'cinema.js': 'x' });
+    await expect(assertNoProtectedChanges(repo, head, good.commit, ['ci'])).resolves.toBeUndefined();
+  });
+
+  it('R-26 verification runs trusted argv in the workspace and requires it clean', async () => {
+    const { repo, head, wt, ws } = await newRepo();
+    const a = await attempt(repo, wt, 'a.1', head, {
+      '.gitignore': 'out.txt\n', // out.txt is ignored, and still makes the workspace dirty
+    'test/a.test.js': "const t=require('node:test');const a=require('node:assert');t('ok',()=>a.strictEqual(1,1));\n",
+    });
+    const job = await integrateCandidates(repo, ws, 'job-v', head, [a.commit], DATE);
+    if (job.kind !== 'applied') throw new Error('conflict');
+    const env = { PATH };
+    const ok = await runVerification(job.workspace, [['node', '--test']], env, 30_000);
+    expect(ok.passed).toBe(true);
+    expect(ok.commands[0]?.exitCode).toBe(0);
+    const failing = await runVerification(job.workspace, [['node', '-e', 'process.exit(3)'], ['node', '--test']], env, 30_000);
+    expect(failing).toMatchObject({ passed: false, reason: expect.stringMatching(/exited with 3/) });
+    expect(failing.commands).toHaveLength(1);
+    const dirtying = await runVerification(job.workspace, [['node', '-e', "require('fs').writeFileSync('out.txt','x')"]], env, 30_000);
+    expect(dirtying).toMatchObject({ passed: false, cleanAfter: false, reason: expect.stringMatching(/not clean after.*out\.txt/) });
+    const dirtyBefore = await runVerification(job.workspace, [['node', '--test']], env, 30_000);
+    expect(dirtyBefore).toMatchObject({ passed: false, cleanBefore: false, commands: [] });
+    rmSync(join(job.workspace, 'out.txt'));
+    const leftover = await runVerification(job.workspace, [['sh', '-c', 'sleep 30 &']], env, 30_000);
+    expect(leftover).toMatchObject({ passed: false, reason: expect.stringMatching(/left processes behind/) });
+    expect(leftover.commands[0]).toMatchObject({ exitCode: 0, leftover: true });
+    await expect(runVerification(job.workspace, [['node --test']], env, 1000)).rejects.toThrow(/R-26/);
+  });
+});
