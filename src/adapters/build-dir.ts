@@ -16,12 +16,12 @@ export interface BuildPaths {
   readonly cache: string;
 }
 
-/** Resolve the build paths from `--repo` (default cwd) and `--dir` (default `.longbuild`, relative to the repo). */
+/** Resolve the build paths from `--repo` (default cwd) and `--dir` (default `<repo>/.longbuild`). */
 export function buildPaths(opts: { repo?: string; dir?: string; cwd?: string }): BuildPaths {
   const cwd = opts.cwd ?? process.cwd();
   const repo = resolve(cwd, opts.repo ?? '.');
-  const dirOpt = opts.dir ?? '.longbuild';
-  const dir = isAbsolute(dirOpt) ? dirOpt : resolve(opts.repo !== undefined || opts.dir === undefined ? repo : cwd, dirOpt);
+  // An explicit --dir is relative to the working directory; the default lives in the repo.
+  const dir = opts.dir === undefined ? join(repo, '.longbuild') : isAbsolute(opts.dir) ? opts.dir : resolve(cwd, opts.dir);
   return {
     repo,
     dir,
