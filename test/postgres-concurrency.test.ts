@@ -35,8 +35,8 @@ let log: PostgresEventLog | undefined;
 afterEach(async () => {
   for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
   if (log) {
-    await log.dropSchema();
     await log.close();
+    await PostgresEventLog.dropSchema(url!, log.schema);
     log = undefined;
   }
 });

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConcurrencyError, ValidationError } from '../src/events/errors.js';
 import { PostgresEventLog } from '../src/adapters/log/postgres-log.js';
+import { logContract } from './contract/log-contract.js';
 import { freshPgLog, pgUrl, tick, tickCatalogue } from './support/pg.js';
 
 const url = pgUrl('postgres-log.test.ts');
@@ -13,6 +14,10 @@ async function newLog(): Promise<PostgresEventLog> {
   cleanups.push(cleanup);
   return log;
 }
+
+describe.skipIf(!url)('PostgreSQL (LONGBUILD_PG_URL)', () => {
+  logContract('PostgreSQL', (catalogue) => freshPgLog(url!, catalogue));
+});
 
 describe.skipIf(!url)('PostgreSQL event log (adapter specifics)', () => {
   it('R-2 positions are global and contiguous across streams; revisions per stream', async () => {

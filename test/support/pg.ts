@@ -20,12 +20,14 @@ export function freshSchema(prefix = 't'): string {
 
 /** A fresh PostgreSQL log in its own schema, and a cleanup that drops the schema. */
 export async function freshPgLog(url: string, catalogue?: EventCatalogue): Promise<{ log: PostgresEventLog; cleanup: () => Promise<void> }> {
-  const log = await PostgresEventLog.open({ url, schema: freshSchema(), ...(catalogue ? { catalogue } : {}) });
+  const schema = freshSchema();
+  const log = await PostgresEventLog.open({ url, schema, ...(catalogue ? { catalogue } : {}) });
   return {
     log,
+    // The contract suite closes the log before cleanup; closing twice is harmless.
     cleanup: async () => {
-      await log.dropSchema();
       await log.close();
+      await PostgresEventLog.dropSchema(url, schema);
     },
   };
 }

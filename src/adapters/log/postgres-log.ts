@@ -238,10 +238,16 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     return verifyRawRows(rows, anchor);
   }
 
-  /** Drop this log's schema and everything in it (tests, and `longbuild` never calls it). */
-  async dropSchema(): Promise<void> {
-    await this.pool.query(`DROP SCHEMA IF EXISTS "${this.schema}" CASCADE`);
-    this.initialised = undefined;
+  /** Drop a log's schema and everything in it, on its own connection (tests; `longbuild` never calls it). */
+  static async dropSchema(url: string, schema: string): Promise<void> {
+    if (!SCHEMA_NAME.test(schema)) throw new ValidationError(`invalid PostgreSQL schema name ${JSON.stringify(schema)}`);
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    } finally {
+      await client.end();
+    }
   }
 
   /** Run SQL against this log's schema (tests use it to tamper with rows). */
