@@ -6,6 +6,7 @@ import { GENESIS_HASH } from '../../events/hash.js';
 import { domainCatalogue, formatZodError, type EventCatalogue } from '../../events/catalogue.js';
 import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions, VerifyProblem } from '../../events/log.js';
 import { prepareNewEvents } from './prepare.js';
+import { prepareVerbatim } from './verbatim.js';
 
 export interface SqliteLogOptions {
   /** File path, or ':memory:'. */
@@ -168,6 +169,17 @@ export class SqliteEventLog implements EventLog {
 
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
+  }
+
+  /** Export/import (issue 8): store already-sealed events verbatim after the head; see verbatim.ts. */
+  async importVerbatim(events: readonly StoredEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    this.db.transaction(() => {
+      const rows = prepareVerbatim(events, this.headSync());
+      for (const r of rows) this.stmts.insert.run(r.position, r.streamId, r.revision, r.type, r.schemaVersion, r.dataJson, r.metadataJson, r.prevHash, r.hash);
+      const last = rows[rows.length - 1]!;
+      this.stmts.setAnchor.run(last.position, last.hash);
+    }).immediate();
   }
 }
 
