@@ -1,0 +1,184 @@
+/**
+ * The blueprint format (../shared/CLI.md "Blueprint"): a JSON file that drives the scripted
+ * planner and worker. Parsing is strict (unknown fields refused, R-28) but structural only: a
+ * blueprint may describe an invalid PLAN (coarseWindow 13, a dependency on a later milestone,
+ * an unknown dep) — the host refuses that when the planner proposes it (R-13).
+ */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { canonicalSha256 } from '../../events/hash.js';
+import { ValidationError } from '../../events/errors.js';
+import { SafeIdSchema } from '../../events/ids.js';
+import { PlannedNodeSchema } from '../../events/catalogue.js';
+
+/** Problem with a file path inside the blueprint, or null when it is a safe relative path. */
+export function relativePathProblem(p: string): string | null {
+  if (p.length === 0) return 'empty path';
+  if (p.length > 1024) return 'path longer than 1024 characters';
+  if (/[\u0000-\u001f\u007f\\]/.test(p)) return 'control character or backslash in path';
+  if (p.startsWith('/')) return 'absolute path (must be relative to the repository)';
+  for (const seg of p.split('/')) {
+    if (seg === '') return 'empty path segment (leading, trailing or double slash)';
+    if (seg === '.' || seg === '..') return `'${seg}' segment (paths must stay inside the repository)`;
+    if (seg.toLowerCase() === '.git') return "'.git' segment (git metadata is not writable)";
+  }
+  return null;
+}
+
+const RelativePathSchema = z.string().superRefine((p, ctx) => {
+  const problem = relativePathProblem(p);
+  if (problem !== null) ctx.addIssue({ code: 'custom', message: `unsafe file path ${JSON.stringify(p)}: ${problem}` });
+});
+
+const FilesSchema = z.record(RelativePathSchema, z.string());
+
+const ArgvSchema = z
+  .array(z.string().min(1, { message: 'argv elements must not be empty' }).refine((s) => !s.includes('\0'), { message: 'NUL byte in argv' }))
+  .min(1, { message: 'a verification command must have at least an executable (argv array, no shell)' });
+
+export const BlueprintNodeSchema = z.strictObject({
+  id: SafeIdSchema,
+  kind: z.enum(['read-only', 'writable']),
+  deps: z.array(SafeIdSchema),
+  title: z.string().optional(),
+  accepted: z.boolean().optional(),
+  contract: PlannedNodeSchema.shape.contract,
+  foundation: PlannedNodeSchema.shape.foundation,
+  decision: z.string().optional(),
+  files: FilesSchema.optional(),
+  failAttempts: z.number().int().min(0).max(100).optional(),
+  failFiles: FilesSchema.optional(),
+});
+export type BlueprintNode = z.infer<typeof BlueprintNodeSchema>;
+
+export const BlueprintMilestoneSchema = z.strictObject({
+  id: SafeIdSchema,
+  title: z.string(),
+  intent: z.string().optional(),
+  nodes: z.array(BlueprintNodeSchema),
+});
+export type BlueprintMilestone = z.infer<typeof BlueprintMilestoneSchema>;
+
+export const BlueprintSchema = z.strictObject({
+  request: z.record(z.string(), z.json()),
+  verify: z.array(ArgvSchema),
+  detailedWindow: z.literal([1, 2], { message: 'detailedWindow must be 1 or 2' }),
+  /** Any 0..64 so that an over-long coarse list can be described; the host refuses > 12 (R-13). */
+  coarseWindow: z.number().int().min(0).max(64).default(12),
+  // Optional build settings (extensions of the CLI.md format); the controller applies defaults.
+  maxBatch: z.number().int().min(1).max(64).optional(),
+  maxAttempts: z.number().int().min(1).max(100).optional(),
+  compaction: z.boolean().optional(),
+  protectedPaths: z.array(RelativePathSchema).optional(),
+  milestones: z.array(BlueprintMilestoneSchema),
+});
+export type Blueprint = z.infer<typeof BlueprintSchema>;
+
+/** `milestones[0].nodes[1].id` from a zod issue path. */
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else if (typeof seg === 'string' && /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(seg)) out += out === '' ? seg : `.${seg}`;
+    else out += `[${JSON.stringify(String(seg))}]`;
+  }
+  return out === '' ? '(top level)' : out;
+}
+
+function describeValue(v: unknown): string {
+  const s = JSON.stringify(v);
+  return s === undefined ? String(v) : s.length > 60 ? s.slice(0, 57) + '...' : s;
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = root;
+  for (const seg of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[seg];
+  }
+  return cur;
+}
+
+/** Line and column (1-based) of a character offset. */
+function lineCol(text: string, pos: number): string {
+  const before = text.slice(0, pos);
+  const line = before.split('\n').length;
+  const col = pos - before.lastIndexOf('\n');
+  return `line ${line}, column ${col}`;
+}
+
+/**
+ * Parse a blueprint: JSON text, or an already parsed JSON value. `source` names the file in
+ * messages. Throws ONE ValidationError naming the source, the field path and the problem.
+ */
+export function parseBlueprint(input: unknown, source = 'blueprint'): Blueprint {
+  const fail = (where: string, problem: string): never => {
+    throw new ValidationError(`invalid blueprint ${source}: ${where}: ${problem}`, 'R-28');
+  };
+  let raw: unknown = input;
+  if (typeof input === 'string') {
+    const text = input;
+    try {
+      raw = JSON.parse(text);
+    } catch (err) {
+      const msg = err instanceof Error ? err.message : String(err);
+      const m = /at position (\d+)/.exec(msg);
+      const where = m ? `${lineCol(text, Number(m[1]))} (position ${m[1]})` : text.trim() === '' ? 'empty file' : 'end of input';
+      return fail('bad JSON', `${msg} — ${where}`);
+    }
+  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return fail('(top level)', 'expected a JSON object');
+  const parsed = BlueprintSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const path = formatPath(issue.path);
+    if (issue.code === 'unrecognized_keys') {
+      const keys = issue.keys.map((k) => `'${k}'`).join(', ');
+      return fail(path, `unknown field${issue.keys.length > 1 ? 's' : ''} ${keys}`);
+    }
+    const got = valueAt(raw, issue.path);
+    const suffix = issue.code === 'invalid_type' && got === undefined ? ' (missing)' : got === undefined || typeof got === 'object' ? '' : `, got ${describeValue(got)}`;
+    return fail(path, `${issue.message}${suffix}`);
+  }
+  const bp = parsed.data;
+  const milestoneAt = new Map<string, number>();
+  const nodeAt = new Map<string, string>();
+  bp.milestones.forEach((m, i) => {
+    const prev = milestoneAt.get(m.id);
+    if (prev !== undefined) fail(`milestones[${i}].id`, `duplicate milestone id '${m.id}' (also milestones[${prev}])`);
+    milestoneAt.set(m.id, i);
+    m.nodes.forEach((n, j) => {
+      const here = `milestones[${i}].nodes[${j}]`;
+      const other = nodeAt.get(n.id);
+      if (other !== undefined) fail(`${here}.id`, `duplicate node id '${n.id}' (also ${other})`);
+      nodeAt.set(n.id, here);
+    });
+  });
+  return bp;
+}
+
+/** Read and parse a blueprint file (see parseBlueprint). */
+export function loadBlueprint(path: string): Blueprint {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new ValidationError(`cannot read blueprint ${path}: ${code}`, 'R-28');
+  }
+  return parseBlueprint(text, path);
+}
+
+/** SHA-256 of the parsed blueprint's canonical JSON (defaults applied; white space irrelevant). */
+export function blueprintSha256(blueprint: Blueprint): string {
+  return canonicalSha256(blueprint);
+}
+
+/** The node with this id and its milestone, or undefined. */
+export function findBlueprintNode(blueprint: Blueprint, nodeId: string): { node: BlueprintNode; milestone: BlueprintMilestone } | undefined {
+  for (const milestone of blueprint.milestones) {
+    const node = milestone.nodes.find((n) => n.id === nodeId);
+    if (node) return { node, milestone };
+  }
+  return undefined;
+}
