@@ -1,0 +1,72 @@
+import { UsageError } from '../../events/errors.js';
+import type { FlagSpec, FlagValue } from './types.js';
+
+/** Flags every command accepts. */
+export const GLOBAL_FLAGS: Readonly<Record<string, FlagSpec>> = {
+  dir: { type: 'string' },
+  repo: { type: 'string' },
+  json: { type: 'boolean' },
+  verbose: { type: 'boolean' },
+  help: { type: 'boolean' },
+  version: { type: 'boolean' },
+};
+
+export interface ParsedArgs {
+  readonly flags: Record<string, FlagValue>;
+  readonly positionals: string[];
+}
+
+/**
+ * Parse `--name value`, `--name=value` and boolean `--name` against the known specs; `-h` is
+ * `--help`, `--` ends flags. Unknown flags and missing or malformed values are usage errors.
+ */
+export function parseArgs(argv: readonly string[], specs: Readonly<Record<string, FlagSpec>>): ParsedArgs {
+  const flags: Record<string, FlagValue> = {};
+  const positionals: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    if (arg === '-h') {
+      flags.help = true;
+      continue;
+    }
+    if (!arg.startsWith('--') || arg === '-') {
+      if (arg.startsWith('-') && arg !== '-') throw new UsageError(`unknown flag '${arg}'`);
+      positionals.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
+    const spec = specs[name];
+    if (!spec) throw new UsageError(`unknown flag '--${name}'`);
+    let raw: string | undefined;
+    if (spec.type === 'boolean') {
+      if (eq !== -1) throw new UsageError(`flag --${name} takes no value`);
+      flags[name] = true;
+      continue;
+    }
+    if (eq !== -1) raw = arg.slice(eq + 1);
+    else {
+      raw = argv[i + 1];
+      if (raw === undefined || raw.startsWith('--')) throw new UsageError(`flag --${name} needs a value`);
+      i += 1;
+    }
+    const value = spec.type === 'int' ? parseNonNegativeInt(name, raw) : raw;
+    if (spec.repeatable) {
+      const prev = flags[name];
+      flags[name] = [...(Array.isArray(prev) ? prev : []), String(value)];
+    } else {
+      if (flags[name] !== undefined) throw new UsageError(`flag --${name} given twice`);
+      flags[name] = value;
+    }
+  }
+  return { flags, positionals };
+}
+
+function parseNonNegativeInt(name: string, raw: string): number {
+  if (!/^\d{1,15}$/.test(raw)) throw new UsageError(`flag --${name} needs a non-negative integer, got '${raw}'`);
+  return Number(raw);
+}

@@ -1,0 +1,64 @@
+import { compareCodePoints } from '../../../events/canonical.js';
+import type { BuildState } from '../../../projections/build-state.js';
+import { activeMilestone, graphSha256, inFlightNodes, rankReadyWave } from '../../../projections/graph.js';
+import type { CommandContext } from '../types.js';
+import { withBuild } from '../with-build.js';
+
+export interface StatusOutput {
+  readonly graphRevision: number;
+  readonly graphSha256: string;
+  readonly integrationHead: string | null;
+  readonly horizon: { id: string; revision: number; detailed: string[]; coarse: string[] } | null;
+  readonly activeMilestone: string | null;
+  readonly ready: string[];
+  readonly inFlight: string[];
+  readonly checkpoints: string[];
+  readonly summaries: string[];
+  readonly calls: { planner: number; worker: number };
+  readonly position: number;
+  readonly completed: boolean;
+  readonly blocked: string | null;
+  readonly nodes: Record<string, number>;
+}
+
+/** Where the build stands, from the folded log. */
+export function statusOf(st: BuildState): StatusOutput {
+  const counts: Record<string, number> = {};
+  for (const n of Object.values(st.nodes)) counts[n.state] = (counts[n.state] ?? 0) + 1;
+  return {
+    graphRevision: st.graphRevision,
+    graphSha256: graphSha256(st.nodes),
+    integrationHead: st.integrationHead,
+    horizon: st.horizon ? { id: st.horizon.horizonId, revision: st.horizon.revision, detailed: st.horizon.detailed.map((m) => m.id), coarse: st.horizon.coarse.map((m) => m.id) } : null,
+    activeMilestone: activeMilestone(st),
+    ready: rankReadyWave(st),
+    inFlight: inFlightNodes(st),
+    checkpoints: Object.entries(st.checkpoints).sort((a, b) => a[1].position - b[1].position).map(([id]) => id),
+    summaries: Object.keys(st.nodes).filter((id) => id.startsWith('summary-')).sort(compareCodePoints),
+    calls: { planner: st.calls.planner, worker: st.calls.worker },
+    position: st.position,
+    completed: st.completed,
+    blocked: st.blocked?.reason ?? null,
+    nodes: counts,
+  };
+}
+
+export async function run(ctx: CommandContext): Promise<StatusOutput> {
+  return withBuild(ctx, async (s) => statusOf(s.controller.current));
+}
+
+export function render(d: StatusOutput): string {
+  const lines = [
+    `build: ${d.completed ? 'complete' : d.blocked ? `blocked — ${d.blocked}` : 'in progress'} at position ${d.position}`,
+    `graph: revision ${d.graphRevision}, sha256 ${d.graphSha256.slice(0, 16)}…, nodes ${Object.entries(d.nodes).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+    `integration head: ${d.integrationHead ?? '-'}`,
+    d.horizon ? `horizon: ${d.horizon.id} r${d.horizon.revision}; detailed ${d.horizon.detailed.join(', ')}; coarse ${d.horizon.coarse.join(', ') || '(none)'}` : 'horizon: not sealed yet',
+    `active milestone: ${d.activeMilestone ?? '-'}`,
+    `ready (ranked): ${d.ready.join(', ') || '-'}`,
+    `in flight: ${d.inFlight.join(', ') || '-'}`,
+    `checkpoints: ${d.checkpoints.join(', ') || '-'}`,
+    `summaries: ${d.summaries.join(', ') || '-'}`,
+    `calls: planner ${d.calls.planner}, worker ${d.calls.worker}`,
+  ];
+  return `${lines.join('\n')}\n`;
+}

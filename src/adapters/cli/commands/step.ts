@@ -1,0 +1,16 @@
+import type { StepResult } from '../../controller/controller.js';
+import type { CommandContext } from '../types.js';
+import { withBuild } from '../with-build.js';
+
+/** Perform exactly one controller event (R-17). */
+export async function run(ctx: CommandContext): Promise<StepResult> {
+  return withBuild(ctx, (s) => s.controller.advance());
+}
+
+export function render(d: StepResult): string {
+  return `${d.outcome}: ${d.detail}\n  position ${d.position}, graph revision ${d.graphRevision}\n`;
+}
+
+export function failure(d: StepResult): string | undefined {
+  return d.outcome === 'blocked' ? `build blocked: ${d.reason ?? d.detail}` : undefined;
+}

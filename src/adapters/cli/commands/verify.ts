@@ -1,0 +1,94 @@
+import type { BuildPaths } from '../../build-dir.js';
+import { existsSync } from 'node:fs';
+import type { VerifyProblem } from '../../../events/log.js';
+import { LongbuildError } from '../../../events/errors.js';
+import { ProjectionStore } from '../../../projections/engine.js';
+import { allProjections } from '../../../projections/registry.js';
+import { openBuildLog, openBuildProjections, pathsOf } from '../open-build.js';
+import type { CommandContext } from '../types.js';
+
+export interface VerifyOutput {
+  readonly ok: boolean;
+  readonly events: number;
+  readonly headHash: string;
+  /** SHA-256 of the canonical dump of the rebuilt projections (null when the chain is broken). */
+  readonly projectionsSha256: string | null;
+  readonly problems: VerifyProblem[];
+}
+
+/**
+ * R-4 and R-5: walk the chain; catch the stored projections up (they are a cache, as every
+ * reading command does) and compare their dump with a rebuild from scratch. A projection that
+ * has seen a later position than the log holds means the log's tail was cut.
+ */
+export async function run(ctx: CommandContext): Promise<VerifyOutput> {
+  const paths = pathsOf(ctx);
+  const log = openBuildLog(paths);
+  try {
+    const chain = log.verifyChainSync();
+    const problems: VerifyProblem[] = [...chain.problems];
+    const headPosition = log.headSync()?.position ?? 0;
+    let projectionsSha256: string | null = null;
+    if (chain.ok) {
+      const rebuilt = ProjectionStore.open(':memory:', allProjections(), { snapshotEvery: 0 });
+      try {
+        rebuilt.rebuild(log.iterateAll());
+        projectionsSha256 = rebuilt.dumpSha256();
+        if (existsSync(paths.projections)) problems.push(...compareStored(paths, log, headPosition, rebuilt));
+      } finally {
+        rebuilt.close();
+      }
+    }
+    return { ok: problems.length === 0, events: chain.events, headHash: chain.headHash, projectionsSha256, problems };
+  } finally {
+    await log.close();
+  }
+}
+
+function compareStored(paths: BuildPaths, log: ReturnType<typeof openBuildLog>, headPosition: number, rebuilt: ProjectionStore): VerifyProblem[] {
+  const stored = openBuildProjections(paths);
+  try {
+    const seen = stored.highestPosition();
+    if (seen > headPosition) {
+      return [{ position: headPosition + 1, problem: `log truncated: the projections have seen position ${seen}, but the log ends at ${headPosition}` }];
+    }
+    try {
+      stored.catchUp(log.iterateAll(stored.resumeFrom()));
+    } catch (err) {
+      if (err instanceof LongbuildError && 'position' in err) return [{ position: Number(err.position), problem: err.message }];
+      throw err;
+    }
+    const a = stored.dump();
+    const b = rebuilt.dump();
+    if (a === b) return [];
+    return [{ position: stored.position(), problem: `stored projections differ from a rebuild: ${firstDifference(a, b)}; run \`longbuild rebuild\`` }];
+  } finally {
+    stored.close();
+  }
+}
+
+function firstDifference(stored: string, rebuilt: string): string {
+  const a = stored.split('\n');
+  const b = rebuilt.split('\n');
+  let table = '';
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const line = b[i] ?? a[i] ?? '';
+    if (line.startsWith('{"columns"')) table = (JSON.parse(line) as { table: string }).table;
+    if (a[i] !== b[i]) return `table ${table || '?'}: stored ${a[i] ?? '(no row)'} vs rebuilt ${b[i] ?? '(no row)'}`;
+  }
+  return 'dumps differ';
+}
+
+export function render(data: VerifyOutput): string {
+  const lines = [
+    `${data.ok ? 'ok' : 'FAILED'}: ${data.events} events, head ${data.headHash}`,
+    `projections sha256 ${data.projectionsSha256 ?? '(not computed: the chain is broken)'}`,
+    ...data.problems.map((p) => `problem at position ${p.position}: ${p.problem}`),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+export function failure(data: VerifyOutput): string | undefined {
+  const first = data.problems[0];
+  return first ? `verify failed at position ${first.position}: ${first.problem}` : undefined;
+}

@@ -1,0 +1,175 @@
+import { readFileSync } from 'node:fs';
+import { LongbuildError, UsageError, type LongbuildErrorCode } from '../../events/errors.js';
+import { buildPaths } from '../build-dir.js';
+import { GLOBAL_FLAGS, parseArgs } from './args.js';
+import { COMMANDS } from './registry.js';
+import type { CommandContext } from './types.js';
+
+/** Where the CLI writes and what it sees; tests pass their own. */
+export interface CliIo {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+/** Exit codes of CLI.md, decided here and nowhere else. */
+const EXIT_CODES: Record<LongbuildErrorCode, number> = {
+  USAGE: 2,
+  CONCURRENCY: 3,
+  CORRUPT_LOG: 1,
+  VALIDATION: 1,
+  REFUSED_TRANSITION: 1,
+  NOT_FOUND: 1,
+  EFFECT_FAILED: 1,
+};
+
+/** Exit code for an error: typed errors by code, anything else is 1. */
+export function exitCodeFor(err: unknown): number {
+  return err instanceof LongbuildError ? EXIT_CODES[err.code] : 1;
+}
+
+/** Run the CLI with `argv` (without node and script); resolves to the exit code. */
+export async function main(argv: string[], io: Partial<CliIo> = {}): Promise<number> {
+  const out: CliIo = {
+    stdout: io.stdout ?? ((t) => void process.stdout.write(t)),
+    stderr: io.stderr ?? ((t) => void process.stderr.write(t)),
+    cwd: io.cwd ?? process.cwd(),
+    env: io.env ?? process.env,
+  };
+  const verbose = argv.includes('--verbose');
+  try {
+    return await dispatch(argv, out);
+  } catch (err) {
+    const code = exitCodeFor(err);
+    const message = err instanceof Error ? err.message : String(err);
+    const prefix = err instanceof LongbuildError ? '' : 'internal error: ';
+    out.stderr(`longbuild: ${prefix}${message}${err instanceof LongbuildError && err.rule ? ` (${err.rule})` : ''}\n`);
+    if (code === 2) out.stderr('run `longbuild --help` for usage\n');
+    if (verbose && err instanceof Error && err.stack) out.stderr(`${err.stack}\n`);
+    return code;
+  }
+}
+
+async function dispatch(argv: string[], io: CliIo): Promise<number> {
+  const { name, rest } = splitCommand(argv);
+  if (name === undefined) {
+    if (rest.includes('--version')) {
+      io.stdout(`${version()}\n`);
+      return 0;
+    }
+    parseArgs(rest, GLOBAL_FLAGS); // reject unknown flags before printing help
+    io.stdout(overview());
+    return rest.includes('--help') || rest.includes('-h') ? 0 : 2;
+  }
+  if (name === 'help') {
+    const topic = rest.find((a) => !a.startsWith('-'));
+    if (topic === undefined) io.stdout(overview());
+    else io.stdout(`${entryOf(topic).help}\n`);
+    return 0;
+  }
+  const entry = entryOf(name);
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.stdout(`${entry.help}\n`);
+    return 0;
+  }
+  const mod = await entry.load();
+  const parsed = parseArgs(rest, { ...GLOBAL_FLAGS, ...(mod.flags ?? {}) });
+  const { min, max } = mod.positionals ?? { min: 0, max: 0 };
+  if (parsed.positionals.length < min) throw new UsageError(`${name}: missing argument (see \`longbuild ${name} --help\`)`);
+  if (parsed.positionals.length > max) throw new UsageError(`${name}: unexpected argument '${parsed.positionals[max]}'`);
+  const paths = buildPaths({
+    cwd: io.cwd,
+    ...(typeof parsed.flags.repo === 'string' ? { repo: parsed.flags.repo } : {}),
+    ...(typeof parsed.flags.dir === 'string' ? { dir: parsed.flags.dir } : {}),
+  });
+  const ctx: CommandContext = {
+    dir: paths.dir,
+    repo: paths.repo,
+    cwd: io.cwd,
+    json: parsed.flags.json === true,
+    verbose: parsed.flags.verbose === true,
+    flags: parsed.flags,
+    positionals: parsed.positionals,
+    env: io.env,
+    stderr: io.stderr,
+  };
+  const data = await mod.run(ctx);
+  const rendered = ctx.json ? (mod.renderJson ? mod.renderJson(data, ctx) : `${JSON.stringify(data)}\n`) : mod.render(data, ctx);
+  writeChunked(io.stdout, rendered);
+  const failure = mod.failure?.(data);
+  if (failure !== undefined) {
+    io.stderr(`longbuild: ${failure}\n`);
+    return 1;
+  }
+  return 0;
+}
+
+/** The command is the first argument that is neither a flag nor a global flag's value. */
+function splitCommand(argv: readonly string[]): { name: string | undefined; rest: string[] } {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') break;
+    if (a.startsWith('-')) {
+      const flag = a.startsWith('--') && !a.includes('=') ? GLOBAL_FLAGS[a.slice(2)] : undefined;
+      if (flag && flag.type !== 'boolean') i += 1;
+      continue;
+    }
+    return { name: a, rest: [...argv.slice(0, i), ...argv.slice(i + 1)] };
+  }
+  return { name: undefined, rest: [...argv] };
+}
+
+function entryOf(name: string): (typeof COMMANDS)[string] {
+  const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!entry) throw new UsageError(`unknown command '${name}' (commands: ${Object.keys(COMMANDS).sort().join(', ')})`);
+  return entry;
+}
+
+function overview(): string {
+  const names = Object.keys(COMMANDS).sort();
+  const width = Math.max(...names.map((n) => n.length), 4);
+  const lines = names.map((n) => `  ${n.padEnd(width)}  ${COMMANDS[n]!.summary}`);
+  return [
+    'longbuild — a durable, event-sourced controller for long agent-driven builds',
+    '',
+    'usage: longbuild <command> [flags]',
+    '',
+    'commands:',
+    ...lines,
+    '',
+    'global flags:',
+    '  --dir DIR    build directory (default <repo>/.longbuild)',
+    '  --repo DIR   git repository (default the current directory)',
+    '  --json       machine-readable output on stdout',
+    '  --verbose    stack traces on errors',
+    '  --help       help for a command: longbuild <command> --help',
+    '  --version    print the version',
+    '',
+    'exit codes: 0 ok, 1 refused or failed, 2 usage error, 3 concurrency conflict',
+    '',
+  ].join('\n');
+}
+
+function version(): string {
+  // dist/adapters/cli/main.js and src/adapters/cli/main.ts are both three levels below the root.
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** Write output in chunks of about 64 KiB, so a million-line log neither builds one huge string nor a million writes. */
+function writeChunked(write: (text: string) => void, output: string | Iterable<string>): void {
+  if (typeof output === 'string') {
+    if (output.length > 0) write(output);
+    return;
+  }
+  let buffer = '';
+  for (const piece of output) {
+    buffer += piece;
+    if (buffer.length >= 65536) {
+      write(buffer);
+      buffer = '';
+    }
+  }
+  if (buffer.length > 0) write(buffer);
+}

@@ -1,0 +1,39 @@
+/** A command-line flag a command accepts besides the global ones. */
+export interface FlagSpec {
+  readonly type: 'string' | 'int' | 'boolean';
+  /** May be given more than once (values collected in an array). */
+  readonly repeatable?: boolean;
+}
+
+export type FlagValue = string | number | boolean | string[] | undefined;
+
+/** What every command receives: global options resolved, its own flags parsed. */
+export interface CommandContext {
+  /** Absolute build directory (`--dir`, default `<repo>/.longbuild`). */
+  readonly dir: string;
+  /** Absolute repository path (`--repo`, default the working directory). */
+  readonly repo: string;
+  readonly cwd: string;
+  readonly json: boolean;
+  readonly verbose: boolean;
+  readonly flags: Readonly<Record<string, FlagValue>>;
+  readonly positionals: readonly string[];
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** For progress on a terminal; results go through the renderers. */
+  readonly stderr: (text: string) => void;
+}
+
+/**
+ * One CLI command, in its own module under commands/ (loaded lazily). `run` returns data;
+ * printing happens at the edge: `render` for people, `renderJson` (default: one JSON document)
+ * for `--json`. When `failure` returns a message the CLI prints it on stderr and exits 1.
+ */
+export interface CommandModule<T = unknown> {
+  readonly flags?: Readonly<Record<string, FlagSpec>>;
+  /** Allowed number of positional arguments (default none). */
+  readonly positionals?: { readonly min: number; readonly max: number };
+  run(ctx: CommandContext): Promise<T>;
+  render(data: T, ctx: CommandContext): string | Iterable<string>;
+  renderJson?(data: T, ctx: CommandContext): string | Iterable<string>;
+  failure?(data: T): string | undefined;
+}

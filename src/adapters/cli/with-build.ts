@@ -1,0 +1,22 @@
+import { openBuild, type BuildSession, type OpenOptions } from '../session.js';
+import type { CommandContext } from './types.js';
+
+/** Session options from the CLI context: an explicit --dir wins, else the build lives in the repo. */
+export function sessionOptions(ctx: CommandContext): OpenOptions {
+  return {
+    repo: ctx.repo,
+    ...(ctx.flags.dir !== undefined ? { dir: ctx.dir } : {}),
+    cwd: ctx.cwd,
+    env: ctx.env as NodeJS.ProcessEnv,
+  };
+}
+
+/** Open the build, run `fn`, always close. */
+export async function withBuild<T>(ctx: CommandContext, fn: (s: BuildSession) => Promise<T>): Promise<T> {
+  const session = await openBuild(sessionOptions(ctx));
+  try {
+    return await fn(session);
+  } finally {
+    await session.close();
+  }
+}
