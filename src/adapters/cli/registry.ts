@@ -14,6 +14,36 @@ export interface CommandEntry {
  * (run, render, optionally flags/positionals/renderJson/failure) and add one entry here.
  */
 export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
+  init: {
+    summary: 'create a build from a blueprint',
+    help: 'longbuild init --blueprint FILE\n  Creates the git repository if absent (with an empty initial commit), the build directory\n  (--dir, default <repo>/.longbuild) and the first event. The blueprint format is in CLI.md.\nexample: longbuild init --blueprint blueprints/helios.json --repo ./helios',
+    load: () => import('./commands/init.js'),
+  },
+  step: {
+    summary: 'perform exactly one controller event',
+    help: 'longbuild step\n  One controller event (R-17): seal, checkpoint, compact, recover, renew, complete or dispatch.\n  Outcomes: planned, dispatched, integrated, revising, checkpointed, compacted, renewed,\n  recovered, horizon_complete, blocked (exit 1).\nexample: longbuild step --json',
+    load: () => import('./commands/step.js'),
+  },
+  run: {
+    summary: 'advance until the horizon completes, the build blocks, or --max-steps',
+    help: 'longbuild run [--max-steps N]\n  Shows progress on a terminal (stderr). Exit 0 when complete or N steps were taken,\n  1 when the build is blocked (invalid plan, node out of attempts).\nexample: longbuild run --max-steps 10 --json',
+    load: () => import('./commands/run.js'),
+  },
+  status: {
+    summary: 'where the build stands',
+    help: 'longbuild status\n  Graph revision and SHA, integration head, horizon, active milestone, ranked ready wave,\n  in-flight nodes, checkpoints, summaries, planner and worker call counts.\nexample: longbuild status --json',
+    load: () => import('./commands/status.js'),
+  },
+  show: {
+    summary: 'time travel: the graph as of a position, graph revision or checkpoint',
+    help: 'longbuild show [--at POSITION | --revision N | --checkpoint MILESTONE]\n  The graph, ready wave and integration head as of that point (default: now).\nexample: longbuild show --revision 3 --json',
+    load: () => import('./commands/show.js'),
+  },
+  diff: {
+    summary: 'what changed between two log positions',
+    help: 'longbuild diff A B\n  Nodes added, removed and changed state between positions A and B.\nexample: longbuild diff 5 20 --json',
+    load: () => import('./commands/diff.js'),
+  },
   log: {
     summary: 'print the events of the log',
     help: 'longbuild log [--from POSITION] [--type TYPE]\n  --from P   start at global position P (default 1)\n  --type T   only events of type T (repeatable)\n  --json     one JSON object per line (NDJSON)\nexample: longbuild log --from 10 --type BuildBlocked --json',
