@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { LongbuildError, UsageError, type LongbuildErrorCode } from '../../events/errors.js';
-import { buildPaths } from '../build-dir.js';
 import { GLOBAL_FLAGS, parseArgs } from './args.js';
 import { COMMANDS } from './registry.js';
 import type { CommandContext } from './types.js';
@@ -78,6 +77,8 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
   const { min, max } = mod.positionals ?? { min: 0, max: 0 };
   if (parsed.positionals.length < min) throw new UsageError(`${name}: missing argument (see \`longbuild ${name} --help\`)`);
   if (parsed.positionals.length > max) throw new UsageError(`${name}: unexpected argument '${parsed.positionals[max]}'`);
+  // Loaded here, not at the top: build-dir pulls in SQLite, and --version/--help must stay fast.
+  const { buildPaths } = await import('../build-dir.js');
   const paths = buildPaths({
     cwd: io.cwd,
     ...(typeof parsed.flags.repo === 'string' ? { repo: parsed.flags.repo } : {}),
