@@ -136,8 +136,12 @@ export function parseBlueprint(input: unknown, source = 'blueprint'): Blueprint 
       const keys = issue.keys.map((k) => `'${k}'`).join(', ');
       return fail(path, `unknown field${issue.keys.length > 1 ? 's' : ''} ${keys}`);
     }
+    if (issue.code === 'invalid_key') {
+      // A record key (a file path) was refused: the inner issue says why.
+      return fail(path, issue.issues[0]?.message ?? issue.message);
+    }
     const got = valueAt(raw, issue.path);
-    const suffix = issue.code === 'invalid_type' && got === undefined ? ' (missing)' : got === undefined || typeof got === 'object' ? '' : `, got ${describeValue(got)}`;
+    const suffix = got === undefined ? ' (missing)' : typeof got === 'object' && got !== null ? '' : `, got ${describeValue(got)}`;
     return fail(path, `${issue.message}${suffix}`);
   }
   const bp = parsed.data;
