@@ -96,6 +96,9 @@ export function validateRenewal(
   if (expectedRevision !== current.revision) {
     return { ok: false, rule: 'R-16', reason: `stale horizon revision: expected ${expectedRevision}, the horizon is at revision ${current.revision}` };
   }
+  // validateProposal already refuses duplicates; checked here too so this rule stands on its own.
+  const repeated = firstDuplicate([...plan.detailed, ...plan.coarse].map((m) => m.id));
+  if (repeated) return { ok: false, rule: 'R-16', reason: `renewal repeats milestone '${repeated}'` };
   const k = plan.detailed.length;
   if (k > current.coarse.length) {
     return { ok: false, rule: 'R-16', reason: `the renewal promotes ${k} milestones but only ${current.coarse.length} coarse remain` };
@@ -106,7 +109,9 @@ export function validateRenewal(
     const want = expectedPromoted[i]!;
     if (got.id !== want.id) {
       const where = current.coarse.findIndex((c) => c.id === got.id);
-      const why = where > i ? `skips '${want.id}'` : where === -1 ? `renames or invents '${got.id}' in place of '${want.id}'` : `reorders '${got.id}'`;
+      const why = where === -1 ? `renames or invents '${got.id}' in place of '${want.id}'`
+        : where < k ? `reorders '${got.id}' before '${want.id}'`
+          : `skips '${want.id}' (promotes '${got.id}')`;
       return { ok: false, rule: 'R-16', reason: `renewal must promote the first coarse milestones in order (${expectedPromoted.map((m) => m.id).join(', ')}); it ${why}` };
     }
   }

@@ -3,14 +3,20 @@ import { z } from 'zod';
 /** Node and milestone ids (R-8): they reach file paths and git refs only after this check. */
 export const SAFE_ID = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
-export const SafeIdSchema = z.string().regex(SAFE_ID, {
-  message: 'unsafe id: must match ^[a-z0-9][a-z0-9._-]{0,63}$ (lower case, digits, . _ -, at most 64 characters)',
-});
-
-/** True when `id` is safe to use in a path or a ref. `..` is excluded explicitly. */
+/**
+ * True when `id` is safe to use in a path or a ref. `..` is excluded explicitly, and so is a
+ * trailing `.`: attempt ids are `<id>.<n>`, and git refuses a ref containing `..`.
+ */
 export function isSafeId(id: unknown): id is string {
-  return typeof id === 'string' && SAFE_ID.test(id) && !id.includes('..');
+  return typeof id === 'string' && SAFE_ID.test(id) && !id.includes('..') && !id.endsWith('.');
 }
+
+// The schema must refuse exactly what isSafeId refuses, or a parsed plan could carry an id
+// that later fails at a checkpoint or a git ref.
+export const SafeIdSchema = z
+  .string()
+  .regex(SAFE_ID, { message: 'unsafe id: must match ^[a-z0-9][a-z0-9._-]{0,63}$ (lower case, digits, . _ -, at most 64 characters)' })
+  .refine((id) => !id.includes('..') && !id.endsWith('.'), { message: "unsafe id: must not contain '..' or end with '.'" });
 
 export const Sha256Schema = z.string().regex(/^[0-9a-f]{64}$/, { message: 'expected a lower-case hex SHA-256' });
 export const GitShaSchema = z.string().regex(/^[0-9a-f]{40}$/, { message: 'expected a 40-character git object id' });
