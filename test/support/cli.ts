@@ -1,0 +1,38 @@
+/**
+ * Drive the built CLI (dist/, built by `npm test` before vitest) as a real child process, the way
+ * users and the fuzzer do. A crash is a real SIGKILL delivered by the controller to itself
+ * (LONGBUILD_CRASH_AT), observed here as `signal === 'SIGKILL'`.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+export const BIN = join(ROOT, 'bin', 'longbuild.js');
+export const HELIOS = join(ROOT, 'test', 'fixtures', 'helios.json');
+
+export interface CliRun {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export function runCli(args: readonly string[], opts: { cwd: string; env?: Record<string, string | undefined>; timeoutMs?: number }): CliRun {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...opts.env };
+  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: opts.cwd, env: env as NodeJS.ProcessEnv, encoding: 'utf8', timeout: opts.timeoutMs ?? 120_000 });
+  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Run and parse `--json` stdout; throws with stderr when the exit code differs from `expect`. */
+export function cliJson<T = any>(args: readonly string[], opts: { cwd: string; env?: Record<string, string | undefined>; expect?: number }): T {
+  const r = runCli([...args, '--json'], opts);
+  if (r.code !== (opts.expect ?? 0)) throw new Error(`longbuild ${args.join(' ')} exited ${r.code ?? r.signal}: ${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
+
+export function tempDir(prefix = 'longbuild-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
