@@ -234,7 +234,9 @@ export class EventStoreEventLog implements EventLog, VerbatimImportable {
       next = lastRevision + 1n;
     }
     const anchor = lastRevision >= 0n ? { position: Number(lastRevision) + 1, hash: lastHash } : undefined;
-    const report = verifyRawRows(rows, undecodable ? rows[rows.length - 1] && { position: rows[rows.length - 1]!.position, hash: rows[rows.length - 1]!.hash } : anchor);
+    // With an undecodable event, walk the decodable prefix (anchored at its own end) first, so an
+    // earlier bad link is still the one reported; otherwise the undecodable event is the first.
+    const report = verifyRawRows(rows, anchor);
     if (!report.ok || !undecodable) return report;
     return { ok: false, events: report.events, headHash: report.headHash, problems: [undecodable] };
   }

@@ -1,0 +1,73 @@
+import type { EventCatalogue } from '../../events/catalogue.js';
+import { ValidationError } from '../../events/errors.js';
+import { EventStoreEventLog } from './eventstore-log.js';
+import { PostgresEventLog } from './postgres-log.js';
+import { SqliteEventLog } from './sqlite-log.js';
+import type { TransferableEventLog } from './verbatim.js';
+
+export interface OpenLogOptions {
+  readonly catalogue?: EventCatalogue;
+  /** The file a bare `sqlite` spec means (the build directory's events database). */
+  readonly defaultSqlitePath?: string;
+  readonly synchronous?: 'FULL' | 'NORMAL';
+  /** PostgreSQL schema for this build's log (also `?schema=` on the URL). */
+  readonly postgresSchema?: string;
+  /** EventStoreDB stream for this build's log (also `?stream=` on the URL). */
+  readonly eventstoreStream?: string;
+}
+
+export const LOG_SPEC_HELP = "log backend must be 'sqlite', 'sqlite:PATH', 'postgres:postgres://USER:PASS@HOST:PORT/DB[?schema=NAME]' or 'eventstore:esdb://HOST:PORT?tls=false[&stream=NAME]'";
+
+/**
+ * Open the event log a config names (issue 8): `sqlite` / `sqlite:PATH` (the default, embedded),
+ * `postgres:URL`, `eventstore:URL`. Projections stay in local SQLite whatever the log is (R-1).
+ */
+export async function openEventLog(spec: string, opts: OpenLogOptions = {}): Promise<TransferableEventLog> {
+  const catalogue = opts.catalogue ? { catalogue: opts.catalogue } : {};
+  if (spec === 'sqlite' || spec === '') {
+    if (!opts.defaultSqlitePath) throw new ValidationError(`'sqlite' needs a path here: ${LOG_SPEC_HELP}`);
+    return new SqliteEventLog({ path: opts.defaultSqlitePath, ...catalogue, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) });
+  }
+  const colon = spec.indexOf(':');
+  const scheme = colon < 0 ? spec : spec.slice(0, colon);
+  const rest = colon < 0 ? '' : spec.slice(colon + 1);
+  switch (scheme) {
+    case 'sqlite':
+      if (!rest) throw new ValidationError(`empty SQLite path: ${LOG_SPEC_HELP}`);
+      return new SqliteEventLog({ path: rest, ...catalogue, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) });
+    case 'postgres':
+    case 'postgresql': {
+      const { url, param } = splitParam(rest, /^postgres(ql)?:\/\//, 'schema', spec);
+      const schema = param ?? opts.postgresSchema;
+      return PostgresEventLog.open({ url, ...(schema ? { schema } : {}), ...catalogue });
+    }
+    case 'eventstore': {
+      const { url, param } = splitParam(rest, /^esdb(\+discover)?:\/\//, 'stream', spec);
+      const stream = param ?? opts.eventstoreStream;
+      return new EventStoreEventLog({ url, ...(stream ? { stream } : {}), ...catalogue });
+    }
+    default:
+      throw new ValidationError(`unknown log backend ${JSON.stringify(spec)}: ${LOG_SPEC_HELP}`);
+  }
+}
+
+/** Check the URL's scheme and take our own query parameter off it (drivers may refuse unknown ones). */
+function splitParam(raw: string, scheme: RegExp, name: string, spec: string): { url: string; param: string | undefined } {
+  if (!scheme.test(raw)) throw new ValidationError(`bad log URL in ${JSON.stringify(redact(spec))}: ${LOG_SPEC_HELP}`);
+  if (!new RegExp(`[?&]${name}=`).test(raw)) return { url: raw, param: undefined };
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ValidationError(`unparseable log URL in ${JSON.stringify(redact(spec))}: ${LOG_SPEC_HELP}`);
+  }
+  const param = parsed.searchParams.get(name) ?? undefined;
+  if (param === undefined) return { url: raw, param };
+  parsed.searchParams.delete(name);
+  return { url: parsed.toString(), param };
+}
+
+/** Never echo a password back in an error message. */
+function redact(spec: string): string {
+  return spec.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@');
+}
