@@ -185,14 +185,14 @@ function groupMembers(pgid: number): number[] | null {
 }
 
 function groupAlive(pgid: number): boolean {
-  const members = groupMembers(pgid);
-  if (members !== null) return members.length > 0;
+  // Fast path: no process at all (not even a zombie) in the group. Scanning /proc costs ms.
   try {
     process.kill(-pgid, 0);
-    return true;
   } catch {
     return false;
   }
+  const members = groupMembers(pgid);
+  return members === null ? true : members.length > 0;
 }
 
 async function waitGroupGone(pgid: number, maxMs: number): Promise<boolean> {
