@@ -125,6 +125,9 @@ export function evolveBuild(state: BuildState, event: StoredEvent): BuildState {
 }
 
 function bumpGraph(draft: Draft<BuildState>): void {
+  // One event is one graph change however many nodes it touches (a batch promotion), so every
+  // revision names exactly one position and time travel by revision lands on that revision.
+  if (draft.graphRevision > 0 && draft.revisionPositions[String(draft.graphRevision)] === draft.position) return;
   draft.graphRevision += 1;
   draft.revisionPositions[String(draft.graphRevision)] = draft.position;
 }

@@ -388,3 +388,32 @@ export function renewalCaseArb(external: readonly string[] = []): fc.Arbitrary<R
     return { current, expectedRevision, proposal: p, mutation };
   });
 }
+
+// ---- progress of a build over a random DAG ------------------------------------------------
+
+/** What happens to a node whose dependencies are accepted (see `progressedBuild` in given.ts). */
+export type NodeFate = 'accept' | 'leave' | 'run' | 'commit' | 'fail';
+
+export interface ProgressCase {
+  readonly dag: RandomDag;
+  /** One fate per node, in the DAG's topological order. */
+  readonly fates: readonly NodeFate[];
+  /** Checkpoint the first milestone when all its nodes are accepted (then the second is active). */
+  readonly checkpointFirst: boolean;
+  /** A second listing order of the same proposal (ranking must not depend on it). */
+  readonly otherListing: readonly number[];
+}
+
+/** A random DAG with random progress; mostly acceptances so ready waves are non-trivial. */
+export function progressCaseArb(opts: DagOptions = {}): fc.Arbitrary<ProgressCase> {
+  return dagArb(opts).chain((dag) => {
+    const n = dag.nodes.length;
+    const indexes = Array.from({ length: n }, (_, i) => i);
+    return fc.record({
+      dag: fc.constant(dag),
+      fates: fc.array(fc.constantFrom<NodeFate>('accept', 'accept', 'accept', 'leave', 'leave', 'run', 'commit', 'fail'), { minLength: n, maxLength: n }),
+      checkpointFirst: fc.boolean(),
+      otherListing: fc.shuffledSubarray(indexes, { minLength: n, maxLength: n }),
+    });
+  });
+}

@@ -14,6 +14,7 @@ import { evolveBuild, initialBuildState, type BuildState } from '../../src/proje
 import { validateProposal, type Proposal, type ValidPlan } from '../../src/commands/horizon.js';
 import { attemptIdOf } from '../../src/commands/next-action.js';
 import { deriveCheckpoint } from '../../src/commands/checkpoint.js';
+import { dagToProposal, type ProgressCase } from './arbitraries.js';
 
 export const STREAM = 'build-test';
 const clock = logicalClock();
@@ -202,4 +203,37 @@ export function earlierWindow(coarseLater: MilestoneRef[] = [coarse('c1')]): Bui
   const cp = deriveCheckpoint(sealed.state, 'd0', clock.now(3));
   if (!cp.ok) throw new Error(`earlierWindow: ${cp.reason}`);
   return sealed.when({ type: 'CheckpointWritten', data: { checkpoint: cp.checkpoint, checkpointSha256: cp.sha256, graphRevision: sealed.state.graphRevision } });
+}
+
+/**
+ * Fold a build over a random DAG: sealed with the nodes in `listing` order, then each node of the
+ * first milestone whose dependencies are accepted meets its fate (accepted the controller's way,
+ * left queued, left running, committed and validating, or failed and revising). When the whole
+ * first milestone is accepted and `checkpointFirst` is set, it is checkpointed and the second
+ * milestone progresses the same way.
+ */
+export function progressedBuild(c: ProgressCase, listing: readonly number[] = c.dag.listing): BuildSpec {
+  let spec = given(buildInitialized(), horizonSealed(dagToProposal({ ...c.dag, listing })));
+  let jobs = 0;
+  const accepted = new Set<string>();
+  for (let m = 0; m < c.dag.milestones.length; m++) {
+    c.dag.nodes.forEach((n, i) => {
+      if (n.milestone !== m || !n.deps.every((d) => accepted.has(d))) return;
+      const fate = c.fates[i]!;
+      if (fate === 'accept') {
+        spec = spec.when(...acceptNode(n.id, n.kind, `job-${++jobs}`));
+        accepted.add(n.id);
+      } else if (fate === 'run') spec = spec.when(attemptStarted(n.id));
+      else if (fate === 'commit') spec = spec.when(attemptStarted(n.id), attemptFinished(n.id, n.kind === 'writable' ? 'committed' : 'recorded'));
+      else if (fate === 'fail') spec = spec.when(attemptStarted(n.id), attemptFinished(n.id, 'failed'));
+      if (fate === 'commit' && n.kind === 'read-only') accepted.add(n.id);
+    });
+    const id = c.dag.milestones[m]!;
+    const all = c.dag.nodes.filter((n) => n.milestone === m).every((n) => accepted.has(n.id));
+    if (!all || !c.checkpointFirst || m + 1 >= c.dag.milestones.length) break;
+    const cp = deriveCheckpoint(spec.state, id, clock.now(spec.state.position + 1));
+    if (!cp.ok) throw new Error(`progressedBuild: ${cp.reason}`);
+    spec = spec.when({ type: 'CheckpointWritten', data: { checkpoint: cp.checkpoint, checkpointSha256: cp.sha256, graphRevision: spec.state.graphRevision } });
+  }
+  return spec;
 }
