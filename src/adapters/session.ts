@@ -17,14 +17,20 @@ import { ensureRepo, promote, readRef } from './git/git.js';
 import { blueprintSha256, loadBlueprint, parseBlueprint, type Blueprint } from './blueprint/blueprint.js';
 import { ScriptedPlanner } from './blueprint/scripted-planner.js';
 import { ScriptedWorker } from './blueprint/scripted-worker.js';
+import { loadConfig, parseConfig, type LongbuildConfig } from './config/config.js';
+import { CommandPlanner } from './command/command-planner.js';
+import { CommandWorker } from './command/command-worker.js';
+import { commandEnv } from './command/command-env.js';
 
 export const INTEGRATION_REF = 'refs/heads/longbuild/integration';
 
-/** What `init` records about how the build is driven (stored as `<dir>/driver.json`). */
-interface DriverFile {
-  readonly kind: 'blueprint';
-  readonly blueprint: Blueprint;
-}
+/**
+ * How the build is driven, stored as `<dir>/driver.json` when it is initialised; its SHA-256 is
+ * pinned in BuildInitialized, so a changed driver file is refused on open.
+ */
+type DriverFile =
+  | { readonly kind: 'blueprint'; readonly blueprint: Blueprint }
+  | { readonly kind: 'command'; readonly config: LongbuildConfig; readonly request: JsonValue };
 
 export interface OpenOptions {
   readonly repo?: string;
@@ -46,53 +52,86 @@ export interface BuildSession {
   close(): Promise<void>;
 }
 
-function settingsOf(bp: Blueprint): BuildSettings {
+export interface InitResult {
+  readonly buildId: string;
+  readonly requestSha256: string;
+  readonly position: number;
+  readonly paths: BuildPaths;
+}
+
+function blueprintSettings(bp: Blueprint): BuildSettings {
   return {
     detailedWindow: bp.detailedWindow,
     coarseWindow: bp.coarseWindow ?? 12,
-    maxBatch: 1,
-    maxAttempts: 3,
-    compaction: true,
+    maxBatch: bp.maxBatch ?? 1,
+    maxAttempts: bp.maxAttempts ?? 3,
+    compaction: bp.compaction ?? true,
     plannerRoute: 'scripted:blueprint',
   };
 }
 
-/** `longbuild init --blueprint FILE`: repo, build directory and the first event. */
-export async function initFromBlueprint(blueprintPath: string, opts: OpenOptions = {}): Promise<{ buildId: string; requestSha256: string; position: number; paths: BuildPaths }> {
-  const paths = buildPaths(opts);
+function configSettings(c: LongbuildConfig): BuildSettings {
+  return {
+    detailedWindow: c.detailedWindow,
+    coarseWindow: c.coarseWindow,
+    maxBatch: c.maxBatch,
+    maxAttempts: c.maxAttempts,
+    compaction: c.compaction,
+    plannerRoute: c.planner.route ?? `command:${c.planner.command[0]}`,
+  };
+}
+
+/** `longbuild init --blueprint FILE`: a build driven by the scripted planner and worker. */
+export async function initFromBlueprint(blueprintPath: string, opts: OpenOptions = {}): Promise<InitResult> {
   const blueprint = loadBlueprint(blueprintPath);
+  return initBuild({ kind: 'blueprint', blueprint }, blueprint.request as JsonValue, blueprint.verify, blueprintSettings(blueprint), logicalClock(), opts);
+}
+
+/** `longbuild init --request FILE [--config FILE]`: a build driven by configured commands. */
+export async function initFromRequest(requestPath: string, configPath: string, opts: OpenOptions = {}): Promise<InitResult> {
+  if (!existsSync(requestPath)) throw new ValidationError(`request file ${requestPath} does not exist`);
+  let request: unknown;
+  try {
+    request = JSON.parse(readFileSync(requestPath, 'utf8'));
+  } catch (err) {
+    throw new ValidationError(`request file ${requestPath} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (request === null || typeof request !== 'object' || Array.isArray(request)) {
+    throw new ValidationError(`request file ${requestPath} must hold a JSON object (the project request)`);
+  }
+  canonicalJson(request); // refuses non-canonical numbers early, with the path
+  const config = loadConfig(configPath);
+  return initBuild({ kind: 'command', config, request: request as JsonValue }, request as JsonValue, config.verify, configSettings(config), systemClock, opts);
+}
+
+async function initBuild(driver: DriverFile, request: JsonValue, verify: readonly (readonly string[])[], settings: BuildSettings, clock: Clock, opts: OpenOptions): Promise<InitResult> {
+  const paths = buildPaths(opts);
   if (existsSync(paths.events)) {
     const log = new SqliteEventLog({ path: paths.events });
     const head = log.headSync();
     await log.close();
     if (head) throw new ValidationError(`a build already exists in ${paths.dir} (${head.position} events); use another --dir or remove it`);
   }
-  const clock = logicalClock();
   const head = await ensureRepo(paths.repo, clock.now(0), { buildDir: paths.dir });
-  const integrationHead = (await readRef(paths.repo, INTEGRATION_REF)) ?? head;
-  if ((await readRef(paths.repo, INTEGRATION_REF)) === null) {
+  let integrationHead = await readRef(paths.repo, INTEGRATION_REF);
+  if (integrationHead === null) {
     const r = await promote(paths.repo, INTEGRATION_REF, head, null);
     if (r !== 'promoted') throw new ValidationError(`could not create ${INTEGRATION_REF}`);
+    integrationHead = head;
   }
   mkdirSync(paths.dir, { recursive: true });
-  const driver: DriverFile = { kind: 'blueprint', blueprint };
-  writeFileSync(paths.driver, canonicalJson(driver));
-  const sourceSha256 = blueprintSha256(blueprint);
-  const requestSha256 = canonicalSha256(blueprint.request);
-  const buildId = `b-${sha256Hex(`${sourceSha256}:${integrationHead}`).slice(0, 16)}`;
+  const driverJson = canonicalJson(driver);
+  writeFileSync(paths.driver, driverJson);
+  const sourceSha256 = sha256Hex(driverJson);
+  const requestSha256 = canonicalSha256(request);
+  const buildId = `b-${sha256Hex(`${driver.kind === 'blueprint' ? blueprintSha256(driver.blueprint) : sourceSha256}:${integrationHead}`).slice(0, 16)}`;
   const log = new SqliteEventLog({ path: paths.events });
   try {
     const result = await log.append(`build-${buildId}`, [{
       type: 'BuildInitialized',
       data: {
-        buildId,
-        request: blueprint.request as JsonValue,
-        requestSha256,
-        integrationRef: INTEGRATION_REF,
-        baseHead: integrationHead,
-        verify: blueprint.verify,
-        settings: settingsOf(blueprint),
-        driver: { kind: 'blueprint', sourceSha256 },
+        buildId, request, requestSha256, integrationRef: INTEGRATION_REF, baseHead: integrationHead,
+        verify: verify.map((c) => [...c]), settings, driver: { kind: driver.kind, sourceSha256 },
       },
       metadata: { recordedAt: clock.now(1), correlationId: buildId },
     }], 'no-stream');
@@ -105,9 +144,9 @@ export async function initFromBlueprint(blueprintPath: string, opts: OpenOptions
   }
 }
 
-/** The trusted verification environment: PATH and a fixed locale, nothing inherited by accident (R-26). */
-export function trustedVerifyEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  return { PATH: env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', NODE_ENV: 'test' };
+/** The trusted verification environment: PATH, a fixed locale and the allowlist, nothing inherited by accident (R-26). */
+export function trustedVerifyEnv(env: NodeJS.ProcessEnv, allow: readonly string[] = []): Record<string, string> {
+  return commandEnv(env, allow, { NODE_ENV: 'test' });
 }
 
 /** Open an initialised build for reading or stepping. */
@@ -116,45 +155,68 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
   if (!existsSync(paths.events)) throw new NotFoundError(`no build in ${paths.dir} (run \`longbuild init --blueprint FILE\` first, or pass --dir)`);
   const env = opts.env ?? process.env;
   const log = new SqliteEventLog({ path: paths.events });
-  const projections = ProjectionStore.open(paths.projections, allProjections());
+  let projections: ProjectionStore | null = null;
   try {
-    projections.catchUp(log.iterateAll(projections.resumeFrom()));
-    const driver = readDriver(paths);
-    const clock: Clock = driver.kind === 'blueprint' ? logicalClock() : systemClock;
-    const planner = opts.planner ?? new ScriptedPlanner(driver.blueprint);
-    const worker = opts.worker ?? new ScriptedWorker(driver.blueprint, env.LONGBUILD_EFFECTS_LEDGER ? { ledgerPath: env.LONGBUILD_EFFECTS_LEDGER } : {});
+    projections = ProjectionStore.open(paths.projections, allProjections());
+    const store = projections;
+    store.catchUp(log.iterateAll(store.resumeFrom()));
+    const first = log.readAllSync({ from: 1, limit: 1 })[0];
+    if (!first || first.type !== 'BuildInitialized') throw new CorruptLogError(1, 'the log does not start with BuildInitialized');
+    const pinned = (first.data as { driver: { sourceSha256: string } }).driver.sourceSha256;
+    const driver = readDriver(paths, pinned);
+    const allow = driver.kind === 'command' ? driver.config.env.allow : [];
     const controller = await Controller.open({
       log,
-      clock,
-      planner,
-      worker,
-      git: gitBinding({ repo: paths.repo, worktreesDir: paths.worktrees, workspacesDir: paths.workspaces, verifyEnv: trustedVerifyEnv(env), verifyTimeoutMs: 10 * 60_000 }),
+      clock: driver.kind === 'blueprint' ? logicalClock() : systemClock,
+      planner: opts.planner ?? plannerFor(driver, paths, env),
+      worker: opts.worker ?? workerFor(driver, env),
+      git: gitBinding({ repo: paths.repo, worktreesDir: paths.worktrees, workspacesDir: paths.workspaces, verifyEnv: trustedVerifyEnv(env, allow), verifyTimeoutMs: 10 * 60_000 }),
       evidence: new FileEvidenceStore(paths.evidence),
       faults: opts.faults ?? faultsFromEnv(env),
-      protectedPaths: ['.longbuild', relativeBuildDir(paths)],
-      onAppended: (events) => projections.catchUp(events),
+      protectedPaths: ['.longbuild', relativeBuildDir(paths), ...(driver.kind === 'command' ? driver.config.protectedPaths : driver.blueprint.protectedPaths ?? [])],
+      onAppended: (events) => store.catchUp(events),
     });
     return {
-      paths, log, projections, controller,
+      paths, log, projections: store, controller,
       async close() {
-        projections.close();
+        store.close();
         await log.close();
       },
     };
   } catch (err) {
-    projections.close();
+    projections?.close();
     await log.close();
     throw err;
   }
+}
+
+function plannerFor(driver: DriverFile, paths: BuildPaths, env: NodeJS.ProcessEnv): Planner {
+  if (driver.kind === 'blueprint') return new ScriptedPlanner(driver.blueprint);
+  const c = driver.config;
+  return new CommandPlanner({
+    argv: c.planner.command, route: c.planner.route ?? `command:${c.planner.command[0]}`, timeoutMs: c.planner.timeoutSeconds * 1000,
+    repo: paths.repo, env, allowEnv: c.env.allow,
+  });
+}
+
+function workerFor(driver: DriverFile, env: NodeJS.ProcessEnv): Worker {
+  if (driver.kind === 'blueprint') return new ScriptedWorker(driver.blueprint, env.LONGBUILD_EFFECTS_LEDGER ? { ledgerPath: env.LONGBUILD_EFFECTS_LEDGER } : {});
+  const c = driver.config;
+  return new CommandWorker({ argv: c.worker.command, timeoutMs: c.worker.timeoutSeconds * 1000, env, allowEnv: c.env.allow });
 }
 
 function relativeBuildDir(paths: BuildPaths): string {
   return paths.dir.startsWith(`${paths.repo}/`) ? paths.dir.slice(paths.repo.length + 1) : '.longbuild';
 }
 
-function readDriver(paths: BuildPaths): DriverFile {
+function readDriver(paths: BuildPaths, pinnedSha256: string): DriverFile {
   if (!existsSync(paths.driver)) throw new CorruptLogError(1, `${paths.driver} is missing: the build directory is incomplete`);
-  const raw = JSON.parse(readFileSync(paths.driver, 'utf8')) as { kind: string; blueprint: unknown };
-  if (raw.kind !== 'blueprint') throw new ValidationError(`unknown build driver '${raw.kind}' in ${paths.driver}`);
-  return { kind: 'blueprint', blueprint: parseBlueprint(raw.blueprint, paths.driver) };
+  const text = readFileSync(paths.driver, 'utf8');
+  if (sha256Hex(text) !== pinnedSha256) {
+    throw new CorruptLogError(1, `${paths.driver} does not match the SHA-256 pinned when the build was initialised (edited?)`);
+  }
+  const raw = JSON.parse(text) as { kind: string; blueprint?: unknown; config?: unknown; request?: JsonValue };
+  if (raw.kind === 'blueprint') return { kind: 'blueprint', blueprint: parseBlueprint(raw.blueprint, paths.driver) };
+  if (raw.kind === 'command') return { kind: 'command', config: parseConfig(raw.config, paths.driver), request: raw.request ?? null };
+  throw new ValidationError(`unknown build driver '${raw.kind}' in ${paths.driver}`);
 }

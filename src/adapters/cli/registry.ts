@@ -15,8 +15,8 @@ export interface CommandEntry {
  */
 export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   init: {
-    summary: 'create a build from a blueprint',
-    help: 'longbuild init --blueprint FILE\n  Creates the git repository if absent (with an empty initial commit), the build directory\n  (--dir, default <repo>/.longbuild) and the first event. The blueprint format is in CLI.md.\nexample: longbuild init --blueprint blueprints/helios.json --repo ./helios',
+    summary: 'create a build from a blueprint, or from a request and a config of real commands',
+    help: 'longbuild init --blueprint FILE\nlongbuild init --request FILE [--config FILE]\n  Creates the git repository if absent (with an empty initial commit), the build directory\n  (--dir, default <repo>/.longbuild) and the first event.\n  --blueprint FILE  scripted planner and worker driven by a blueprint (format in CLI.md)\n  --request FILE    the project request (a JSON object); planner and worker are the commands of\n                    --config FILE (default <repo>/longbuild.config.json; schema: longbuild config-schema)\nexamples: longbuild init --blueprint blueprints/helios.json --repo ./helios\n          longbuild init --request request.json --config longbuild.config.json',
     load: () => import('./commands/init.js'),
   },
   step: {

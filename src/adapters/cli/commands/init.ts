@@ -1,25 +1,40 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { UsageError } from '../../../events/errors.js';
-import { initFromBlueprint } from '../../session.js';
+import { initFromBlueprint, initFromRequest } from '../../session.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { sessionOptions } from '../with-build.js';
 
-export const flags: Record<string, FlagSpec> = { blueprint: { type: 'string' } };
+export const flags: Record<string, FlagSpec> = { blueprint: { type: 'string' }, request: { type: 'string' }, config: { type: 'string' } };
 
 export interface InitOutput {
   readonly buildId: string;
   readonly requestSha256: string;
   readonly position: number;
   readonly dir: string;
+  readonly driver: 'blueprint' | 'command';
 }
 
-/** Create a build from a blueprint: git repo if absent, build directory, first event. */
+/** Create a build from a blueprint, or from a request plus a config of real commands. */
 export async function run(ctx: CommandContext): Promise<InitOutput> {
-  const blueprint = ctx.flags.blueprint;
-  if (typeof blueprint !== 'string') throw new UsageError('init: --blueprint FILE is required (see `longbuild init --help`)');
-  const r = await initFromBlueprint(blueprint, sessionOptions(ctx));
-  return { buildId: r.buildId, requestSha256: r.requestSha256, position: r.position, dir: r.paths.dir };
+  const { blueprint, request, config } = ctx.flags;
+  const opts = sessionOptions(ctx);
+  if (typeof blueprint === 'string') {
+    if (request !== undefined || config !== undefined) throw new UsageError('init: give either --blueprint FILE or --request FILE [--config FILE], not both');
+    const r = await initFromBlueprint(blueprint, opts);
+    return { buildId: r.buildId, requestSha256: r.requestSha256, position: r.position, dir: r.paths.dir, driver: 'blueprint' };
+  }
+  if (typeof request === 'string') {
+    const configPath = typeof config === 'string' ? config : join(ctx.repo, 'longbuild.config.json');
+    if (typeof config !== 'string' && !existsSync(configPath)) {
+      throw new UsageError(`init: --request needs a config: pass --config FILE or create ${configPath} (see examples/agent-wrapper)`);
+    }
+    const r = await initFromRequest(request, configPath, opts);
+    return { buildId: r.buildId, requestSha256: r.requestSha256, position: r.position, dir: r.paths.dir, driver: 'command' };
+  }
+  throw new UsageError('init: --blueprint FILE or --request FILE is required (see `longbuild init --help`)');
 }
 
 export function render(d: InitOutput): string {
-  return `initialised build ${d.buildId} in ${d.dir}\nrequest sha256 ${d.requestSha256}\nnext: longbuild run   (or longbuild step, one controller event at a time)\n`;
+  return `initialised build ${d.buildId} (${d.driver === 'blueprint' ? 'scripted planner and worker' : 'configured planner and worker commands'}) in ${d.dir}\nrequest sha256 ${d.requestSha256}\nnext: longbuild run   (or longbuild step, one controller event at a time)\n`;
 }

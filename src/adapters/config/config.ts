@@ -1,0 +1,60 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { ValidationError } from '../../events/errors.js';
+import { formatZodError } from '../../events/catalogue.js';
+
+const Argv = z.array(z.string().min(1).refine((s) => !s.includes('\u0000'), 'NUL byte in argument')).min(1, 'a command needs at least an executable');
+
+/**
+ * `longbuild.config.json`: how a build driven by real commands runs. Trusted configuration
+ * (R-26): only this file — never a planner's or worker's output — names verification commands.
+ */
+export const ConfigSchema = z.strictObject({
+  $schema: z.string().optional(),
+  planner: z.strictObject({
+    command: Argv.describe('argv of the planner; gets the planner input as JSON on stdin, prints a proposal JSON on stdout'),
+    timeoutSeconds: z.number().int().positive().max(86_400).default(600),
+    route: z.string().min(1).optional().describe('pinned in every sealed horizon (R-14), e.g. "claude-opus/high"'),
+  }),
+  worker: z.strictObject({
+    command: Argv.describe('argv of the worker; runs in the attempt worktree with the work packet as JSON on stdin'),
+    timeoutSeconds: z.number().int().positive().max(86_400).default(3600),
+  }),
+  verify: z.array(Argv).default([]).describe('trusted verification commands, each an argv array (no shell)'),
+  env: z.strictObject({
+    allow: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')).default([]),
+  }).default({ allow: [] }).describe('environment variables passed through to planner, worker and verification (PATH always is)'),
+  protectedPaths: z.array(z.string().min(1)).default([]).describe('repository paths a worker commit must not touch (R-29); the build directory always is'),
+  detailedWindow: z.union([z.literal(1), z.literal(2)]).default(2),
+  coarseWindow: z.number().int().min(0).max(12).default(12),
+  maxBatch: z.number().int().min(1).max(64).default(1),
+  maxAttempts: z.number().int().min(1).max(100).default(3),
+  compaction: z.boolean().default(true),
+  cache: z.strictObject({ enabled: z.boolean().default(true), policyVersion: z.string().default('1') }).default({ enabled: true, policyVersion: '1' }),
+  snapshotEvery: z.number().int().min(0).default(1000),
+  log: z.string().regex(/^(sqlite|sqlite:.+|postgres:.+|eventstore:.+)$/, 'expected sqlite, sqlite:PATH, postgres:URL or eventstore:URL').default('sqlite'),
+});
+export type LongbuildConfig = z.infer<typeof ConfigSchema>;
+
+/** Parse config JSON; one clear error naming the file and field (R-28). */
+export function parseConfig(raw: unknown, source: string): LongbuildConfig {
+  const r = ConfigSchema.safeParse(raw);
+  if (!r.success) throw new ValidationError(`invalid config ${source}: ${formatZodError(r.error)}`);
+  return r.data;
+}
+
+export function loadConfig(path: string): LongbuildConfig {
+  if (!existsSync(path)) throw new ValidationError(`config file ${path} does not exist`);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new ValidationError(`config file ${path} is not valid JSON: ${(err as Error).message}`);
+  }
+  return parseConfig(raw, path);
+}
+
+/** JSON Schema for editors, generated from the same zod schema. */
+export function configJsonSchema(): unknown {
+  return z.toJSONSchema(ConfigSchema, { io: 'input' });
+}
