@@ -29,6 +29,10 @@ export function deriveCheckpoint(state: BuildState, milestoneId: string, created
   if (!horizon) return { ok: false, rule: 'R-20', reason: 'no sealed horizon' };
   if (!isSafeId(milestoneId)) return { ok: false, rule: 'R-20', reason: `unsafe milestone id '${milestoneId}'` };
   if (state.checkpoints[milestoneId]) return { ok: false, rule: 'R-20', reason: `milestone '${milestoneId}' is already checkpointed (checkpoints are immutable)` };
+  // A coarse or unknown milestone has no nodes, so without this it would "checkpoint" vacuously.
+  if (!horizon.detailed.some((m) => m.id === milestoneId)) {
+    return { ok: false, rule: 'R-20', reason: `milestone '${milestoneId}' is not a detailed milestone of horizon ${horizon.horizonId}` };
+  }
   const ids = Object.keys(state.nodes).filter((id) => state.nodes[id]!.milestone === milestoneId).sort(compareCodePoints);
   const accepted: Checkpoint['acceptedNodes'] = [];
   const decisions: Checkpoint['decisions'] = [];
