@@ -12,6 +12,7 @@ import { logicalClock, systemClock, type Clock } from './clock.js';
 import { faultsFromEnv, type FaultInjector } from './faults.js';
 import { Controller } from './controller/controller.js';
 import { gitBinding } from './controller/git-binding.js';
+import { verificationCacheFor } from './cache/setting.js';
 import { FileEvidenceStore } from './evidence-store.js';
 import { ensureRepo, promote, readRef } from './git/git.js';
 import { blueprintSha256, loadBlueprint, parseBlueprint, type Blueprint } from './blueprint/blueprint.js';
@@ -170,7 +171,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       clock: driver.kind === 'blueprint' ? logicalClock() : systemClock,
       planner: opts.planner ?? plannerFor(driver, paths, env),
       worker: opts.worker ?? workerFor(driver, env),
-      git: gitBinding({ repo: paths.repo, worktreesDir: paths.worktrees, workspacesDir: paths.workspaces, verifyEnv: trustedVerifyEnv(env, allow), verifyTimeoutMs: 10 * 60_000 }),
+      git: gitBinding({ repo: paths.repo, worktreesDir: paths.worktrees, workspacesDir: paths.workspaces, verifyEnv: trustedVerifyEnv(env, allow), verifyTimeoutMs: 10 * 60_000, cache: verificationCacheFor(paths, env) }),
       evidence: new FileEvidenceStore(paths.evidence),
       faults: opts.faults ?? faultsFromEnv(env),
       protectedPaths: ['.longbuild', relativeBuildDir(paths), ...(driver.kind === 'command' ? driver.config.protectedPaths : driver.blueprint.protectedPaths ?? [])],

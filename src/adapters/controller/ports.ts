@@ -18,6 +18,8 @@ export interface VerificationRun {
     readonly durationMs: number;
     readonly cacheHit: boolean;
   }[];
+  /** Set when a failed verification was run again on the same tree (batch mode, R-25). */
+  readonly retested?: boolean;
 }
 
 export interface GitPort {
@@ -31,7 +33,7 @@ export interface GitPort {
   /** Paths a candidate commit changes relative to its base. */
   changedPaths(base: string, commit: string): Promise<string[]>;
   /** Apply candidates onto head in a clean detached workspace, verify there, clean up. */
-  integrateAndVerify(jobId: string, head: string, candidates: readonly string[], date: string, commands: readonly (readonly string[])[]):
+  integrateAndVerify(jobId: string, head: string, candidates: readonly string[], date: string, commands: readonly (readonly string[])[], opts?: { retestOnFailure?: boolean }):
     Promise<{ ok: true; resultCommit: string; tree: string; verification: VerificationRun } | { ok: false; reason: string }>;
   readRef(ref: string): Promise<string | null>;
   /** One compare-and-set ref update. */

@@ -1,0 +1,83 @@
+/**
+ * Verification cache identities (R-27), pure: the lookup key of a trusted command run and the
+ * canonical, self-addressed form of a cached entry. The store that keeps these bytes on disk is
+ * src/adapters/cache/verification-cache.ts; nothing here reads files, clocks or the environment.
+ */
+import { canonicalJson } from '../events/canonical.js';
+import { canonicalSha256, sha256Hex } from '../events/hash.js';
+
+/** Bump when what a cached pass means changes (e.g. what "clean" covers); old entries then miss. */
+export const CACHE_POLICY_VERSION = 1;
+
+export interface CacheKeyInput {
+  /** The exact git tree the command ran on. */
+  readonly tree: string;
+  /** The strictly parsed argv (parseTrustedCommand), never a shell string. */
+  readonly argv: readonly string[];
+  /** SHA-256 of the trusted environment (trustedEnvSha256). */
+  readonly envSha256: string;
+  readonly policyVersion: number;
+}
+
+/** SHA-256 of the canonical JSON of the trusted environment (key order cannot matter). */
+export function trustedEnvSha256(env: Readonly<Record<string, string>>): string {
+  return canonicalSha256(env);
+}
+
+/** The cache key (R-27): SHA-256 of canonical {tree, argv, envSha256, policyVersion}. */
+export function verificationCacheKey(input: CacheKeyInput): string {
+  return canonicalSha256({ tree: input.tree, argv: [...input.argv], envSha256: input.envSha256, policyVersion: input.policyVersion });
+}
+
+/** A passed command run as the cache keeps it: the exact transport, bytes as base64. */
+export interface CacheEntry {
+  readonly key: string;
+  readonly tree: string;
+  readonly argv: readonly string[];
+  readonly envSha256: string;
+  readonly policyVersion: number;
+  readonly exitCode: 0;
+  readonly durationMs: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** The entry's one byte form (canonical JSON); its SHA-256 is the entry's address. */
+export function entryBytes(entry: CacheEntry): string {
+  return canonicalJson(entry);
+}
+
+/** The address of an entry: SHA-256 of its canonical bytes. */
+export function entrySha256(entry: CacheEntry): string {
+  return sha256Hex(entryBytes(entry));
+}
+
+/**
+ * Why stored entry bytes are not a usable hit for `key`, or null when they are: the bytes must
+ * hash to their address, parse as an entry of exactly this key and identity, and be a pass.
+ */
+export function entryProblem(bytes: Uint8Array, address: string, expected: CacheKeyInput & { key: string }): string | null {
+  if (sha256Hex(bytes) !== address) return 'bytes do not hash to the entry address (corrupt or truncated)';
+  let raw: unknown;
+  try {
+    raw = JSON.parse(Buffer.from(bytes).toString('utf8'));
+  } catch {
+    return 'entry is not JSON';
+  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return 'entry is not an object';
+  const e = raw as Record<string, unknown>;
+  const keys = Object.keys(e).sort().join(',');
+  if (keys !== 'argv,durationMs,envSha256,exitCode,key,policyVersion,stderr,stdout,tree') return `unexpected entry fields ${keys}`;
+  if (e.key !== expected.key) return 'entry belongs to another key';
+  if (e.tree !== expected.tree || e.envSha256 !== expected.envSha256 || e.policyVersion !== expected.policyVersion) return 'entry identity differs from the key';
+  if (!Array.isArray(e.argv) || canonicalJson(e.argv as string[]) !== canonicalJson([...expected.argv])) return 'entry argv differs';
+  if (e.exitCode !== 0) return 'entry is not a pass';
+  if (typeof e.durationMs !== 'number' || !Number.isFinite(e.durationMs) || e.durationMs < 0) return 'bad duration';
+  if (typeof e.stdout !== 'string' || typeof e.stderr !== 'string') return 'bad output fields';
+  if (!isBase64(e.stdout) || !isBase64(e.stderr)) return 'output is not base64';
+  return null;
+}
+
+function isBase64(s: string): boolean {
+  return /^[A-Za-z0-9+/]*={0,2}$/.test(s) && s.length % 4 === 0;
+}
