@@ -14,6 +14,11 @@ export interface CommandEntry {
  * (run, render, optionally flags/positionals/renderJson/failure) and add one entry here.
  */
 export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
+  demo: {
+    summary: 'the built-in example build (a small JS library, 4 milestones, 16 nodes), end to end',
+    help: 'longbuild demo [DIR]\n  Builds "textkit" in DIR (default: a new temporary directory): horizon sealed, nodes\n  implemented and integrated with real `node --test` verification, one failed attempt revised,\n  checkpoints, compaction, one renewal, horizon_complete. Deterministic: same tree every time.\nexample: longbuild demo ./textkit && cd textkit && longbuild status',
+    load: () => import('./commands/demo.js'),
+  },
   init: {
     summary: 'create a build from a blueprint, or from a request and a config of real commands',
     help: 'longbuild init --blueprint FILE\nlongbuild init --request FILE [--config FILE]\n  Creates the git repository if absent (with an empty initial commit), the build directory\n  (--dir, default <repo>/.longbuild) and the first event.\n  --blueprint FILE  scripted planner and worker driven by a blueprint (format in CLI.md)\n  --request FILE    the project request (a JSON object); planner and worker are the commands of\n                    --config FILE (default <repo>/longbuild.config.json; schema: longbuild config-schema)\nexamples: longbuild init --blueprint blueprints/helios.json --repo ./helios\n          longbuild init --request request.json --config longbuild.config.json',
@@ -53,6 +58,11 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     summary: 'check the hash chain and that rebuilt projections equal the stored ones',
     help: 'longbuild verify\n  Walks the hash chain end to end (R-4), brings the stored projections up to date and compares\n  them with a fresh rebuild (R-5). Exit 1 and the first bad position when anything is wrong.\nexample: longbuild verify --json',
     load: () => import('./commands/verify.js'),
+  },
+  fuzz: {
+    summary: 'crash a controller at interruption points (real SIGKILL), resume, compare with a clean run',
+    help: 'longbuild fuzz --blueprint FILE [--points all|N] [--seed S] [--jobs J] [--only POINT:K]... [--keep-failed]\n  A clean run of the blueprint enumerates every interruption point occurrence it passes; for each\n  chosen one (all, or N sampled with seed S) a child controller in a fresh repository is SIGKILLed\n  there and a fresh one resumes to the end. Accepted nodes, the integration tree, checkpoints,\n  summaries, the ready list at every graph revision, commits and `verify` must equal the clean run;\n  the effects ledger must show no call made again whose result was recorded. --only reruns one case\n  (the command printed for each failure). Exit 1 if any point failed.\nexample: longbuild fuzz --blueprint blueprints/helios.json --points all --jobs 2',
+    load: () => import('./commands/fuzz.js'),
   },
   rebuild: {
     summary: 'drop and rebuild every projection from the log',

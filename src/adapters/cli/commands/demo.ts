@@ -1,0 +1,94 @@
+import { mkdtempSync, writeFileSync, mkdirSync, existsSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { ValidationError } from '../../../events/errors.js';
+import type { StepOutcome } from '../../controller/controller.js';
+import { demoBlueprint } from '../../demo/demo-blueprint.js';
+import { initFromBlueprint, openBuild } from '../../session.js';
+import { readRef, treeOf } from '../../git/git.js';
+import { Progress, useColor } from '../progress.js';
+import type { CommandContext } from '../types.js';
+
+export const positionals = { min: 0, max: 1 };
+
+export interface DemoOutput {
+  readonly outcome: StepOutcome;
+  readonly steps: number;
+  readonly position: number;
+  readonly graphRevision: number;
+  readonly integrationHead: string | null;
+  readonly integrationTree: string | null;
+  readonly dir: string;
+  readonly checkpoints: string[];
+  readonly revisions: number;
+  readonly nodes: number;
+  readonly cacheHits: number;
+  readonly durationMs: number;
+  readonly reason?: string;
+}
+
+/** The built-in example build, end to end, in a new git repository. */
+export async function run(ctx: CommandContext): Promise<DemoOutput> {
+  const started = Date.now();
+  const dir = ctx.positionals[0] !== undefined ? resolve(ctx.cwd, ctx.positionals[0]) : mkdtempSync(join(tmpdir(), 'longbuild-demo-'));
+  if (existsSync(dir) && readdirSync(dir).length > 0) throw new ValidationError(`demo: ${dir} is not empty; give a new or empty directory`);
+  mkdirSync(dir, { recursive: true });
+  const blueprintPath = join(mkdtempSync(join(tmpdir(), 'longbuild-demo-bp-')), 'textkit.blueprint.json');
+  writeFileSync(blueprintPath, `${JSON.stringify(demoBlueprint(), null, 1)}\n`);
+  const isTty = process.stderr.isTTY === true;
+  const progress = new Progress({ write: ctx.stderr, animate: isTty, color: useColor(ctx.env, isTty), quiet: ctx.json });
+  if (!ctx.json) ctx.stderr(`longbuild demo: building "textkit" (4 milestones, 16 nodes) in ${dir}\n`);
+  await initFromBlueprint(blueprintPath, { repo: dir, env: ctx.env as NodeJS.ProcessEnv });
+  const s = await openBuild({ repo: dir, env: ctx.env as NodeJS.ProcessEnv });
+  try {
+    let steps = 0;
+    let outcome: StepOutcome = 'horizon_complete';
+    let reason: string | undefined;
+    for (;;) {
+      const r = await s.controller.advance();
+      steps += 1;
+      progress.step(r, s.controller.current);
+      outcome = r.outcome;
+      reason = r.reason;
+      if (r.outcome === 'horizon_complete' || r.outcome === 'blocked') break;
+    }
+    progress.finish();
+    const st = s.controller.current;
+    const head = await readRef(dir, st.build!.integrationRef);
+    return {
+      outcome, steps, position: st.position, graphRevision: st.graphRevision, integrationHead: head,
+      integrationTree: head ? await treeOf(dir, head) : null, dir,
+      checkpoints: Object.keys(st.checkpoints), revisions: st.graphRevision, nodes: Object.keys(st.nodes).length,
+      cacheHits: progress.cache.hits, durationMs: Date.now() - started,
+      ...(reason !== undefined ? { reason } : {}),
+    };
+  } finally {
+    await s.close();
+  }
+}
+
+export function render(d: DemoOutput): string {
+  const dirArg = d.dir.includes(' ') ? JSON.stringify(d.dir) : d.dir;
+  const mid = Math.max(1, Math.floor(d.graphRevision / 2));
+  return [
+    `${d.outcome === 'horizon_complete' ? 'done' : d.outcome}: ${d.steps} controller events in ${(d.durationMs / 1000).toFixed(1)} s`,
+    `  checkpoints: ${d.checkpoints.join(', ')}`,
+    `  integration head ${d.integrationHead} (tree ${d.integrationTree})`,
+    `  graph revision ${d.graphRevision}, log position ${d.position}`,
+    '',
+    'explore it:',
+    `  cd ${dirArg}`,
+    '  git log --oneline longbuild/integration      # what was integrated',
+    '  longbuild status                              # where the build stands',
+    `  longbuild show --revision ${mid}                    # time travel to graph revision ${mid}`,
+    `  longbuild show --checkpoint ${d.checkpoints[0] ?? 'core'}              # the graph as checkpointed`,
+    `  longbuild diff 1 ${d.position}                           # what changed`,
+    '  longbuild log --type IntegrationPromoted       # the receipts',
+    '  longbuild verify                              # hash chain + projections',
+    '',
+  ].join('\n');
+}
+
+export function failure(d: DemoOutput): string | undefined {
+  return d.outcome === 'blocked' ? `demo blocked: ${d.reason ?? 'see longbuild status'}` : undefined;
+}
