@@ -160,6 +160,12 @@ describe('EventStoreDB adapter specifics (on the DOUBLE)', () => {
       expect(report.headHash).toBe((await source.head())!.hash);
       expect(await target.readAll()).toEqual(await source.readAll());
       expect(await target.readStream('s2', { direction: 'backwards', limit: 3 })).toEqual(await source.readStream('s2', { direction: 'backwards', limit: 3 }));
+      // Big events: the import is split under the server's max append size, and still links.
+      await source.append('big', Array.from({ length: 8 }, (_, i) => tick(i, { pad: 'x'.repeat(100_000) })), 'no-stream');
+      const calls = double!.calls.append;
+      const big = await open();
+      expect((await transferLog(source, big, { pageSize: 1000 })).headHash).toBe((await source.head())!.hash);
+      expect(double!.calls.append - calls).toBeGreaterThan(1);
     } finally {
       await source.close();
       rmSync(dir, { recursive: true, force: true });

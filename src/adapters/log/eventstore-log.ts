@@ -66,6 +66,7 @@ export interface LogSubscription {
 }
 
 const MAX_APPEND_RETRIES = 50;
+const IMPORT_CHUNK_BYTES = 512 * 1024;
 const STREAM_NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export class EventStoreEventLog implements EventLog, VerbatimImportable {
@@ -161,7 +162,11 @@ export class EventStoreEventLog implements EventLog, VerbatimImportable {
     await this.serial(async () => {
       await this.catchUp();
       const rows = prepareVerbatim(events, this.known.head);
-      if (!(await this.appendRows(rows))) throw new ConcurrencyError(this.stream, String(rows[0]!.position - 1), this.known.head?.position ?? -1);
+      // The server refuses appends over its max append size (1 MiB by default): import in chunks,
+      // each a compare-and-set on the previous one's head.
+      for (const chunk of chunkBySize(rows, IMPORT_CHUNK_BYTES)) {
+        if (!(await this.appendRows(chunk))) throw new ConcurrencyError(this.stream, String(chunk[0]!.position - 1), this.known.head?.position ?? -1);
+      }
     });
   }
 
@@ -342,6 +347,24 @@ function fromResolved(resolved: ResolvedEvent): RawEventRow {
     prevHash: env.prevHash,
     hash: env.hash,
   };
+}
+
+function chunkBySize(rows: readonly RawEventRow[], maxBytes: number): RawEventRow[][] {
+  const chunks: RawEventRow[][] = [];
+  let current: RawEventRow[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    const size = row.dataJson.length + row.metadataJson.length + 400;
+    if (current.length > 0 && bytes + size > maxBytes) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(row);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
 }
 
 function safeJson(text: string): unknown {
