@@ -1,6 +1,7 @@
 import { compareCodePoints } from '../events/canonical.js';
 import type { BuildState } from '../projections/build-state.js';
 import { activeMilestone, rankReadyWave } from '../projections/graph.js';
+import { batchGroup, isBatchMode } from './batch.js';
 
 /** What the controller's next event is about, decided from state alone. */
 export type NextAction =
@@ -60,8 +61,17 @@ export function nextAction(state: BuildState): NextAction {
   for (const attemptId of Object.keys(state.attempts).sort(compareCodePoints)) {
     if (state.attempts[attemptId]!.status === 'started') return { kind: 'settle-attempt', attemptId };
   }
+  // Batch integration: a split's next half, or a full (or final) wave, as one job.
+  const group = batchGroup(state);
+  if (group !== null) {
+    const candidates = group.map((nodeId) => {
+      const attemptId = attemptIdOf(nodeId, state.nodes[nodeId]!.attempts);
+      return { nodeId, attemptId, commit: state.attempts[attemptId]!.commit! };
+    });
+    return { kind: 'integrate', candidates, jobId: jobIdOf(state) };
+  }
   const validating = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'validating').sort(compareCodePoints);
-  if (validating.length > 0) {
+  if (validating.length > 0 && !isBatchMode(state)) {
     const nodeId = validating[0]!;
     const attemptId = attemptIdOf(nodeId, state.nodes[nodeId]!.attempts);
     const attempt = state.attempts[attemptId]!;

@@ -201,6 +201,20 @@ export const IntegrationFailed = e('IntegrationFailed', z.strictObject({
   graphRevision: z.number().int().nonnegative(),
 }));
 
+/**
+ * A batch job failed (its candidates conflict, or verification failed twice on the same tree):
+ * it ends here and its members are integrated again in `halves`, first half first (R-25
+ * bisection). No member changes state; the culprit is found when a one-member job fails.
+ */
+export const BatchSplit = e('BatchSplit', z.strictObject({
+  jobId: z.string(),
+  nodeIds: z.array(SafeIdSchema).min(2),
+  halves: z.array(z.array(SafeIdSchema).min(1)).length(2),
+  reason: z.string(),
+  evidenceSha256: Sha256Schema,
+  graphRevision: z.number().int().nonnegative(),
+}));
+
 export const CheckpointWritten = e('CheckpointWritten', z.strictObject({
   checkpoint: CheckpointSchema,
   checkpointSha256: Sha256Schema,
@@ -238,6 +252,7 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   VerificationFinished,
   IntegrationPromoted,
   IntegrationFailed,
+  BatchSplit,
   CheckpointWritten,
   BuildCompleted,
   BuildBlocked,
@@ -262,6 +277,7 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   VerificationFinished: 1,
   IntegrationPromoted: 1,
   IntegrationFailed: 1,
+  BatchSplit: 1,
   CheckpointWritten: 1,
   BuildCompleted: 1,
   BuildBlocked: 1,

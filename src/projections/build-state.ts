@@ -49,7 +49,7 @@ export interface JobRecord {
   readonly candidates: readonly { nodeId: string; attemptId: string; commit: string }[];
   readonly baseHead: string;
   readonly startedAt: string;
-  readonly status: 'started' | 'verified' | 'promoted' | 'failed';
+  readonly status: 'started' | 'verified' | 'promoted' | 'failed' | 'split';
   readonly verification: {
     readonly passed: boolean;
     readonly resultCommit: string | null;
@@ -97,6 +97,8 @@ export interface BuildState {
   readonly blocked: { readonly reason: string; readonly nodeIds: readonly string[] } | null;
   /** Graph revision → position of the event that produced it (time travel by revision). */
   readonly revisionPositions: Readonly<Record<string, number>>;
+  /** Node groups a BatchSplit left to integrate, next first (R-25 bisection). */
+  readonly batchQueue: readonly (readonly string[])[];
 }
 
 export const initialBuildState: BuildState = {
@@ -114,6 +116,7 @@ export const initialBuildState: BuildState = {
   completed: false,
   blocked: null,
   revisionPositions: { '0': 0 },
+  batchQueue: [],
 };
 
 /** Fold one stored event into the build state (pure; R-7). Unknown types are ignored. */
@@ -222,6 +225,9 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
         jobId: d.jobId, nodeIds: d.nodeIds, candidates: d.candidates, baseHead: d.baseHead, startedAt: recordedAt,
         status: 'started', verification: null, receipt: null, adopted: false,
       };
+      // A job that integrates the next half of a split takes it off the queue.
+      const next = draft.batchQueue[0];
+      if (next && next.length === d.nodeIds.length && next.every((id, i) => id === d.nodeIds[i])) draft.batchQueue.shift();
       return;
     }
     case 'VerificationFinished': {
@@ -256,6 +262,12 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       const job = draft.jobs[d.jobId];
       if (job) job.status = 'failed';
       for (const id of d.nodeIds) setNodeState(draft, id, failedNodeState(draft, id));
+      return;
+    }
+    case 'BatchSplit': {
+      const job = draft.jobs[event.data.jobId];
+      if (job) job.status = 'split';
+      draft.batchQueue.unshift(...event.data.halves);
       return;
     }
     case 'CheckpointWritten': {

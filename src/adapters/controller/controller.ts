@@ -7,6 +7,7 @@ import type { CommandEvidence, DomainEvent, Receipt } from '../../events/catalog
 import { evolveBuild, initialBuildState, type AttemptRecord, type BuildState, type JobRecord } from '../../projections/build-state.js';
 import { graphSha256, rankReadyWave } from '../../projections/graph.js';
 import { nextAction, type NextAction } from '../../commands/next-action.js';
+import { isBatchMode, shouldSplit, splitData } from '../../commands/batch.js';
 import { validateProposal, validateRenewal } from '../../commands/horizon.js';
 import { acceptedVersions, deriveCheckpoint } from '../../commands/checkpoint.js';
 import type { Planner, PlannerInput, WorkPacket, Worker } from '../../commands/ports.js';
@@ -16,7 +17,7 @@ import type { EvidenceStore, GitPort } from './ports.js';
 
 export type StepOutcome =
   | 'planned' | 'dispatched' | 'integrated' | 'revising' | 'checkpointed' | 'compacted'
-  | 'renewed' | 'recovered' | 'horizon_complete' | 'blocked';
+  | 'renewed' | 'recovered' | 'horizon_complete' | 'blocked' | 'split';
 
 export interface StepResult {
   readonly outcome: StepOutcome;
@@ -333,6 +334,12 @@ export class Controller {
     }
     const v = job.verification!;
     const ids = job.nodeIds.join(', ');
+    if (!v.passed && shouldSplit(this.state, job)) {
+      // R-25: a failed batch blames nobody yet; its halves are integrated next (bisection).
+      const data = splitData(this.state, job, v.resultCommit === null ? 'the candidates do not apply together' : `verification failed twice on tree ${v.tree}`);
+      await this.append([{ type: 'BatchSplit', data }], job.jobId);
+      return this.result('split', `${ids}: batch failed (${data.reason}); split into ${data.halves.map((h) => h.join(', ')).join(' | ')}`, { nodeId: job.nodeIds[0]! });
+    }
     if (!v.passed) {
       await this.append([{ type: 'IntegrationFailed', data: { jobId: job.jobId, nodeIds: [...job.nodeIds], reason: 'verification failed', evidenceSha256: v.evidenceSha256, graphRevision: this.state.graphRevision } }], job.jobId);
       return this.result('revising', `${ids}: verification failed; back to revising`, { nodeId: job.nodeIds[0]! });
@@ -361,7 +368,8 @@ export class Controller {
 
   private async verifyJob(job: JobRecord): Promise<void> {
     const verify = this.state.build!.verify;
-    const out = await this.effect('verify', () => this.deps.git.integrateAndVerify(job.jobId, job.baseHead, job.candidates.map((c) => c.commit), job.startedAt, verify));
+    const out = await this.effect('verify', () => this.deps.git.integrateAndVerify(job.jobId, job.baseHead, job.candidates.map((c) => c.commit), job.startedAt, verify,
+      isBatchMode(this.state) ? { retestOnFailure: true } : undefined));
     let data;
     if (!out.ok) {
       data = { jobId: job.jobId, resultCommit: null, tree: null, passed: false, reason: out.reason, evidence: [], evidenceSha256: canonicalSha256({ reason: out.reason }), graphRevision: this.state.graphRevision };

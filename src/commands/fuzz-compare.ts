@@ -1,0 +1,244 @@
+/**
+ * The pure half of `longbuild fuzz` (R-18, R-19, R-23): what a finished build looks like to the
+ * fuzzer (its fingerprint), how a resumed build is compared with an uninterrupted one, how the
+ * effects ledger is audited for duplicate calls, and which interruption points are chosen.
+ * No I/O here: the runner in src/adapters/fuzz reads logs, ledgers and git and passes data in.
+ */
+import { canonicalJson, compareCodePoints, type JsonValue } from '../events/canonical.js';
+import type { StoredEvent } from '../events/envelope.js';
+import { evolveBuild, initialBuildState, type BuildState } from '../projections/build-state.js';
+import { rankReadyWave, readyListBytes } from '../projections/graph.js';
+
+/** One interruption point occurrence: `LONGBUILD_CRASH_AT=point:occurrence`. */
+export interface PointOccurrence {
+  readonly point: string;
+  readonly occurrence: number;
+}
+
+/** What a finished build is, for comparison (everything R-19 names, plus commit SHAs). */
+export interface BuildFingerprint {
+  readonly outcome: 'completed' | 'blocked' | 'unfinished';
+  readonly accepted: readonly string[];
+  readonly acceptedCommits: Readonly<Record<string, string | null>>;
+  readonly integrationHead: string | null;
+  /** Checkpoints in the order written, canonical JSON without `createdAt`. */
+  readonly checkpoints: readonly { readonly milestoneId: string; readonly content: string; readonly sha256: string }[];
+  readonly summaries: readonly string[];
+  /** (graph revision → canonical ready-list bytes) at every revision, in order. */
+  readonly readySequence: readonly { readonly revision: number; readonly ready: string }[];
+  readonly graphRevision: number;
+}
+
+/** Fold a whole log into its final state and its (revision → ready list) sequence. */
+export function foldLog(events: Iterable<StoredEvent>): { state: BuildState; readySequence: { revision: number; ready: string }[] } {
+  let state = initialBuildState;
+  const readySequence: { revision: number; ready: string }[] = [];
+  for (const e of events) {
+    const before = state.graphRevision;
+    state = evolveBuild(state, e);
+    if (state.graphRevision !== before) readySequence.push({ revision: state.graphRevision, ready: readyListBytes(rankReadyWave(state)) });
+  }
+  return { state, readySequence };
+}
+
+/** The fingerprint of a folded build (R-19's comparable parts). */
+export function fingerprintOf(state: BuildState, readySequence: readonly { revision: number; ready: string }[]): BuildFingerprint {
+  const accepted = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'accepted').sort(compareCodePoints);
+  const acceptedCommits: Record<string, string | null> = {};
+  for (const id of accepted) acceptedCommits[id] = state.nodes[id]!.commit;
+  const checkpoints = Object.entries(state.checkpoints)
+    .sort((a, b) => a[1].position - b[1].position)
+    .map(([milestoneId, c]) => {
+      const { createdAt: _createdAt, ...rest } = c.checkpoint;
+      return { milestoneId, content: canonicalJson(rest as unknown as JsonValue), sha256: c.sha256 };
+    });
+  return {
+    outcome: state.completed ? 'completed' : state.blocked ? 'blocked' : 'unfinished',
+    accepted,
+    acceptedCommits,
+    integrationHead: state.integrationHead,
+    checkpoints,
+    summaries: Object.keys(state.nodes).filter((id) => id.startsWith('summary-')).sort(compareCodePoints),
+    readySequence,
+    graphRevision: state.graphRevision,
+  };
+}
+
+/** A difference between the resumed build and the clean one, with the rule it breaks. */
+export interface Divergence {
+  readonly what: string;
+  readonly rule: string;
+  readonly clean: string;
+  readonly resumed: string;
+}
+
+/** Facts about a finished build that only the adapters can observe. */
+export interface ObservedBuild {
+  readonly fingerprint: BuildFingerprint;
+  /** The integration head's tree SHA (git). */
+  readonly integrationTree: string | null;
+  /** `longbuild verify`: chain and projections. */
+  readonly verifyOk: boolean;
+  readonly verifyProblem?: string;
+}
+
+const show = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
+
+/**
+ * Compare a resumed build with the uninterrupted one (R-19): outcome, accepted nodes, integration
+ * tree, checkpoints (content minus createdAt), summaries, the ready list at every graph revision,
+ * a verified chain; commit SHAs too (the logical clock makes them reproducible).
+ */
+export function compareBuilds(clean: ObservedBuild, resumed: ObservedBuild): Divergence[] {
+  const out: Divergence[] = [];
+  const a = clean.fingerprint;
+  const b = resumed.fingerprint;
+  const differ = (what: string, rule: string, x: unknown, y: unknown): void => {
+    if (canonicalJson(x as JsonValue) !== canonicalJson(y as JsonValue)) out.push({ what, rule, clean: show(x), resumed: show(y) });
+  };
+  differ('outcome', 'R-19', a.outcome, b.outcome);
+  differ('accepted nodes', 'R-19', a.accepted, b.accepted);
+  differ('integration head tree', 'R-19', clean.integrationTree, resumed.integrationTree);
+  differ('checkpoint milestones', 'R-19', a.checkpoints.map((c) => c.milestoneId), b.checkpoints.map((c) => c.milestoneId));
+  for (const ca of a.checkpoints) {
+    const cb = b.checkpoints.find((c) => c.milestoneId === ca.milestoneId);
+    if (cb && cb.content !== ca.content) out.push({ what: `checkpoint ${ca.milestoneId}`, rule: 'R-20', clean: ca.content, resumed: cb.content });
+  }
+  differ('summaries', 'R-21', a.summaries, b.summaries);
+  const n = Math.max(a.readySequence.length, b.readySequence.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.readySequence[i];
+    const y = b.readySequence[i];
+    if (x?.revision !== y?.revision || x?.ready !== y?.ready) {
+      out.push({ what: `ready list at graph revision ${x?.revision ?? y?.revision}`, rule: 'R-19', clean: x ? x.ready : '(no revision)', resumed: y ? y.ready : '(no revision)' });
+      break; // the first difference is the useful one; the rest usually follows from it
+    }
+  }
+  if (!resumed.verifyOk) out.push({ what: 'verify', rule: 'R-4', clean: 'ok', resumed: resumed.verifyProblem ?? 'not ok' });
+  // Reproducibility: with the logical clock the same work gives the same commits.
+  differ('integration head commit', 'R-19', a.integrationHead, b.integrationHead);
+  differ('accepted commits', 'R-19', a.acceptedCommits, b.acceptedCommits);
+  return out;
+}
+
+// ---- duplicate-call audit (independent of the log) ----------------------------------
+
+/** One line of the effects ledger (see src/adapters/blueprint/effects-ledger.ts). */
+export interface LedgerCall {
+  readonly kind: 'planner' | 'worker';
+  readonly key: string;
+}
+
+/** What the log said when the controller died: calls with a recorded result, calls whose outcome was observable. */
+export interface CrashState {
+  /** Planner callIds and worker idempotency keys whose result event is in the log. */
+  readonly recorded: ReadonlySet<string>;
+  /** Worker keys whose commit already sat on the attempt branch (must be adopted, not re-invoked). */
+  readonly observable: ReadonlySet<string>;
+}
+
+export interface CallProblem {
+  readonly kind: 'planner' | 'worker';
+  readonly key: string;
+  readonly problem: string;
+  readonly rule: string;
+}
+
+export interface CallAudit {
+  /** Calls made again although the result (or an observable outcome) existed: failures. */
+  readonly duplicates: CallProblem[];
+  /** In-doubt calls (crash between effect and result) made once more: allowed, counted. */
+  readonly inDoubtReinvocations: { kind: 'planner' | 'worker'; key: string }[];
+  /** Calls the clean run made that the interrupted + resumed pair did not, or the reverse. */
+  readonly missing: string[];
+  readonly extra: string[];
+}
+
+const countKeys = (calls: readonly LedgerCall[]): Map<string, { kind: 'planner' | 'worker'; n: number }> => {
+  const m = new Map<string, { kind: 'planner' | 'worker'; n: number }>();
+  for (const c of calls) {
+    const prev = m.get(c.key);
+    m.set(c.key, { kind: c.kind, n: (prev?.n ?? 0) + 1 });
+  }
+  return m;
+};
+
+/**
+ * Audit the effects ledger of an interrupted run (`before`) and its resumption (`after`) against
+ * the clean run's (R-18, R-19): a call whose result was recorded before the crash, or whose
+ * outcome was observable, must not be made again; an in-doubt call may be made once more.
+ */
+export function auditCalls(clean: readonly LedgerCall[], before: readonly LedgerCall[], after: readonly LedgerCall[], crash: CrashState): CallAudit {
+  const duplicates: CallProblem[] = [];
+  const inDoubtReinvocations: { kind: 'planner' | 'worker'; key: string }[] = [];
+  const b = countKeys(before);
+  const a = countKeys(after);
+  const c = countKeys(clean);
+  for (const [key, { kind, n }] of b) if (n > 1) duplicates.push({ kind, key, problem: `called ${n} times before the crash`, rule: 'R-19' });
+  for (const [key, { kind, n }] of a) {
+    if (n > 1) duplicates.push({ kind, key, problem: `called ${n} times after resuming`, rule: 'R-19' });
+    if (crash.recorded.has(key)) duplicates.push({ kind, key, problem: 'called again although its result was in the log before the crash', rule: 'R-19' });
+    else if (crash.observable.has(key)) duplicates.push({ kind, key, problem: 'called again although its outcome (a commit on the attempt branch) was observable and had to be adopted', rule: 'R-18' });
+    else if (b.has(key)) inDoubtReinvocations.push({ kind, key });
+  }
+  const union = new Set([...b.keys(), ...a.keys()]);
+  const missing = [...c.keys()].filter((k) => !union.has(k)).sort(compareCodePoints);
+  const extra = [...union].filter((k) => !c.has(k)).sort(compareCodePoints);
+  return { duplicates, inDoubtReinvocations, missing, extra };
+}
+
+/** The keys whose results the log records: planner calls returned, worker attempts finished. */
+export function recordedCallKeys(state: BuildState): Set<string> {
+  const keys = new Set<string>();
+  for (const call of Object.values(state.plannerCalls)) if (call.status !== 'invoked') keys.add(call.callId);
+  const buildId = state.build?.buildId ?? '';
+  for (const a of Object.values(state.attempts)) if (a.status !== 'started') keys.add(`${buildId}:${a.attemptId}`);
+  return keys;
+}
+
+// ---- choosing points ------------------------------------------------------------------
+
+/** Every (point, occurrence) of a clean run's points file, in the order reached. */
+export function enumeratePoints(lines: readonly string[]): PointOccurrence[] {
+  const seen = new Map<string, number>();
+  const out: PointOccurrence[] = [];
+  for (const raw of lines) {
+    const point = raw.trim();
+    if (point === '') continue;
+    const k = (seen.get(point) ?? 0) + 1;
+    seen.set(point, k);
+    out.push({ point, occurrence: k });
+  }
+  return out;
+}
+
+/** mulberry32: a small seeded generator, so a sample is reproducible from its seed. */
+function seeded(seed: number): () => number {
+  let t = seed >>> 0;
+  return () => {
+    t = (t + 0x6d2b79f5) >>> 0;
+    let r = Math.imul(t ^ (t >>> 15), 1 | t);
+    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
+    return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** `--points all` or N occurrences sampled with `seed` (deterministic), kept in run order. */
+export function choosePoints(all: readonly PointOccurrence[], count: number | 'all', seed: number): PointOccurrence[] {
+  if (count === 'all' || count >= all.length) return [...all];
+  const rand = seeded(seed);
+  const idx = all.map((_, i) => i);
+  for (let i = idx.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [idx[i], idx[j]] = [idx[j]!, idx[i]!];
+  }
+  return idx.slice(0, count).sort((x, y) => x - y).map((i) => all[i]!);
+}
+
+/** Parse `POINT:K` (the `--only` flag and LONGBUILD_CRASH_AT share this form). */
+export function parsePointOccurrence(spec: string): PointOccurrence | null {
+  const idx = spec.lastIndexOf(':');
+  const k = Number(spec.slice(idx + 1));
+  if (idx <= 0 || !Number.isInteger(k) || k < 1) return null;
+  return { point: spec.slice(0, idx), occurrence: k };
+}
