@@ -176,6 +176,8 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       faults: opts.faults ?? faultsFromEnv(env),
       protectedPaths: ['.longbuild', relativeBuildDir(paths), ...(driver.kind === 'command' ? driver.config.protectedPaths : driver.blueprint.protectedPaths ?? [])],
       onAppended: (events) => store.catchUp(events),
+      // Issue 7: a deliberate resume bug, only ever set by the fuzz test to prove fuzz can fail.
+      ...(env.LONGBUILD_FUZZ_PLANT_BUG === 'skip-adoption' ? { plantedBug: 'skip-adoption' as const } : {}),
     });
     return {
       paths, log, projections: store, controller,

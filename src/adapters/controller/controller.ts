@@ -41,6 +41,11 @@ export interface ControllerDeps {
   readonly protectedPaths: readonly string[];
   /** Called after every append with the new events (projections catch up here). */
   readonly onAppended?: (events: readonly StoredEvent[]) => void;
+  /**
+   * A deliberate resume bug, for proving that `longbuild fuzz` can fail (issue 7); set only from
+   * LONGBUILD_FUZZ_PLANT_BUG by the session. 'skip-adoption': never adopt an in-doubt outcome.
+   */
+  readonly plantedBug?: 'skip-adoption';
 }
 
 /**
@@ -52,6 +57,8 @@ export class Controller {
   private streamId = '';
   private streamRevision = -1;
   private prevHash: string | null = null;
+  /** EffectReinvoked events so far: recovery-only events that an uninterrupted run never appends. */
+  private reinvocations = 0;
 
   private constructor(private readonly deps: ControllerDeps) {}
 
@@ -83,13 +90,14 @@ export class Controller {
     if (this.streamId === '') this.streamId = e.streamId;
     if (e.streamId === this.streamId) this.streamRevision = e.revision;
     this.prevHash = e.hash;
+    if (e.type === 'EffectReinvoked') this.reinvocations += 1;
     this.state = evolveBuild(this.state, e);
   }
 
   private async append(events: readonly DomainEvent[], causationId: string): Promise<void> {
     for (const e of events) this.deps.faults.reach(`before-append:${e.type}`);
     const position = this.state.position + 1;
-    const recordedAt = this.deps.clock.now(position);
+    const recordedAt = this.now(position);
     const result = await this.deps.log.append(
       this.streamId,
       events.map((e) => ({ type: e.type, data: e.data as JsonValue, metadata: { recordedAt, causationId, correlationId: this.state.build!.buildId } })),
@@ -98,6 +106,15 @@ export class Controller {
     for (const e of result.events) this.fold(e);
     this.deps.onAppended?.(result.events);
     for (const e of events) this.deps.faults.reach(`after-append:${e.type}`);
+  }
+
+  /**
+   * The clock's time for the event at `position`, on a tick that skips recovery-only events: with
+   * the logical clock a resumed build then records the same times, commit dates and so commit SHAs
+   * and checkpoint bytes as an uninterrupted one (R-19), even after an in-doubt re-invocation.
+   */
+  private now(position: number): string {
+    return this.deps.clock.now(position - this.reinvocations);
   }
 
   private async effect<T>(name: 'planner' | 'worker' | 'verify' | 'promote', run: () => Promise<T>): Promise<T> {
@@ -204,7 +221,7 @@ export class Controller {
         integrationHead: this.state.integrationHead!,
         contracts: versions.contracts,
         foundations: versions.foundations,
-        createdAt: this.deps.clock.now(this.state.position + 1),
+        createdAt: this.now(this.state.position + 1),
         plannerRoute: this.deps.planner.route,
       };
       const body = { planSha256: plan.planSha256, detailed: plan.detailed, coarse: plan.coarse, nodes: plan.nodes, pins, callId, graphRevision };
@@ -228,7 +245,7 @@ export class Controller {
   // ---- checkpoints --------------------------------------------------------------
 
   private async checkpoint(milestoneId: string): Promise<StepResult> {
-    const verdict = deriveCheckpoint(this.state, milestoneId, this.deps.clock.now(this.state.position + 1));
+    const verdict = deriveCheckpoint(this.state, milestoneId, this.now(this.state.position + 1));
     if (!verdict.ok) throw new EffectError(`cannot checkpoint '${milestoneId}' (${verdict.rule}): ${verdict.reason}`);
     await this.append([{ type: 'CheckpointWritten', data: { checkpoint: verdict.checkpoint, checkpointSha256: verdict.sha256, graphRevision: this.state.graphRevision } }], `checkpoint.${milestoneId}`);
     return this.result('checkpointed', `checkpoint ${milestoneId} ${verdict.sha256.slice(0, 12)}`, { milestoneId });
@@ -298,7 +315,7 @@ export class Controller {
   /** R-18: an attempt without a result — adopt its commit if the branch has one, else re-invoke. */
   private async settleAttempt(a: AttemptRecord): Promise<StepResult> {
     const node = this.state.nodes[a.nodeId]!;
-    if (node.kind === 'writable') {
+    if (node.kind === 'writable' && this.deps.plantedBug !== 'skip-adoption') {
       const found = await this.deps.git.findAttemptCommit(a.branch, a.baseHead);
       if (found) {
         await this.deps.git.removeAttemptWorktree(a.attemptId);
@@ -353,7 +370,7 @@ export class Controller {
     };
     const now = await this.deps.git.readRef(ref);
     let adopted = false;
-    if (now === v.resultCommit) {
+    if (now === v.resultCommit && this.deps.plantedBug !== 'skip-adoption') {
       adopted = true; // the ref already moved before the crash: adopt the promotion (R-18)
     } else {
       const promoted = await this.effect('promote', () => this.deps.git.promote(ref, v.resultCommit!, job.baseHead));
