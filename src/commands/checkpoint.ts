@@ -8,12 +8,14 @@ import { graphSha256 } from '../projections/graph.js';
 export type CheckpointVerdict = { ok: true; checkpoint: Checkpoint; sha256: string } | { ok: false; rule: string; reason: string };
 
 /** Accepted contract and foundation versions, sorted (pinned by horizons, recorded by checkpoints). */
-export function acceptedVersions(state: Pick<BuildState, 'nodes'>): { contracts: string[]; foundations: string[] } {
+export function acceptedVersions(state: Pick<BuildState, 'nodes'> & Partial<Pick<BuildState, 'summaries'>>): { contracts: string[]; foundations: string[] } {
   const contracts: string[] = [];
   const foundations: string[] = [];
   for (const id in state.nodes) {
     const n = state.nodes[id]!;
     if (n.state !== 'accepted') continue;
+    const summary = n.summary ? state.summaries?.[id]?.summary : undefined;
+    if (summary) contracts.push(...summary.contracts), foundations.push(...summary.foundations); // compacted work
     if (n.contract) contracts.push(n.contract);
     if (n.foundation) foundations.push(n.foundation);
   }

@@ -232,6 +232,33 @@ export const BuildBlocked = e('BuildBlocked', z.strictObject({
   graphRevision: z.number().int().nonnegative(),
 }));
 
+/** The summary record of one compaction: everything the compacted nodes leave behind. */
+export const CompactionSummarySchema = z.strictObject({
+  milestoneId: SafeIdSchema,
+  checkpoint: z.strictObject({ milestoneId: SafeIdSchema, sha256: Sha256Schema }),
+  graphBefore: z.strictObject({ revision: z.number().int().nonnegative(), sha256: Sha256Schema }),
+  contracts: z.array(z.string()),
+  foundations: z.array(z.string()),
+  integrationHead: GitShaSchema,
+  acceptedCommits: z.array(z.strictObject({ nodeId: SafeIdSchema, commit: GitShaSchema })),
+  /** Compacted nodes that unfinished or later nodes still depend on, with who consumes them. */
+  boundary: z.array(z.strictObject({ nodeId: SafeIdSchema, commit: GitShaSchema.nullable(), consumers: z.array(SafeIdSchema) })),
+  evidenceSha256s: z.array(Sha256Schema),
+  decisions: z.array(z.strictObject({ nodeId: SafeIdSchema, decision: z.string() })),
+  completedAt: z.string(),
+  compactedNodeIds: z.array(SafeIdSchema),
+  absorbedSummaryIds: z.array(SafeIdSchema),
+});
+export type CompactionSummary = z.infer<typeof CompactionSummarySchema>;
+
+/** One checkpointed milestone (and its accepted-only ancestors) became one summary node. */
+export const MilestoneCompacted = e('MilestoneCompacted', z.strictObject({
+  summaryId: z.string().regex(/^summary-[0-9a-f]{16}$/),
+  summarySha256: Sha256Schema,
+  summary: CompactionSummarySchema,
+  graphRevision: z.number().int().nonnegative(),
+}));
+
 /** A call whose outcome was in doubt after a crash is made again under the same key. */
 export const EffectReinvoked = e('EffectReinvoked', z.strictObject({
   effect: z.enum(['planner', 'worker']),
@@ -257,6 +284,7 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   BuildCompleted,
   BuildBlocked,
   EffectReinvoked,
+  MilestoneCompacted,
 ]);
 export type DomainEvent = z.infer<typeof DomainEventSchema>;
 export type DomainEventType = DomainEvent['type'];
@@ -282,6 +310,7 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   BuildCompleted: 1,
   BuildBlocked: 1,
   EffectReinvoked: 1,
+  MilestoneCompacted: 1,
 };
 
 /**

@@ -1,9 +1,10 @@
-import { produce, type Draft } from 'immer';
+import { original, produce, type Draft } from 'immer';
 import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type {
   BuildSettings, Checkpoint, CommandEvidence, DataOf, DomainEvent, HorizonPins, MilestoneRef, NodeKind, NodeState, Receipt,
 } from '../events/catalogue.js';
+import { applyCompaction, liveSummaryOf, type SummaryRecord } from './summaries.js';
 
 export interface NodeRecord {
   readonly id: string;
@@ -19,6 +20,8 @@ export interface NodeRecord {
   /** The accepted commit (writable nodes) once integrated. */
   readonly commit: string | null;
   readonly receiptJobId: string | null;
+  /** Set on the read-only node that stands for compacted work (R-21); its record is in `summaries`. */
+  readonly summary?: true;
 }
 
 export interface HorizonRecord {
@@ -41,6 +44,8 @@ export interface AttemptRecord {
   readonly status: 'started' | 'committed' | 'recorded' | 'failed';
   readonly commit: string | null;
   readonly adopted: boolean;
+  /** Evidence of the finished attempt (kept so compaction can list every evidence SHA, R-21). */
+  readonly evidenceSha256?: string;
 }
 
 export interface JobRecord {
@@ -99,6 +104,10 @@ export interface BuildState {
   readonly revisionPositions: Readonly<Record<string, number>>;
   /** Node groups a BatchSplit left to integrate, next first (R-25 bisection). */
   readonly batchQueue: readonly (readonly string[])[];
+  /** Every summary ever made, absorbed ones included (R-22 keeps them as history). */
+  readonly summaries: Readonly<Record<string, SummaryRecord>>;
+  /** Checkpointed milestones not compacted yet, in checkpoint order (only when settings.compaction). */
+  readonly pendingCompactions: readonly string[];
 }
 
 export const initialBuildState: BuildState = {
@@ -117,6 +126,8 @@ export const initialBuildState: BuildState = {
   blocked: null,
   revisionPositions: { '0': 0 },
   batchQueue: [],
+  summaries: {},
+  pendingCompactions: [],
 };
 
 /** Fold one stored event into the build state (pure; R-7). Unknown types are ignored. */
@@ -211,6 +222,7 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
         attempt.status = d.outcome;
         attempt.commit = d.commit ?? null;
         attempt.adopted = d.adopted;
+        attempt.evidenceSha256 = d.evidenceSha256;
       }
       const node = draft.nodes[d.nodeId];
       if (node && d.decision !== undefined) node.decision = d.decision;
@@ -273,6 +285,13 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
     case 'CheckpointWritten': {
       const d = event.data;
       draft.checkpoints[d.checkpoint.milestoneId] = { checkpoint: d.checkpoint, sha256: d.checkpointSha256, position: draft.position };
+      if (draft.build?.settings.compaction) draft.pendingCompactions.push(d.checkpoint.milestoneId);
+      return;
+    }
+    case 'MilestoneCompacted': {
+      if (draft.summaries[event.data.summaryId]) return; // a replayed compaction changes nothing (R-22)
+      applyCompaction(draft, event.data, draft.position);
+      bumpGraph(draft);
       return;
     }
     case 'BuildCompleted':
@@ -294,10 +313,17 @@ function applyHorizon(draft: Draft<BuildState>, d: DataOf<'HorizonSealed'> | Dat
     horizonId: d.horizonId, revision: d.revision, planSha256: d.planSha256, detailed: d.detailed, coarse: d.coarse, pins: d.pins, callId: d.callId,
   };
   let added = false;
+  // A dependency on compacted work is a dependency on the summary that now stands for it (R-21).
+  const summaries = (original(draft) ?? draft).summaries;
+  const depsOf = (deps: readonly string[]): string[] => {
+    const mapped = deps.map((dep) => (draft.nodes[dep] ? dep : liveSummaryOf(summaries, dep) ?? dep));
+    // Two compacted deps may map to one summary: keep it once (only then, so old logs fold the same).
+    return mapped.every((dep, i) => dep === deps[i]) ? mapped : [...new Set(mapped)];
+  };
   for (const n of d.nodes) {
-    if (draft.nodes[n.id]) continue;
+    if (draft.nodes[n.id] || liveSummaryOf(summaries, n.id) !== undefined) continue;
     draft.nodes[n.id] = {
-      id: n.id, kind: n.kind, deps: [...n.deps], milestone: n.milestone,
+      id: n.id, kind: n.kind, deps: depsOf(n.deps), milestone: n.milestone,
       state: n.accepted ? 'accepted' : 'queued',
       ...(n.title !== undefined ? { title: n.title } : {}),
       ...(n.contract !== undefined ? { contract: n.contract } : {}),
