@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ValidationError } from '../../events/errors.js';
 import { formatZodError } from '../../events/catalogue.js';
@@ -43,6 +44,10 @@ export function parseConfig(raw: unknown, source: string): LongbuildConfig {
   return r.data;
 }
 
+/**
+ * Load a config file. Command arguments that start with `./` or `../` are resolved against the
+ * config file's directory, so a config can name scripts that sit beside it.
+ */
 export function loadConfig(path: string): LongbuildConfig {
   if (!existsSync(path)) throw new ValidationError(`config file ${path} does not exist`);
   let raw: unknown;
@@ -51,7 +56,15 @@ export function loadConfig(path: string): LongbuildConfig {
   } catch (err) {
     throw new ValidationError(`config file ${path} is not valid JSON: ${(err as Error).message}`);
   }
-  return parseConfig(raw, path);
+  const config = parseConfig(raw, path);
+  const base = dirname(resolve(path));
+  const fix = (argv: string[]) => argv.map((a) => (a.startsWith('./') || a.startsWith('../') ? resolve(base, a) : a));
+  return {
+    ...config,
+    planner: { ...config.planner, command: fix(config.planner.command) },
+    worker: { ...config.worker, command: fix(config.worker.command) },
+    verify: config.verify.map(fix),
+  };
 }
 
 /** JSON Schema for editors, generated from the same zod schema. */
