@@ -14,6 +14,11 @@ export interface CommandEntry {
  * (run, render, optionally flags/positionals/renderJson/failure) and add one entry here.
  */
 export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
+  'config-schema': {
+    summary: 'print the JSON Schema of longbuild.config.json (for editors)',
+    help: 'longbuild config-schema\n  The JSON Schema generated from the same zod schema `init --request` validates the config with.\n  Point "$schema" in your config at a saved copy for completion and checking in editors.\nexample: longbuild config-schema > longbuild.config.schema.json',
+    load: () => import('./commands/config-schema.js'),
+  },
   demo: {
     summary: 'the built-in example build (a small JS library, 4 milestones, 16 nodes), end to end',
     help: 'longbuild demo [DIR]\n  Builds "textkit" in DIR (default: a new temporary directory): horizon sealed, nodes\n  implemented and integrated with real `node --test` verification, one failed attempt revised,\n  checkpoints, compaction, one renewal, horizon_complete. Deterministic: same tree every time.\nexample: longbuild demo ./textkit && cd textkit && longbuild status',
@@ -63,6 +68,11 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     summary: 'crash a controller at interruption points (real SIGKILL), resume, compare with a clean run',
     help: 'longbuild fuzz --blueprint FILE [--points all|N] [--seed S] [--jobs J] [--only POINT:K]... [--keep-failed]\n  A clean run of the blueprint enumerates every interruption point occurrence it passes; for each\n  chosen one (all, or N sampled with seed S) a child controller in a fresh repository is SIGKILLed\n  there and a fresh one resumes to the end. Accepted nodes, the integration tree, checkpoints,\n  summaries, the ready list at every graph revision, commits and `verify` must equal the clean run;\n  the effects ledger must show no call made again whose result was recorded. --only reruns one case\n  (the command printed for each failure). Exit 1 if any point failed.\nexample: longbuild fuzz --blueprint blueprints/helios.json --points all --jobs 2',
     load: () => import('./commands/fuzz.js'),
+  },
+  cache: {
+    summary: 'inspect, check or shrink the verification cache (stats|verify|gc)',
+    help: 'longbuild cache stats|verify|gc [--max-age-days N]\n  The verification cache (R-27) under <build dir>/cache: content-addressed passed runs, never\n  authority. stats: keys, entries, bytes. verify: re-check every entry against its address and key\n  (exit 1 on a problem). gc: remove corrupt and dangling files and every entry whose tree no\n  VerificationFinished of the log names or that was not used for N days (default 30; 0: all).\n  LONGBUILD_VERIFY_CACHE=off turns the cache off for a run (receipts keep their shape).\nexample: longbuild cache gc --max-age-days 7 --json',
+    load: () => import('./commands/cache.js'),
   },
   rebuild: {
     summary: 'drop and rebuild every projection from the log',
