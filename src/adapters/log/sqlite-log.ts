@@ -101,10 +101,9 @@ export class SqliteEventLog implements EventLog {
       for (const p of prepared) {
         position += 1;
         revision += 1;
-        const base = { position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, data: p.data, metadata: p.metadata, prevHash };
         const hash = hashFromCanonicalParts({ position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, dataJson: p.dataJson, metadataJson: p.metadataJson, prevHash });
         this.stmts.insert.run(position, streamId, revision, p.type, p.schemaVersion, p.dataJson, p.metadataJson, prevHash, hash);
-        stored.push({ ...base, hash });
+        stored.push({ position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, data: p.data, metadata: p.metadata, prevHash, hash });
         prevHash = hash;
       }
       this.stmts.setAnchor.run(position, prevHash);

@@ -1,0 +1,146 @@
+// Event-log and projection benchmarks (issue 2). Run on demand: `npm run build && node bench/log.mjs`.
+// Prints figures; not a timed test. Options: BENCH_SCALE=0.1 for a quick run.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { produce } from 'immer';
+import { SqliteEventLog } from '../dist/adapters/log/sqlite-log.js';
+import { ProjectionStore } from '../dist/projections/engine.js';
+import { SqliteSnapshotStore } from '../dist/projections/snapshots.js';
+import { stateAt } from '../dist/projections/time-travel.js';
+
+const scale = Number(process.env.BENCH_SCALE ?? 1);
+const N_BATCH = Math.round(100_000 * scale);
+const N_DURABLE = Math.round(1_000 * Math.min(scale, 1));
+const N_REBUILD = Math.round(1_000_000 * scale);
+const K = 1000;
+const dir = mkdtempSync(join(tmpdir(), 'lb-bench-'));
+const meta = { recordedAt: '2026-01-01T00:00:00.000Z', correlationId: 'bench' };
+
+/** A realistic domain event (AttemptStarted), validated by the real domain catalogue. */
+function event(i) {
+  return {
+    type: 'AttemptStarted',
+    data: { attemptId: `att-${i}`, nodeId: `node-${i % 50}`, attempt: 1 + (i % 3), baseHead: 'a'.repeat(40), branch: `longbuild/attempt/node-${i % 50}/${i}`, graphRevision: i },
+    metadata: meta,
+  };
+}
+
+const FLOOR_SCHEMA = `CREATE TABLE events (position INTEGER PRIMARY KEY, stream_id TEXT NOT NULL, revision INTEGER NOT NULL, type TEXT NOT NULL,
+  schema_version INTEGER NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL, UNIQUE (stream_id, revision))`;
+
+/** The floor: a plain better-sqlite3 insert loop of the same rows (already encoded and hashed). */
+function floorDb(path, synchronous) {
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${synchronous}`);
+  db.exec(FLOOR_SCHEMA);
+  return db;
+}
+
+function rowsOf(path) {
+  const db = new Database(path, { readonly: true });
+  const rows = db.prepare('SELECT * FROM events ORDER BY position').raw(true).all();
+  db.close();
+  return rows;
+}
+
+const fmt = (n) => Math.round(n).toLocaleString('en-US');
+const results = {};
+
+// 1. Batch append: one append of N_BATCH events (one transaction) vs the floor's one-transaction loop.
+{
+  const events = Array.from({ length: N_BATCH }, (_, i) => event(i));
+  const log = new SqliteEventLog({ path: join(dir, 'batch.db') });
+  let t = performance.now();
+  log.appendSync('build', events, 'no-stream');
+  const ours = N_BATCH / ((performance.now() - t) / 1000);
+  await log.close();
+  const rows = rowsOf(join(dir, 'batch.db'));
+  const db = floorDb(join(dir, 'batch-floor.db'), 'FULL');
+  const insert = db.prepare('INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)');
+  t = performance.now();
+  db.transaction(() => { for (const r of rows) insert.run(...r); })();
+  const floor = N_BATCH / ((performance.now() - t) / 1000);
+  db.close();
+  results.batch = { events: N_BATCH, oursPerSec: ours, floorPerSec: floor, ratio: ours / floor };
+  console.log(`batch append ${fmt(N_BATCH)} events: ${fmt(ours)} ev/s vs floor ${fmt(floor)} ev/s -> ${(100 * ours / floor).toFixed(0)}% of floor`);
+}
+
+// 2. Durable single-event appends (synchronous=FULL, one transaction each) vs single-row FULL transactions.
+{
+  const log = new SqliteEventLog({ path: join(dir, 'durable.db'), synchronous: 'FULL' });
+  let t = performance.now();
+  for (let i = 0; i < N_DURABLE; i++) log.appendSync('build', [event(i)], i - 1 < 0 ? 'no-stream' : i - 1);
+  const ours = N_DURABLE / ((performance.now() - t) / 1000);
+  await log.close();
+  const rows = rowsOf(join(dir, 'durable.db'));
+  const db = floorDb(join(dir, 'durable-floor.db'), 'FULL');
+  const insert = db.prepare('INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)');
+  const one = db.transaction((r) => insert.run(...r));
+  t = performance.now();
+  for (const r of rows) one.immediate(r);
+  const floor = N_DURABLE / ((performance.now() - t) / 1000);
+  db.close();
+  results.durable = { events: N_DURABLE, oursPerSec: ours, floorPerSec: floor, ratio: ours / floor };
+  console.log(`durable single appends ${fmt(N_DURABLE)}: ${fmt(ours)} ev/s vs floor ${fmt(floor)} ev/s -> ${(100 * ours / floor).toFixed(0)}% of floor`);
+}
+
+// 3. Full rebuild of N_REBUILD events with a small projection (two tables).
+const counters = {
+  name: 'bench_counters',
+  initialState: { nodes: {}, total: { all: { n: 0 } } },
+  evolve: (s, e) => produce(s, (d) => {
+    const id = e.data.nodeId;
+    const prev = d.nodes[id];
+    d.nodes[id] = { attempts: (prev?.attempts ?? 0) + 1, last: e.position };
+    d.total.all.n += 1;
+  }),
+  tables: [
+    { name: 'bench_nodes', columns: ['id', 'attempts', 'last'], keyColumns: 1, entities: (s) => s.nodes, toRow: (k, v) => [k, v.attempts, v.last] },
+    { name: 'bench_total', columns: ['id', 'n'], keyColumns: 1, entities: (s) => s.total, toRow: (k, v) => [k, v.n] },
+  ],
+};
+const bigPath = join(dir, 'big.db');
+{
+  const log = new SqliteEventLog({ path: bigPath, synchronous: 'NORMAL' });
+  const t = performance.now();
+  for (let i = 0; i < N_REBUILD; i += 10_000) {
+    log.appendSync('build', Array.from({ length: Math.min(10_000, N_REBUILD - i) }, (_, j) => event(i + j)), 'any');
+  }
+  console.log(`(setup: wrote ${fmt(N_REBUILD)} events in ${((performance.now() - t) / 1000).toFixed(1)} s)`);
+  const store = ProjectionStore.open(join(dir, 'big-projections.db'), [counters], { snapshotEvery: 0 });
+  const t2 = performance.now();
+  const n = store.rebuild(log.iterateAll());
+  const secs = (performance.now() - t2) / 1000;
+  store.close();
+  results.rebuild = { events: n, seconds: secs, perSec: n / secs };
+  console.log(`full rebuild of ${fmt(n)} events: ${secs.toFixed(2)} s, ${fmt(n / secs)} ev/s`);
+
+  // 4. stateAt latency with snapshots every K events.
+  const snapStore = ProjectionStore.open(join(dir, 'snap-projections.db'), [counters], { snapshotEvery: K });
+  const t3 = performance.now();
+  snapStore.catchUp(log.iterateAll());
+  console.log(`(setup: catch-up with a snapshot every ${K} events in ${((performance.now() - t3) / 1000).toFixed(1)} s)`);
+  const snaps = new SqliteSnapshotStore(snapStore.db);
+  const range = (from, to) => log.readAllSync({ from, limit: to - from + 1 });
+  const samples = [];
+  let seed = 42;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  for (let i = 0; i < 300; i++) {
+    const p = 1 + Math.floor(rand() * n);
+    const t4 = performance.now();
+    stateAt(range, counters, p, snaps);
+    samples.push(performance.now() - t4);
+  }
+  samples.sort((a, b) => a - b);
+  const pct = (q) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))];
+  results.stateAt = { events: n, snapshotEvery: K, p50ms: pct(0.5), p99ms: pct(0.99), max: samples.at(-1) };
+  console.log(`stateAt on ${fmt(n)} events (snapshot every ${K}): p50 ${pct(0.5).toFixed(2)} ms, p99 ${pct(0.99).toFixed(2)} ms, max ${samples.at(-1).toFixed(2)} ms`);
+  snapStore.close();
+  await log.close();
+}
+
+rmSync(dir, { recursive: true, force: true });
+console.log(JSON.stringify(results));
