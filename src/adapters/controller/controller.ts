@@ -1,7 +1,7 @@
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
 import { canonicalSha256, sha256Hex } from '../../events/hash.js';
 import { ConcurrencyError, CorruptLogError, EffectError } from '../../events/errors.js';
-import type { StoredEvent } from '../../events/envelope.js';
+import { computeEventHash, type StoredEvent } from '../../events/envelope.js';
 import type { EventLog } from '../../events/log.js';
 import type { CommandEvidence, DomainEvent, Receipt } from '../../events/catalogue.js';
 import { evolveBuild, initialBuildState, type AttemptRecord, type BuildState, type JobRecord } from '../../projections/build-state.js';
@@ -10,6 +10,7 @@ import { nextAction, type NextAction } from '../../commands/next-action.js';
 import { isBatchMode, shouldSplit, splitData } from '../../commands/batch.js';
 import { validateProposal, validateRenewal } from '../../commands/horizon.js';
 import { acceptedVersions, deriveCheckpoint } from '../../commands/checkpoint.js';
+import { compactMilestone } from '../../commands/compaction.js';
 import type { Planner, PlannerInput, WorkPacket, Worker } from '../../commands/ports.js';
 import type { Clock } from '../clock.js';
 import type { FaultInjector } from '../faults.js';
@@ -87,6 +88,8 @@ export class Controller {
     if (this.prevHash !== null && e.prevHash !== this.prevHash) {
       throw new CorruptLogError(e.position, 'previous-hash link broken while reading the log (run `longbuild verify`)');
     }
+    // Every event the controller folds is re-hashed: an edited event is never silently acted on (R-4).
+    if (computeEventHash(e) !== e.hash) throw new CorruptLogError(e.position, 'hash mismatch (event edited); run `longbuild verify`');
     if (this.streamId === '') this.streamId = e.streamId;
     if (e.streamId === this.streamId) this.streamRevision = e.revision;
     this.prevHash = e.hash;
@@ -143,6 +146,8 @@ export class Controller {
         return this.plan(action);
       case 'checkpoint':
         return this.checkpoint(action.milestoneId);
+      case 'compact':
+        return this.compact(action.milestoneId);
       case 'settle-job':
         return this.settleJob(this.state.jobs[action.jobId]!);
       case 'settle-attempt':
@@ -249,6 +254,16 @@ export class Controller {
     if (!verdict.ok) throw new EffectError(`cannot checkpoint '${milestoneId}' (${verdict.rule}): ${verdict.reason}`);
     await this.append([{ type: 'CheckpointWritten', data: { checkpoint: verdict.checkpoint, checkpointSha256: verdict.sha256, graphRevision: this.state.graphRevision } }], `checkpoint.${milestoneId}`);
     return this.result('checkpointed', `checkpoint ${milestoneId} ${verdict.sha256.slice(0, 12)}`, { milestoneId });
+  }
+
+  /** R-21..R-23: replace a checkpointed milestone by its summary node (one event, no effect). */
+  private async compact(milestoneId: string): Promise<StepResult> {
+    const verdict = compactMilestone(this.state, milestoneId, this.now(this.state.position + 1));
+    if (!verdict.ok) throw new EffectError(`cannot compact '${milestoneId}' (${verdict.rule}): ${verdict.reason}`);
+    if (verdict.replay) return this.result('compacted', `${milestoneId} is already ${verdict.summaryId}`, { milestoneId });
+    await this.append([{ type: 'MilestoneCompacted', data: verdict.data }], `compact.${milestoneId}`);
+    const d = verdict.data.summary;
+    return this.result('compacted', `${milestoneId} -> ${verdict.data.summaryId} (${d.compactedNodeIds.length} nodes, ${d.absorbedSummaryIds.length} summaries absorbed)`, { milestoneId });
   }
 
   // ---- work ---------------------------------------------------------------------

@@ -1,0 +1,112 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { COMMANDS } from '../src/adapters/cli/registry.js';
+import { cliJson, HELIOS, ROOT, runCli, tempDir } from './support/cli.js';
+
+const ANSI = /\x1b\[/;
+
+describe('longbuild demo (issue 6)', () => {
+  it('builds textkit end to end: renewal, a revised attempt, four checkpoints; two runs give the same integration tree', () => {
+    const a = cliJson(['demo', join(tempDir(), 'one')], { cwd: ROOT });
+    const b = cliJson(['demo', join(tempDir(), 'two')], { cwd: ROOT });
+    expect(a.outcome).toBe('horizon_complete');
+    expect(a.checkpoints).toEqual(['core', 'formatting', 'collections', 'release']);
+    expect(a.integrationTree).toMatch(/^[0-9a-f]{40}$/);
+    expect(b.integrationTree).toBe(a.integrationTree);
+    expect(b.integrationHead).toBe(a.integrationHead);
+    const status = cliJson(['status'], { cwd: a.dir });
+    expect(status.horizon.revision).toBe(2);
+    expect(status.calls.worker).toBe(16); // 13 writable + 2 read-only nodes + wrap's second attempt
+    const revising = runCli(['log', '--type', 'IntegrationFailed', '--json'], { cwd: a.dir }).stdout.trim().split('\n');
+    expect(revising.map((l) => JSON.parse(l).data.nodeIds)).toEqual([['wrap']]);
+    // The demo's own tests pass on the integrated tree.
+    expect(cliJson(['verify'], { cwd: a.dir }).ok).toBe(true);
+  });
+
+  it('prints no animation and no colour without a terminal, and the summary names the commands to explore', () => {
+    const r = runCli(['demo', join(tempDir(), 'd')], { cwd: ROOT, env: { NO_COLOR: '1' } });
+    expect(r.code).toBe(0);
+    expect(r.stdout + r.stderr).not.toMatch(ANSI);
+    expect(r.stderr).not.toContain('\r');
+    for (const cmd of ['longbuild status', 'longbuild show --revision', 'longbuild diff', 'longbuild log', 'longbuild verify']) expect(r.stdout).toContain(cmd);
+  });
+});
+
+describe('CLI error paths: one clear line, the right exit code, nothing appended (R-28)', () => {
+  const oneLine = (s: string) => s.trim().split('\n').filter((l) => !l.startsWith('run `longbuild --help`'));
+
+  it('a missing blueprint file', () => {
+    const r = runCli(['init', '--blueprint', 'nope.json'], { cwd: tempDir() });
+    expect(r.code).toBe(1);
+    expect(oneLine(r.stderr)).toHaveLength(1);
+    expect(r.stderr).toMatch(/nope\.json/);
+  });
+
+  it('a blueprint that is not JSON', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'bad.json'), '{ "request": ');
+    const r = runCli(['init', '--blueprint', 'bad.json'], { cwd: dir });
+    expect(r.code).toBe(1);
+    expect(oneLine(r.stderr)).toHaveLength(1);
+    expect(r.stderr).toMatch(/JSON/);
+    expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace without --verbose
+  });
+
+  it('R-8 a blueprint with an unsafe node id is refused before it reaches a path or a ref', () => {
+    const dir = tempDir();
+    const bp = JSON.parse(readFileSync(HELIOS, 'utf8'));
+    bp.milestones[0].nodes[1].id = '../escape';
+    writeFileSync(join(dir, 'bp.json'), JSON.stringify(bp));
+    const r = runCli(['init', '--blueprint', 'bp.json'], { cwd: dir });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/unsafe id|\.\.\/escape/);
+    expect(runCli(['status'], { cwd: dir }).code).toBe(1); // no build was created
+  });
+
+  it('an invalid config field is named', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'request.json'), '{"title":"x"}');
+    writeFileSync(join(dir, 'cfg.json'), JSON.stringify({ planner: { command: ['node', 'p.mjs'] }, worker: { command: [] }, maxBatch: 0 }));
+    const r = runCli(['init', '--request', 'request.json', '--config', 'cfg.json'], { cwd: dir });
+    expect(r.code).toBe(1);
+    expect(oneLine(r.stderr)).toHaveLength(1);
+    expect(r.stderr).toMatch(/worker\.command/);
+    expect(r.stderr).toMatch(/maxBatch/);
+  });
+
+  it('R-4 a corrupt log stops the controller with exit 1 and appends nothing', () => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+    cliJson(['run', '--max-steps', '3'], { cwd: repo });
+    const db = new Database(join(repo, '.longbuild', 'events.db'));
+    const before = (db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
+    const edited = db.prepare("UPDATE events SET data = replace(data, 'plan.seal.0', 'plan.seal.9') WHERE position = 2").run();
+    expect(edited.changes).toBe(1);
+    db.close();
+    const v = runCli(['verify'], { cwd: repo });
+    expect(v.code).toBe(1);
+    expect(v.stderr).toMatch(/position 2/);
+    const step = runCli(['step'], { cwd: repo });
+    expect(step.code).toBe(1);
+    expect(oneLine(step.stderr)).toHaveLength(1);
+    const after = new Database(join(repo, '.longbuild', 'events.db'));
+    expect((after.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n).toBe(before);
+    after.close();
+  });
+
+  it('every command has --help with an example', () => {
+    for (const name of Object.keys(COMMANDS)) {
+      const r = runCli([name, '--help'], { cwd: ROOT });
+      expect(r.code, name).toBe(0);
+      expect(r.stdout, name).toMatch(/example/);
+    }
+  });
+
+  it('config-schema prints the JSON Schema the committed schemas/ copy matches', () => {
+    const r = runCli(['config-schema'], { cwd: ROOT });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(JSON.parse(readFileSync(join(ROOT, 'schemas', 'longbuild.config.schema.json'), 'utf8')));
+  });
+});
