@@ -120,6 +120,19 @@ function includedProblem(state: BuildState, milestoneId: string, included: Reado
   return null;
 }
 
+/**
+ * The checkpointed milestone to compact next (R-17, R-23), or null: the oldest pending one, when
+ * the build compacts and the decider accepts it now. A refused one (the ready list would change)
+ * waits; it is tried again at every step and at the latest succeeds when the window is exhausted.
+ */
+export function pendingCompaction(state: BuildState): string | null {
+  if (!state.build?.settings.compaction) return null;
+  const milestoneId = state.pendingCompactions[0];
+  if (milestoneId === undefined) return null;
+  const verdict = compactMilestone(state, milestoneId, ''); // the time changes the summary, never the verdict
+  return verdict.ok && !verdict.replay ? milestoneId : null;
+}
+
 /** The R-21 summary record. Sorted everywhere, so its SHA-256 depends on content only. */
 function summarise(
   state: BuildState, milestoneId: string, completedAt: string,

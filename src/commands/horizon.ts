@@ -3,6 +3,7 @@ import { canonicalSha256 } from '../events/hash.js';
 import { compareCodePoints } from '../events/canonical.js';
 import { formatZodError, MilestoneRefSchema, PlannedNodeSchema, type MilestoneRef, type PlannedNode } from '../events/catalogue.js';
 import type { BuildState } from '../projections/build-state.js';
+import { compactedInto, liveSummaryOf } from '../projections/summaries.js';
 
 /** A proposal as a planner must shape it (parsed where its bytes enter, R-28). */
 export const ProposalSchema = z.strictObject({
@@ -30,7 +31,7 @@ const refuse = (rule: string, reason: string): PlanVerdict => ({ ok: false, rule
  * ≤ 12 coarse, unique ids, each node in exactly one milestone, no unfinished dependency omitted
  * or placed in a later milestone than its consumer, no cycle.
  */
-export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' | 'checkpoints'>): PlanVerdict {
+export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' | 'checkpoints'> & Partial<Pick<BuildState, 'summaries'>>): PlanVerdict {
   const parsed = ProposalSchema.safeParse(raw);
   if (!parsed.success) return refuse('R-28', `proposal is malformed: ${formatZodError(parsed.error)}`);
   const p = parsed.data;
@@ -57,6 +58,9 @@ export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' |
         return refuse('R-13', `node '${n.id}' belongs to more than one milestone ('${other}' and '${m.id}')`);
       }
       if (state.nodes[n.id]) return refuse('R-13', `node '${n.id}' already exists in the graph (milestone '${state.nodes[n.id]!.milestone}')`);
+      const compacted = state.summaries ? compactedInto(state.summaries, n.id) : undefined;
+      if (compacted !== undefined) return refuse('R-13', `node '${n.id}' already exists: it was accepted and compacted into ${compacted}`);
+      if (n.id.startsWith('summary-')) return refuse('R-8', `node id '${n.id}' uses the reserved prefix 'summary-' (summary nodes are made by compaction only)`);
       if (n.accepted && n.kind !== 'read-only') return refuse('R-8', `node '${n.id}' is writable and cannot start accepted: a writable node is accepted only with an integration receipt`);
       if (n.deps.includes(n.id)) return refuse('R-13', `node '${n.id}' depends on itself`);
       seen.set(n.id, m.id);
@@ -67,6 +71,7 @@ export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' |
     for (const dep of n.deps) {
       const existing = state.nodes[dep];
       if (existing) continue; // already in the graph: accepted or carried from an earlier window
+      if (state.summaries && liveSummaryOf(state.summaries, dep) !== undefined) continue; // accepted, compacted (R-21)
       const depMilestone = seen.get(dep);
       if (depMilestone === undefined) {
         const coarse = p.coarse.find((c) => c.id === dep);
@@ -79,9 +84,42 @@ export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' |
   }
   const cycle = findCycle(nodes);
   if (cycle) return refuse('R-13', `dependency cycle: ${cycle.join(' -> ')}`);
-  const detailed = p.detailed.map(({ nodes: _nodes, ...ref }) => ref);
-  const plan = { detailed, coarse: p.coarse, nodes };
+  const plan = planOf(p);
   return { ok: true, plan: { ...plan, planSha256: canonicalSha256(plan) } };
+}
+
+/** The plan a parsed proposal describes: milestone refs, and nodes with their milestone filled in. */
+function planOf(p: Proposal): Omit<ValidPlan, 'planSha256'> {
+  const nodes = p.detailed.flatMap((m) => m.nodes.map((n) => ({ ...n, deps: [...n.deps], milestone: m.id })));
+  const detailed = p.detailed.map(({ nodes: _nodes, ...ref }) => ref);
+  return { detailed, coarse: p.coarse, nodes };
+}
+
+export type RenewalDecision =
+  | { ok: true; noop: false; plan: ValidPlan }
+  | { ok: true; noop: true }
+  | { ok: false; rule: string; reason: string };
+
+/**
+ * R-16 as one decision over the folded state: an exact replay of the renewal that produced the
+ * current horizon (from `expectedRevision`, same plan) is a no-op; otherwise the proposal must be a
+ * valid plan (R-13) and an exact prefix promotion against the expected revision (compare-and-set).
+ */
+export function decideRenewal(
+  state: Pick<BuildState, 'horizon' | 'nodes' | 'checkpoints'> & Partial<Pick<BuildState, 'summaries'>>,
+  expectedRevision: number,
+  raw: unknown,
+): RenewalDecision {
+  const current = state.horizon;
+  if (!current) return { ok: false, rule: 'R-16', reason: 'no sealed horizon to renew' };
+  const parsed = ProposalSchema.safeParse(raw);
+  if (parsed.success && current.revision === expectedRevision + 1 && canonicalSha256(planOf(parsed.data)) === current.planSha256) {
+    return { ok: true, noop: true };
+  }
+  const verdict = validateProposal(raw, state);
+  if (!verdict.ok) return verdict;
+  const renewal = validateRenewal(current, expectedRevision, verdict.plan);
+  return renewal.ok ? { ok: true, noop: false, plan: verdict.plan } : renewal;
 }
 
 /**

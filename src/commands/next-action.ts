@@ -2,6 +2,7 @@ import { compareCodePoints } from '../events/canonical.js';
 import type { BuildState } from '../projections/build-state.js';
 import { activeMilestone, rankReadyWave } from '../projections/graph.js';
 import { batchGroup, isBatchMode } from './batch.js';
+import { pendingCompaction } from './compaction.js';
 
 /** What the controller's next event is about, decided from state alone (R-17). */
 export type NextAction =
@@ -10,6 +11,7 @@ export type NextAction =
   | { kind: 'blocked'; reason: string }
   | { kind: 'plan'; purpose: 'seal' | 'renew'; callId: string; inDoubt: boolean }
   | { kind: 'checkpoint'; milestoneId: string }
+  | { kind: 'compact'; milestoneId: string }
   | { kind: 'settle-attempt'; attemptId: string }
   | { kind: 'integrate'; candidates: { nodeId: string; attemptId: string; commit: string }[]; jobId: string }
   | { kind: 'settle-job'; jobId: string }
@@ -52,6 +54,10 @@ export function nextAction(state: BuildState): NextAction {
     break; // checkpoints are written in milestone order
   }
 
+  // Perform any missing compaction (R-17, R-21, R-23): before in-flight recovery and any dispatch.
+  const compact = pendingCompaction(state);
+  if (compact !== null) return { kind: 'compact', milestoneId: compact };
+
   // In-flight recovery first (R-11): unfinished jobs, then unfinished attempts, then committed candidates.
   const jobIds = Object.keys(state.jobs).sort(compareJobIds);
   for (const jobId of jobIds) {
@@ -81,7 +87,10 @@ export function nextAction(state: BuildState): NextAction {
   const active = activeMilestone(state);
   if (active === null) {
     if (horizon.coarse.length > 0) {
-      if (pendingPlan?.status === 'rejected') return { kind: 'blocked', reason: pendingPlan.rejection?.reason ?? 'renewal rejected' };
+      if (pendingPlan?.status === 'rejected') {
+        const r = pendingPlan.rejection;
+        return { kind: 'blocked', reason: r ? `renewal refused (${r.rule}): ${r.reason}` : 'renewal refused' };
+      }
       return { kind: 'plan', purpose: 'renew', callId: plannerCallId('renew', revision), inDoubt: pendingPlan?.status === 'invoked' };
     }
     return { kind: 'complete' };

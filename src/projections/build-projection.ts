@@ -1,5 +1,6 @@
 import { canonicalJson } from '../events/canonical.js';
 import type { Projection, TableSpec } from './projection.js';
+import type { SummaryRecord } from './summaries.js';
 import { evolveBuild, initialBuildState, type AttemptRecord, type BuildState, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-state.js';
 
 const json = (v: unknown): string => canonicalJson(v);
@@ -35,6 +36,19 @@ const checkpointsTable: TableSpec<BuildState> = {
   toRow: (id, e) => {
     const c = e as BuildState['checkpoints'][string];
     return [id, c.sha256, c.position, c.checkpoint.horizonId, c.checkpoint.horizonRevision, c.checkpoint.graphRevision, c.checkpoint.integrationHead, json(c.checkpoint)];
+  },
+};
+
+/** Every summary ever made; an absorbed one keeps its row and names its absorber. */
+const summariesTable: TableSpec<BuildState> = {
+  name: 'graph_summaries',
+  columns: ['summary_id', 'milestone_id', 'sha256', 'position', 'absorbed_by', 'checkpoint_sha256', 'graph_revision_before', 'compacted_node_ids', 'absorbed_summary_ids', 'summary'],
+  keyColumns: 1,
+  entities: (s) => s.summaries,
+  toRow: (id, e) => {
+    const r = e as SummaryRecord;
+    const d = r.summary;
+    return [id, d.milestoneId, r.sha256, r.position, r.absorbedBy, d.checkpoint.sha256, d.graphBefore.revision, json(d.compactedNodeIds), json(d.absorbedSummaryIds), json(d)];
   },
 };
 
@@ -106,5 +120,5 @@ export const buildProjection: Projection<BuildState> = {
   name: 'build',
   initialState: initialBuildState,
   evolve: evolveBuild,
-  tables: [nodesTable, horizonsTable, checkpointsTable, attemptsTable, jobsTable, plannerCallsTable, metaTable],
+  tables: [nodesTable, horizonsTable, checkpointsTable, summariesTable, attemptsTable, jobsTable, plannerCallsTable, metaTable],
 };

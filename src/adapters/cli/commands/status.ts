@@ -34,7 +34,7 @@ export function statusOf(st: BuildState): StatusOutput {
     ready: rankReadyWave(st),
     inFlight: inFlightNodes(st),
     checkpoints: Object.entries(st.checkpoints).sort((a, b) => a[1].position - b[1].position).map(([id]) => id),
-    summaries: Object.keys(st.nodes).filter((id) => id.startsWith('summary-')).sort(compareCodePoints),
+    summaries: Object.keys(st.nodes).filter((id) => st.nodes[id]!.summary === true).sort(compareCodePoints),
     calls: { planner: st.calls.planner, worker: st.calls.worker },
     position: st.position,
     completed: st.completed,
