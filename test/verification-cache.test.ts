@@ -1,0 +1,272 @@
+import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { commitWorktree, ensureRepo, integrateCandidates, prepareAttemptWorktree, attemptBranch, removeWorkspace } from '../src/adapters/git/git.js';
+import { verifyWithCache } from '../src/adapters/cache/cached-verification.js';
+import { VerificationCache } from '../src/adapters/cache/verification-cache.js';
+import { gitBinding } from '../src/adapters/controller/git-binding.js';
+import { sha256Hex } from '../src/events/hash.js';
+import { ReceiptSchema } from '../src/events/catalogue.js';
+import { cliJson, HELIOS, runCli, tempDir } from './support/cli.js';
+
+const DATE = '2025-01-01T00:00:00Z';
+const ENV = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
+/** Prints fresh random bytes on both streams: a replay is recognisable because a real run never repeats them. */
+const RANDOM = ['node', '-e', 'process.stdout.write("out " + Math.random()); process.stderr.write("err " + Math.random())'];
+
+interface Fixture {
+  readonly repo: string;
+  readonly cacheDir: string;
+  readonly workspaces: string;
+  /** Two commits with different trees. */
+  readonly commits: readonly { commit: string; tree: string }[];
+}
+
+async function fixture(): Promise<Fixture> {
+  const repo = mkdtempSync(join(tmpdir(), 'lb-cache-'));
+  const head = await ensureRepo(repo, DATE);
+  const worktrees = join(repo, '.longbuild', 'worktrees');
+  const commits: { commit: string; tree: string }[] = [];
+  for (const [i, content] of ['one\n', 'two\n'].entries()) {
+    const id = `a${i}.1`;
+    const p = await prepareAttemptWorktree(repo, worktrees, id, attemptBranch(id), head);
+    writeFileSync(join(p.worktree, 'file.txt'), content);
+    commits.push((await commitWorktree(p.worktree, `c${i}`, DATE))!);
+    await removeWorkspace(repo, p.worktree);
+  }
+  return { repo, cacheDir: join(repo, '.longbuild', 'cache'), workspaces: join(repo, '.longbuild', 'workspaces'), commits };
+}
+
+/** A clean detached workspace at commit `i` of the fixture. */
+async function workspace(f: Fixture, i: number, name = `ws${i}`): Promise<{ workspace: string; tree: string }> {
+  const c = f.commits[i]!;
+  const r = await integrateCandidates(f.repo, f.workspaces, name, c.commit, [c.commit], DATE);
+  if (r.kind !== 'applied') throw new Error('fixture did not apply');
+  return { workspace: r.workspace, tree: r.tree };
+}
+
+async function verify(f: Fixture, ws: { workspace: string; tree: string }, opts: { commands?: string[][]; env?: Record<string, string>; cache?: VerificationCache | null } = {}) {
+  return verifyWithCache({
+    workspace: ws.workspace, tree: ws.tree, commands: opts.commands ?? [RANDOM], env: opts.env ?? ENV, timeoutMs: 20_000,
+    cache: opts.cache === undefined ? new VerificationCache(f.cacheDir) : opts.cache,
+  });
+}
+
+function entryFiles(f: Fixture): string[] {
+  try {
+    return readdirSync(join(f.cacheDir, 'entries')).map((e) => join(f.cacheDir, 'entries', e));
+  } catch {
+    return [];
+  }
+}
+
+describe('verification cache (SPEC R-27)', () => {
+  it('R-27 a hit replays the exact stdout and stderr bytes of the cached pass without running the command', async () => {
+    const f = await fixture();
+    const ws = await workspace(f, 0);
+    const first = await verify(f, ws);
+    expect(first.passed).toBe(true);
+    expect(first.commands[0]!.cacheHit).toBe(false);
+    const second = await verify(f, ws);
+    expect(second.passed).toBe(true);
+    const [a, b] = [first.commands[0]!, second.commands[0]!];
+    expect(b.cacheHit).toBe(true);
+    expect(Buffer.compare(b.stdout, a.stdout)).toBe(0);
+    expect(Buffer.compare(b.stderr, a.stderr)).toBe(0);
+    expect(b.durationMs).toBe(Math.round(a.durationMs));
+    // A third real run prints other random bytes: the replay did not come from running it again.
+    const fresh = await verify(f, ws, { cache: null });
+    expect(fresh.commands[0]!.stdout.equals(a.stdout)).toBe(false);
+  });
+
+  it('R-27 a changed tree is a miss', async () => {
+    const f = await fixture();
+    expect((await verify(f, await workspace(f, 0))).commands[0]!.cacheHit).toBe(false);
+    const other = await verify(f, await workspace(f, 1));
+    expect(other.passed).toBe(true);
+    expect(other.commands[0]!.cacheHit).toBe(false);
+  });
+
+  it('R-27 a changed command (argv) is a miss', async () => {
+    const f = await fixture();
+    const ws = await workspace(f, 0);
+    await verify(f, ws);
+    const changed = await verify(f, ws, { commands: [[...RANDOM, 'extra-arg']] });
+    expect(changed.passed).toBe(true);
+    expect(changed.commands[0]!.cacheHit).toBe(false);
+  });
+
+  it('R-27 a changed trusted environment is a miss', async () => {
+    const f = await fixture();
+    const ws = await workspace(f, 0);
+    await verify(f, ws);
+    const changed = await verify(f, ws, { env: { ...ENV, TZ: 'UTC' } });
+    expect(changed.commands[0]!.cacheHit).toBe(false);
+    // The same environment in another key order is the same environment (canonical SHA-256).
+    const reordered = await verify(f, ws, { env: { LANG: ENV.LANG, PATH: ENV.PATH } });
+    expect(reordered.commands[0]!.cacheHit).toBe(true);
+  });
+
+  it('R-27 a changed cache policy version is a miss', async () => {
+    const f = await fixture();
+    const ws = await workspace(f, 0);
+    await verify(f, ws);
+    const v2 = await verify(f, ws, { cache: new VerificationCache(f.cacheDir, { policyVersion: 2 }) });
+    expect(v2.commands[0]!.cacheHit).toBe(false);
+  });
+
+  it('R-27 a failed command is never cached: the next run is a miss and runs again', async () => {
+    const f = await fixture();
+    const ws = await workspace(f, 0);
+    const failing = ['node', '-e', 'process.stdout.write("x" + Math.random()); process.exit(3)'];
+    const a = await verify(f, ws, { commands: [failing] });
+    expect(a.passed).toBe(false);
+    expect(a.reason).toMatch(/exited with 3/);
+    const b = await verify(f, ws, { commands: [failing] });
+    expect(b.commands[0]!.cacheHit).toBe(false);
+    expect(b.commands[0]!.stdout.equals(a.commands[0]!.stdout)).toBe(false);
+    expect(entryFiles(f)).toEqual([]);
+  });
+
+  it('R-26/R-27 a command that leaves a `sleep` child running fails, is reaped, and is never cached', async () => {
+    const f = await fixture();
+    const ws = await workspace(f, 0);
+    const leaves = ['sh', '-c', 'sleep 30 & echo started'];
+    const started = Date.now();
+    const a = await verify(f, ws, { commands: [leaves] });
+    expect(a.passed).toBe(false);
+    expect(a.commands[0]!.exitCode).toBe(0);
+    expect(a.commands[0]!.leftover).toBe(true);
+    expect(a.reason).toMatch(/left processes behind/);
+    expect(Date.now() - started).toBeLessThan(10_000); // the sleep was killed, not waited for
+    const b = await verify(f, ws, { commands: [leaves] });
+    expect(b.commands[0]!.cacheHit).toBe(false);
+    expect(entryFiles(f)).toEqual([]);
+  });
+
+  it('R-27 a dirty workspace is never a hit, and a command that dirties it is never stored', async () => {
+    const f = await fixture();
+    const ws = await workspace(f, 0);
+    await verify(f, ws); // a pass is cached for this tree
+    writeFileSync(join(ws.workspace, 'stray.txt'), 'not in the tree\n');
+    const dirty = await verify(f, ws);
+    expect(dirty.passed).toBe(false);
+    expect(dirty.cleanBefore).toBe(false);
+    expect(dirty.commands).toEqual([]); // no hit was replayed on a dirty workspace
+
+    const f2 = await fixture();
+    const ws2 = await workspace(f2, 0);
+    const dirties = ['node', '-e', 'require("fs").writeFileSync("made-by-verify.txt", "x")'];
+    const run = await verify(f2, ws2, { commands: [dirties] });
+    expect(run.passed).toBe(false);
+    expect(run.cleanAfter).toBe(false);
+    expect(entryFiles(f2)).toEqual([]);
+  });
+
+  it('R-27 a corrupt entry (one byte changed) is a miss and is removed', async () => {
+    const f = await fixture();
+    const ws = await workspace(f, 0);
+    const first = await verify(f, ws);
+    const [entry] = entryFiles(f);
+    const bytes = readFileSync(entry!, 'utf8');
+    // Same length, valid JSON, one character of the stored stdout changed.
+    writeFileSync(entry!, bytes.replace(/"stdout":"(.)/, (_m, c: string) => `"stdout":"${c === 'A' ? 'B' : 'A'}`));
+    const cache = new VerificationCache(f.cacheDir);
+    const again = await verify(f, ws, { cache });
+    expect(again.commands[0]!.cacheHit).toBe(false);
+    expect(again.commands[0]!.stdout.equals(first.commands[0]!.stdout)).toBe(false);
+    expect(cache.stats().corruptRemoved).toBe(1);
+    // The corrupt file is gone; the fresh pass was stored in its place.
+    expect(entryFiles(f)).toHaveLength(1);
+    expect(entryFiles(f)[0]).not.toBe(entry);
+  });
+
+  it('R-27 a truncated entry is a miss and is removed', async () => {
+    const f = await fixture();
+    const ws = await workspace(f, 0);
+    await verify(f, ws);
+    const [entry] = entryFiles(f);
+    writeFileSync(entry!, readFileSync(entry!).subarray(0, 40));
+    const cache = new VerificationCache(f.cacheDir);
+    expect(cache.verify().ok).toBe(false);
+    const again = await verify(f, ws, { cache });
+    expect(again.commands[0]!.cacheHit).toBe(false);
+    expect(cache.stats().corruptRemoved).toBe(1);
+    expect(cache.verify()).toMatchObject({ ok: true, checked: 1 });
+  });
+
+  it('R-25/R-27 the git binding integrates and verifies through the cache: the second job on the same tree is a hit', async () => {
+    const f = await fixture();
+    const cache = new VerificationCache(f.cacheDir);
+    const port = gitBinding({ repo: f.repo, worktreesDir: join(f.repo, '.longbuild', 'worktrees'), workspacesDir: f.workspaces, verifyEnv: ENV, verifyTimeoutMs: 20_000, cache });
+    const c = f.commits[0]!;
+    const parent = (await import('../src/adapters/git/git.js')).commitParents;
+    const head = (await parent(f.repo, c.commit))[0]!;
+    const a = await port.integrateAndVerify('job-1', head, [c.commit], DATE, [RANDOM]);
+    const b = await port.integrateAndVerify('job-2', head, [c.commit], DATE, [RANDOM]);
+    if (!a.ok || !b.ok) throw new Error('did not apply');
+    expect(a.verification.commands[0]!.cacheHit).toBe(false);
+    expect(b.verification.commands[0]!.cacheHit).toBe(true);
+    expect(b.verification.commands[0]!.stdout.equals(a.verification.commands[0]!.stdout)).toBe(true);
+  });
+});
+
+describe('verification cache in a build (SPEC R-18, R-24, R-27)', () => {
+  /** Run helios, crashing right before the first verification result is recorded, then resume. */
+  function crashedThenResumed(env: Record<string, string>) {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+    const crashed = runCli(['run'], { cwd: repo, env: { ...env, LONGBUILD_CRASH_AT: 'before-append:VerificationFinished:1' } });
+    expect(crashed.signal).toBe('SIGKILL');
+    expect(cliJson(['run'], { cwd: repo, env }).outcome).toBe('horizon_complete');
+    const events = runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const receipts = events.filter((e) => e.type === 'IntegrationPromoted').map((e) => e.data.receipt);
+    return { repo, events, receipts };
+  }
+
+  it('R-27 a verification run before a crash is a hit on resume: the receipt records the hit and the evidence SHAs of the exact cached bytes', () => {
+    const { repo, events, receipts } = crashedThenResumed({});
+    const first = receipts[0];
+    expect(first.nodeIds).toEqual(['catalog-api']);
+    expect(first.cacheHit).toBe(true);
+    expect(receipts[1].cacheHit).toBe(false);
+    const evidence = events.find((e) => e.type === 'VerificationFinished').data.evidence[0];
+    expect(evidence.cacheHit).toBe(true);
+    expect(first.evidenceSha256s).toEqual([evidence.stdoutSha256, evidence.stderrSha256]);
+    // The evidence bytes are the ones the cache holds (stored by the crashed run's real command).
+    const stdout = readFileSync(join(repo, '.longbuild', 'evidence', evidence.stdoutSha256));
+    expect(sha256Hex(stdout)).toBe(evidence.stdoutSha256);
+    expect(stdout.toString()).toMatch(/pass 2/);
+    const stats = cliJson(['cache', 'stats'], { cwd: repo });
+    expect(stats.stats.entries).toBe(receipts.length); // one pass per writable node; the hit stored nothing new
+  });
+
+  it('R-27 with the cache off the resumed run verifies again and the receipts keep the same shape (cacheHit false)', () => {
+    const off = crashedThenResumed({ LONGBUILD_VERIFY_CACHE: 'off' });
+    expect(off.receipts.length).toBe(3);
+    for (const r of off.receipts) {
+      expect(Object.keys(r).sort()).toEqual(Object.keys(ReceiptSchema.shape).sort());
+      expect(ReceiptSchema.parse(r).cacheHit).toBe(false);
+      expect(r.evidenceSha256s).toHaveLength(2);
+    }
+    expect(cliJson(['cache', 'stats'], { cwd: off.repo }).stats.entries).toBe(0);
+  });
+
+  it('R-27 `cache verify` names a corrupt entry (exit 1) and `cache gc` removes it and unreferenced entries', () => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+    cliJson(['run'], { cwd: repo });
+    expect(cliJson(['cache', 'verify'], { cwd: repo })).toMatchObject({ ok: true, checked: 3 }); // helios: three writable nodes
+    const entries = join(repo, '.longbuild', 'cache', 'entries');
+    const victim = join(entries, readdirSync(entries)[0]!);
+    writeFileSync(victim, readFileSync(victim).subarray(0, 10));
+    const bad = runCli(['cache', 'verify', '--json'], { cwd: repo });
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.stdout).problems[0].problem).toMatch(/corrupt or truncated/);
+    expect(cliJson(['cache', 'gc'], { cwd: repo })).toMatchObject({ removedKeys: 1, removedEntries: 1, kept: 2 });
+    expect(cliJson(['cache', 'verify'], { cwd: repo })).toMatchObject({ ok: true, checked: 2 });
+    expect(cliJson(['cache', 'gc', '--max-age-days', '0'], { cwd: repo })).toMatchObject({ removedKeys: 2, kept: 0 });
+    expect(cliJson(['cache', 'stats'], { cwd: repo }).stats).toMatchObject({ keys: 0, entries: 0 });
+  });
+});
