@@ -79,11 +79,13 @@ export class SqliteEventLog implements EventLog {
       anchor: this.db.prepare('SELECT position, hash FROM chain_head WHERE id = 1'),
       setAnchor: this.db.prepare('INSERT INTO chain_head (id, position, hash) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET position = excluded.position, hash = excluded.hash'),
       streamRev: this.db.prepare('SELECT MAX(revision) AS r FROM events WHERE stream_id = ?'),
-      allFwd: this.db.prepare('SELECT * FROM events WHERE position >= ? ORDER BY position ASC LIMIT ?'),
-      allBwd: this.db.prepare('SELECT * FROM events WHERE position <= ? ORDER BY position DESC LIMIT ?'),
-      streamFwd: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?'),
-      streamBwd: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?'),
+      allFwd: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE position >= ? ORDER BY position ASC LIMIT ?').raw(true),
+      allBwd: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE position <= ? ORDER BY position DESC LIMIT ?').raw(true),
+      streamFwd: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?').raw(true),
+      streamBwd: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?').raw(true),
       iterate: this.db.prepare('SELECT * FROM events ORDER BY position ASC'),
+      // Raw rows (arrays) in a fixed column order: the replay path builds no intermediate objects.
+      replay: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE position >= ? ORDER BY position ASC').raw(true),
     };
   }
 
@@ -120,8 +122,8 @@ export class SqliteEventLog implements EventLog {
     const limit = options.limit ?? -1;
     const rows = (options.direction === 'backwards'
       ? this.stmts.allBwd.all(options.from ?? Number.MAX_SAFE_INTEGER, limit)
-      : this.stmts.allFwd.all(options.from ?? 1, limit)) as EventRow[];
-    return rows.map(rowToEvent);
+      : this.stmts.allFwd.all(options.from ?? 1, limit)) as RawRow[];
+    return rows.map(rawToEvent);
   }
 
   async readAll(options: ReadOptions = {}): Promise<StoredEvent[]> {
@@ -130,15 +132,15 @@ export class SqliteEventLog implements EventLog {
 
   /** Stream events one at a time without holding them all in memory. */
   *iterateAll(from = 1): Generator<StoredEvent> {
-    for (const row of this.stmts.allFwd.iterate(from, -1) as Iterable<EventRow>) yield rowToEvent(row);
+    for (const r of this.stmts.replay.iterate(from) as Iterable<RawRow>) yield rawToEvent(r);
   }
 
   async readStream(streamId: string, options: ReadOptions = {}): Promise<StoredEvent[]> {
     const limit = options.limit ?? -1;
     const rows = (options.direction === 'backwards'
       ? this.stmts.streamBwd.all(streamId, options.from ?? Number.MAX_SAFE_INTEGER, limit)
-      : this.stmts.streamFwd.all(streamId, options.from ?? 0, limit)) as EventRow[];
-    return rows.map(rowToEvent);
+      : this.stmts.streamFwd.all(streamId, options.from ?? 0, limit)) as RawRow[];
+    return rows.map(rawToEvent);
   }
 
   headSync(): LogHead | null {
@@ -192,17 +194,20 @@ export function checkExpected(streamId: string, expected: ExpectedRevision, curr
   if (expected !== current) throw new ConcurrencyError(streamId, String(expected), current);
 }
 
-function rowToEvent(row: EventRow): StoredEvent {
+/** A row as an array, in the column order of the read statements. */
+type RawRow = [number, string, number, string, number, string, string, string, string];
+
+function rawToEvent(r: RawRow): StoredEvent {
   return {
-    position: row.position,
-    streamId: row.stream_id,
-    revision: row.revision,
-    type: row.type,
-    schemaVersion: row.schema_version,
-    data: parseStored(row.data, row.position, 'data') as JsonValue,
-    metadata: parseStored(row.metadata, row.position, 'metadata') as StoredEvent['metadata'],
-    prevHash: row.prev_hash,
-    hash: row.hash,
+    position: r[0],
+    streamId: r[1],
+    revision: r[2],
+    type: r[3],
+    schemaVersion: r[4],
+    data: parseStored(r[5], r[0], 'data') as JsonValue,
+    metadata: parseStored(r[6], r[0], 'metadata') as StoredEvent['metadata'],
+    prevHash: r[7],
+    hash: r[8],
   };
 }
 
