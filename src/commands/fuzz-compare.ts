@@ -7,7 +7,8 @@
 import { canonicalJson, compareCodePoints, type JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
 import { evolveBuild, initialBuildState, type BuildState } from '../projections/build-state.js';
-import { rankReadyWave, readyListBytes } from '../projections/graph.js';
+import { canonicalGraph, rankReadyWave, readyListBytes } from '../projections/graph.js';
+import { sha256Hex } from '../events/hash.js';
 
 /** One interruption point occurrence: `LONGBUILD_CRASH_AT=point:occurrence`. */
 export interface PointOccurrence {
@@ -27,40 +28,88 @@ export interface BuildFingerprint {
   /** (graph revision → canonical ready-list bytes) at every revision, in order. */
   readonly readySequence: readonly { readonly revision: number; readonly ready: string }[];
   readonly graphRevision: number;
+  /** Summary contents without their evidence SHAs (see SummaryAliases), by alias. */
+  readonly summaryContents: Readonly<Record<string, string>>;
+  /** Evidence SHA-256s the summaries keep, by alias (reproducible only if verification output is). */
+  readonly summaryEvidence: Readonly<Record<string, string>>;
 }
 
+/**
+ * A summary's id is content-addressed over evidence SHA-256s (R-21), and evidence is verification
+ * output — `node --test` prints durations — so two uninterrupted runs already differ there. The
+ * fuzzer names a summary by the milestone it compacts (`summary(<milestone>)`) and compares
+ * everything else exactly; graph SHAs are recomputed under those names.
+ */
+interface Folded {
+  state: BuildState;
+  readySequence: { revision: number; ready: string }[];
+  /** Per checkpoint milestone: the graph SHA-256 at that checkpoint with summary ids aliased. */
+  checkpointGraphs: Record<string, string>;
+  aliases: Record<string, string>;
+}
+
+const SUMMARY_ID = /summary-[0-9a-f]{16}/g;
+const aliasIn = (text: string, aliases: Readonly<Record<string, string>>): string => text.replace(SUMMARY_ID, (id) => aliases[id] ?? id);
+
 /** Fold a whole log into its final state and its (revision → ready list) sequence. */
-export function foldLog(events: Iterable<StoredEvent>): { state: BuildState; readySequence: { revision: number; ready: string }[] } {
+export function foldLog(events: Iterable<StoredEvent>): Folded {
   let state = initialBuildState;
   const readySequence: { revision: number; ready: string }[] = [];
+  const checkpointGraphs: Record<string, string> = {};
+  const aliases: Record<string, string> = {};
   for (const e of events) {
     const before = state.graphRevision;
+    if (e.type === 'MilestoneCompacted') {
+      const d = e.data as { summaryId: string; summary: { milestoneId: string } };
+      aliases[d.summaryId] = `summary(${d.summary.milestoneId})`;
+    }
     state = evolveBuild(state, e);
-    if (state.graphRevision !== before) readySequence.push({ revision: state.graphRevision, ready: readyListBytes(rankReadyWave(state)) });
+    if (state.graphRevision !== before) readySequence.push({ revision: state.graphRevision, ready: aliasIn(readyListBytes(rankReadyWave(state)), aliases) });
+    if (e.type === 'CheckpointWritten') {
+      const m = (e.data as { checkpoint: { milestoneId: string } }).checkpoint.milestoneId;
+      checkpointGraphs[m] = sha256Hex(aliasIn(canonicalGraph(state.nodes), aliases));
+    }
   }
-  return { state, readySequence };
+  return { state, readySequence, checkpointGraphs, aliases };
 }
 
 /** The fingerprint of a folded build (R-19's comparable parts). */
-export function fingerprintOf(state: BuildState, readySequence: readonly { revision: number; ready: string }[]): BuildFingerprint {
-  const accepted = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'accepted').sort(compareCodePoints);
+export function fingerprintOf(folded: Folded): BuildFingerprint {
+  const { state, readySequence, checkpointGraphs, aliases } = folded;
+  const alias = (id: string): string => aliases[id] ?? id;
+  const accepted = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'accepted').map(alias).sort(compareCodePoints);
   const acceptedCommits: Record<string, string | null> = {};
-  for (const id of accepted) acceptedCommits[id] = state.nodes[id]!.commit;
+  for (const id of Object.keys(state.nodes)) if (state.nodes[id]!.state === 'accepted') acceptedCommits[alias(id)] = state.nodes[id]!.commit;
   const checkpoints = Object.entries(state.checkpoints)
     .sort((a, b) => a[1].position - b[1].position)
     .map(([milestoneId, c]) => {
-      const { createdAt: _createdAt, ...rest } = c.checkpoint;
-      return { milestoneId, content: canonicalJson(rest as unknown as JsonValue), sha256: c.sha256 };
+      const { createdAt: _createdAt, graphSha256: _graphSha256, ...rest } = c.checkpoint;
+      const content = aliasIn(canonicalJson({ ...rest, graphSha256Aliased: checkpointGraphs[milestoneId] ?? null } as unknown as JsonValue), aliases);
+      return { milestoneId, content, sha256: c.sha256 };
     });
+  const summaryContents: Record<string, string> = {};
+  const summaryEvidence: Record<string, string> = {};
+  for (const [id, name] of Object.entries(aliases)) {
+    const summary = state.summaries[id]?.summary;
+    if (!summary) continue;
+    // The checkpoint's and the prior graph's SHA-256s hash earlier summary ids in; the checkpoint
+    // itself and the aliased graph SHAs are compared above, so they are left out here.
+    const { evidenceSha256s, checkpoint, graphBefore, ...rest } = summary;
+    Object.assign(rest, { checkpoint: checkpoint.milestoneId, graphBefore: graphBefore.revision });
+    summaryContents[name] = aliasIn(canonicalJson(rest as unknown as JsonValue), aliases);
+    summaryEvidence[name] = canonicalJson(evidenceSha256s as unknown as JsonValue);
+  }
   return {
     outcome: state.completed ? 'completed' : state.blocked ? 'blocked' : 'unfinished',
     accepted,
     acceptedCommits,
     integrationHead: state.integrationHead,
     checkpoints,
-    summaries: Object.keys(state.nodes).filter((id) => id.startsWith('summary-')).sort(compareCodePoints),
+    summaries: Object.keys(aliases).map(alias).sort(compareCodePoints),
     readySequence,
     graphRevision: state.graphRevision,
+    summaryContents,
+    summaryEvidence,
   };
 }
 
@@ -105,6 +154,11 @@ export function compareBuilds(clean: ObservedBuild, resumed: ObservedBuild): Div
     if (cb && cb.content !== ca.content) out.push({ what: `checkpoint ${ca.milestoneId}`, rule: 'R-20', clean: ca.content, resumed: cb.content });
   }
   differ('summaries', 'R-21', a.summaries, b.summaries);
+  for (const name of a.summaries) {
+    if (b.summaryContents[name] !== undefined && a.summaryContents[name] !== b.summaryContents[name]) {
+      out.push({ what: `${name} content`, rule: 'R-21', clean: a.summaryContents[name] ?? '', resumed: b.summaryContents[name] ?? '' });
+    }
+  }
   const n = Math.max(a.readySequence.length, b.readySequence.length);
   for (let i = 0; i < n; i++) {
     const x = a.readySequence[i];

@@ -23,8 +23,9 @@ export function foldBuild(repo: string): ReturnType<typeof foldLog> {
 
 /** The comparable facts of a finished build. */
 export async function observeBuild(repo: string): Promise<ObservedBuild> {
-  const { state, readySequence } = foldBuild(repo);
-  const fingerprint = fingerprintOf(state, readySequence);
+  const folded = foldBuild(repo);
+  const { state } = folded;
+  const fingerprint = fingerprintOf(folded);
   const integrationTree = state.integrationHead ? await treeOf(repo, state.integrationHead) : null;
   const verify = await import('../cli/commands/verify.js');
   const paths = buildPaths({ repo });

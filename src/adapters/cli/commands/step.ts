@@ -1,10 +1,11 @@
 import type { StepResult } from '../../controller/controller.js';
 import type { CommandContext } from '../types.js';
 import { withBuild } from '../with-build.js';
+import { withControl } from '../with-control.js';
 
 /** Perform exactly one controller event. */
 export async function run(ctx: CommandContext): Promise<StepResult> {
-  return withBuild(ctx, (s) => s.controller.advance());
+  return withControl(ctx, () => withBuild(ctx, (s) => s.controller.advance()));
 }
 
 export function render(d: StepResult): string {
