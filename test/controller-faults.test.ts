@@ -1,0 +1,172 @@
+/**
+ * Issue 7, harder faults: SIGKILL inside git operations, inside a multi-event append, two
+ * controllers at once, and an orphan worker still running after its controller was killed.
+ * Real git repositories, real child processes, real SIGKILL.
+ */
+import { spawn, execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { takeControllerLease } from '../src/adapters/controller/lease.js';
+import { BIN, cliJson, HELIOS, ROOT, runCli, tempDir } from './support/cli.js';
+
+const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8' }).trim();
+const types = (repo: string): string[] => runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l).type);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+  } catch {
+    return false;
+  }
+};
+
+/** The tree and checkpoints of an uninterrupted helios run, for comparison. */
+function cleanHelios(): { tree: string; checkpoints: string[] } {
+  const repo = tempDir();
+  cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+  cliJson(['run'], { cwd: repo });
+  return { tree: git(repo, 'rev-parse', 'refs/heads/longbuild/integration^{tree}'), checkpoints: cliJson(['status'], { cwd: repo }).checkpoints };
+}
+
+describe('harder faults (issue 7)', () => {
+  it('R-3 a second controller on a build whose lease is held exits 3 and changes nothing', async () => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+    const before = readFileSync(join(repo, '.longbuild', 'events.db'));
+    const lease = await takeControllerLease(join(repo, '.longbuild'), []);
+    try {
+      for (const cmd of [['step'], ['run']]) {
+        const r = runCli(cmd, { cwd: repo });
+        expect(r.code).toBe(3);
+        expect(r.stderr).toMatch(/another controller is running.*nothing was changed \(R-3\)/);
+      }
+      expect(readFileSync(join(repo, '.longbuild', 'events.db')).equals(before)).toBe(true);
+      expect(existsSync(join(repo, '.longbuild', 'worktrees'))).toBe(false);
+    } finally {
+      lease.release();
+    }
+    // The lease is a kernel lock: released, the next controller proceeds.
+    expect(cliJson(['step'], { cwd: repo }).outcome).toBe('planned');
+  });
+
+  it('R-3 two controller processes started on one build: one proceeds to the end, the other exits 3', async () => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', join(ROOT, 'test', 'fixtures', 'orbit.json')], { cwd: repo });
+    const points = join(tempDir(), 'points');
+    const first = spawn(process.execPath, [BIN, 'run', '--json'], { cwd: repo, env: { ...process.env, LONGBUILD_POINTS_FILE: points }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((r) => first.on('close', (code) => r(code)));
+    // The first controller holds the lease before it reaches its first point.
+    while (!existsSync(points)) await sleep(10);
+    const second = runCli(['run'], { cwd: repo });
+    expect(second.code).toBe(3);
+    expect(await exited).toBe(0);
+    const status = cliJson(['status'], { cwd: repo });
+    expect(status.completed).toBe(true);
+    expect(status.checkpoints).toEqual(['foundations', 'service', 'client', 'release']);
+    expect(cliJson(['verify'], { cwd: repo }).ok).toBe(true);
+  }, 60_000);
+
+  it('R-1 a SIGKILL between the parts of a multi-event append (PlannerReturned + HorizonSealed) leaves nothing partial', () => {
+    const inside = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: inside });
+    // Both before-append points are reached before the one transaction: killed at the second, nothing of it is there.
+    expect(runCli(['run'], { cwd: inside, env: { LONGBUILD_CRASH_AT: 'before-append:HorizonSealed:1' } }).signal).toBe('SIGKILL');
+    expect(types(inside)).toEqual(['BuildInitialized', 'PlannerInvoked']);
+    const after = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: after });
+    expect(runCli(['run'], { cwd: after, env: { LONGBUILD_CRASH_AT: 'after-append:PlannerReturned:1' } }).signal).toBe('SIGKILL');
+    expect(types(after)).toEqual(['BuildInitialized', 'PlannerInvoked', 'PlannerReturned', 'HorizonSealed']);
+    expect(cliJson(['verify'], { cwd: after }).ok).toBe(true);
+  });
+
+  it('R-1 a process SIGKILLed in the middle of large appends leaves only whole batches and a valid chain', async () => {
+    const dir = tempDir();
+    const db = join(dir, 'events.db');
+    const child = spawn(process.execPath, [join(ROOT, 'test', 'fixtures', 'append-batches.mjs'), join(ROOT, 'dist'), db, '2000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    while (!out.includes('committed')) await sleep(5);
+    await sleep(37); // somewhere inside a later batch's transaction
+    child.kill('SIGKILL');
+    await new Promise((r) => child.on('close', r));
+    const { SqliteEventLog } = await import('../src/adapters/log/sqlite-log.js');
+    const log = new SqliteEventLog({ path: db, catalogue: { validate() {}, currentVersion: () => 1 } as never });
+    try {
+      const head = log.headSync()!.position;
+      expect(head % 2000).toBe(0);
+      expect(log.verifyChainSync().ok).toBe(true);
+    } finally {
+      await log.close();
+    }
+  }, 60_000);
+
+  it('SIGKILL inside git operations: a stale index.lock, a half-created locked worktree and a stale ref lock are cleaned; only longbuild\'s own things are touched', () => {
+    const clean = cleanHelios();
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+    git(repo, 'branch', 'user-feature'); // the user's: must survive
+    writeFileSync(join(repo, '.git', 'refs', 'heads', 'user-feature.lock'), ''); // the user's lock: not ours to remove
+    // Killed right before the worker: the attempt's worktree exists and AttemptStarted is recorded.
+    expect(runCli(['run'], { cwd: repo, env: { LONGBUILD_CRASH_AT: 'before-effect:worker:1' } }).signal).toBe('SIGKILL');
+    const wt = join(repo, '.longbuild', 'worktrees', 'catalog-api.1');
+    const admin = join(repo, '.git', 'worktrees', 'catalog-api.1');
+    expect(existsSync(admin)).toBe(true);
+    // What a `git add` or `git worktree add` killed half-way leaves: index.lock, a locked entry, missing files.
+    writeFileSync(join(admin, 'index.lock'), '');
+    git(repo, 'worktree', 'lock', wt);
+    rmSync(join(wt, '.git'), { force: true });
+    // What a `git update-ref` killed between lock and rename leaves on a ref longbuild owns.
+    writeFileSync(join(repo, '.git', 'refs', 'heads', 'longbuild', 'integration.lock'), '');
+    const resumed = runCli(['run', '--verbose'], { cwd: repo });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toContain('removed stale git locks');
+    expect(git(repo, 'rev-parse', 'refs/heads/longbuild/integration^{tree}')).toBe(clean.tree);
+    expect(cliJson(['status'], { cwd: repo }).checkpoints).toEqual(clean.checkpoints);
+    expect(git(repo, 'branch', '--list', 'user-feature')).toContain('user-feature');
+    expect(existsSync(join(repo, '.git', 'refs', 'heads', 'user-feature.lock'))).toBe(true);
+    expect(cliJson(['verify'], { cwd: repo }).ok).toBe(true);
+  }, 60_000);
+
+  it('an orphan worker still running after its controller\'s SIGKILL is fenced (killed with its group) before the resumed controller settles', async () => {
+    const repo = tempDir();
+    const cfg = tempDir('longbuild-cfg-');
+    const marks = tempDir('longbuild-marks-');
+    cpSync(join(ROOT, 'examples', 'scripts'), cfg, { recursive: true });
+    const worker = readFileSync(join(cfg, 'worker.mjs'), 'utf8');
+    // The first invocation announces itself, then keeps working for 3 s before writing into its
+    // worktree: an orphan once its controller is killed. Later invocations are the plain worker.
+    writeFileSync(join(cfg, 'worker.mjs'), worker.replace(
+      "const packet = JSON.parse(readFileSync(0, 'utf8'));",
+      `const packet = JSON.parse(readFileSync(0, 'utf8'));
+import { existsSync as __e, writeFileSync as __w } from 'node:fs';
+if (!__e(${JSON.stringify(join(marks, 'started'))})) {
+  __w(${JSON.stringify(join(marks, 'started'))}, String(process.pid));
+  await new Promise((r) => setTimeout(r, 3000));
+  __w('orphan-wrote-this.txt', 'late\\n');
+  __w(${JSON.stringify(join(marks, 'late'))}, 'late');
+}`,
+    ));
+    mkdirSync(join(repo), { recursive: true });
+    cliJson(['init', '--request', join(cfg, 'request.json'), '--config', join(cfg, 'longbuild.config.json')], { cwd: repo });
+    const controller = spawn(process.execPath, [BIN, 'run', '--json'], { cwd: repo, stdio: 'ignore' });
+    const gone = new Promise((r) => controller.on('close', r));
+    while (!existsSync(join(marks, 'started'))) await sleep(10);
+    controller.kill('SIGKILL');
+    await gone;
+    const orphan = Number(readFileSync(join(marks, 'started'), 'utf8'));
+    expect(alive(orphan)).toBe(true); // its own process group: the SIGKILL did not reach it
+    const resumed = runCli(['run', '--verbose'], { cwd: repo });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toMatch(/fenced 1 orphan process/);
+    expect(alive(orphan)).toBe(false);
+    // Outlive the orphan's schedule: it never wrote, and nothing it would have written was committed.
+    await sleep(Math.max(0, 3300));
+    expect(existsSync(join(marks, 'late'))).toBe(false);
+    expect(git(repo, 'ls-tree', '-r', '--name-only', 'refs/heads/longbuild/integration')).not.toContain('orphan-wrote-this.txt');
+    const status = cliJson(['status'], { cwd: repo });
+    expect(status.completed).toBe(true);
+    expect(status.calls.worker).toBe(4); // three nodes, plus the one in-doubt re-invocation
+  }, 60_000);
+});
