@@ -1,7 +1,9 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { NotFoundError } from '../events/errors.js';
-import { SqliteEventLog } from './log/sqlite-log.js';
+import { NotFoundError, ValidationError } from '../events/errors.js';
+import type { EventCatalogue } from '../events/catalogue.js';
+import { openEventLog, type OpenLogOptions } from './log/open-log.js';
+import type { TransferableEventLog } from './log/verbatim.js';
 import { ProjectionStore } from '../projections/engine.js';
 import { allProjections } from '../projections/registry.js';
 
@@ -9,8 +11,10 @@ import { allProjections } from '../projections/registry.js';
 export interface BuildPaths {
   readonly repo: string;
   readonly dir: string;
-  /** The event log (the only truth). */
+  /** The event log (the only truth) when it lives in the build directory's SQLite file. */
   readonly events: string;
+  /** Which log backend the build uses (`{ "log": SPEC }`); absent means `sqlite` (events.db). */
+  readonly logSpec: string;
   /** Projection tables and snapshots (a cache, rebuildable from the log). */
   readonly projections: string;
   /** The blueprint or request/config copy the build was initialised from. */
@@ -32,6 +36,7 @@ export function buildPaths(optsOrDir: string | { repo?: string; dir?: string; cw
     repo,
     dir,
     events: join(dir, 'events.db'),
+    logSpec: join(dir, 'log.json'),
     projections: join(dir, 'projections.db'),
     driver: join(dir, 'driver.json'),
     evidence: join(dir, 'evidence'),
@@ -41,10 +46,37 @@ export function buildPaths(optsOrDir: string | { repo?: string; dir?: string; cw
   };
 }
 
-/** Open the build's event log; a missing build is a clear NotFoundError. */
-export function openBuildLog(paths: BuildPaths): SqliteEventLog {
-  if (!existsSync(paths.events)) throw new NotFoundError(`no build in ${paths.dir} (run \`longbuild init --blueprint FILE\` first, or pass --dir)`);
-  return new SqliteEventLog({ path: paths.events });
+/** The log spec a build records in `<dir>/log.json` (issue 8), or null when it has none (SQLite). */
+export function recordedLogSpec(paths: BuildPaths): string | null {
+  if (!existsSync(paths.logSpec)) return null;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(paths.logSpec, 'utf8'));
+  } catch (err) {
+    throw new ValidationError(`${paths.logSpec} is not valid JSON: ${(err as Error).message}`);
+  }
+  const log = (raw as { log?: unknown } | null)?.log;
+  if (typeof log !== 'string' || log === '') throw new ValidationError(`${paths.logSpec} must hold { "log": SPEC }`);
+  return log;
+}
+
+/** Record which log the build uses, so every later command opens the same backend. */
+export function recordLogSpec(paths: BuildPaths, spec: string): void {
+  writeFileSync(paths.logSpec, `${JSON.stringify({ log: spec })}\n`);
+}
+
+/** Whether the build directory holds a build (a recorded remote log, or the SQLite file). */
+export function buildExists(paths: BuildPaths): boolean {
+  return existsSync(paths.logSpec) || existsSync(paths.events);
+}
+
+/**
+ * Open the build's event log, whichever backend `<dir>/log.json` names (default: SQLite
+ * `<dir>/events.db`); a missing build is a clear NotFoundError.
+ */
+export async function openBuildLog(paths: BuildPaths, opts: Omit<OpenLogOptions, 'defaultSqlitePath'> & { catalogue?: EventCatalogue } = {}): Promise<TransferableEventLog> {
+  if (!buildExists(paths)) throw new NotFoundError(`no build in ${paths.dir} (run \`longbuild init --blueprint FILE\` first, or pass --dir)`);
+  return openEventLog(recordedLogSpec(paths) ?? 'sqlite', { ...opts, defaultSqlitePath: paths.events });
 }
 
 /** Open the build's projection store over every registered projection. */

@@ -4,10 +4,13 @@ import { canonicalSha256, sha256Hex } from '../events/hash.js';
 import { CorruptLogError, NotFoundError, ValidationError } from '../events/errors.js';
 import type { BuildSettings } from '../events/catalogue.js';
 import type { Planner, Worker } from '../commands/ports.js';
-import { SqliteEventLog } from './log/sqlite-log.js';
+import type { TransferableEventLog } from './log/verbatim.js';
+import { openEventLog } from './log/open-log.js';
+import type { AppendFence } from './log/postgres-log.js';
+import { catchUpFromLog } from './log/paging.js';
 import { ProjectionStore } from '../projections/engine.js';
 import { allProjections } from '../projections/registry.js';
-import { buildPaths, type BuildPaths } from './build-dir.js';
+import { buildExists, buildPaths, openBuildLog, recordLogSpec, type BuildPaths } from './build-dir.js';
 import { logicalClock, systemClock, type Clock } from './clock.js';
 import { faultsFromEnv, type FaultInjector } from './faults.js';
 import { Controller } from './controller/controller.js';
@@ -42,12 +45,16 @@ export interface OpenOptions {
   readonly planner?: Planner;
   readonly worker?: Worker;
   readonly faults?: FaultInjector;
+  /** `init`: the log backend (issue 8; default: the config's `log`, else `sqlite`). */
+  readonly log?: string;
+  /** Checked atomically with every append (a PostgreSQL log): the controller lease's fencing token. */
+  readonly appendFence?: AppendFence;
 }
 
 /** An open build: its log, projections and controller. Close it when done. */
 export interface BuildSession {
   readonly paths: BuildPaths;
-  readonly log: SqliteEventLog;
+  readonly log: TransferableEventLog;
   readonly projections: ProjectionStore;
   readonly controller: Controller;
   close(): Promise<void>;
@@ -102,15 +109,15 @@ export async function initFromRequest(requestPath: string, configPath: string, o
   }
   canonicalJson(request); // refuses non-canonical numbers early, with the path
   const config = loadConfig(configPath);
-  return initBuild({ kind: 'command', config, request: request as JsonValue }, request as JsonValue, config.verify, configSettings(config), systemClock, opts);
+  return initBuild({ kind: 'command', config, request: request as JsonValue }, request as JsonValue, config.verify, configSettings(config), systemClock, { ...opts, log: opts.log ?? config.log });
 }
 
 async function initBuild(driver: DriverFile, request: JsonValue, verify: readonly (readonly string[])[], settings: BuildSettings, clock: Clock, opts: OpenOptions): Promise<InitResult> {
   const paths = buildPaths(opts);
-  if (existsSync(paths.events)) {
-    const log = new SqliteEventLog({ path: paths.events });
-    const head = log.headSync();
-    await log.close();
+  const logSpec = opts.log ?? 'sqlite';
+  if (buildExists(paths)) {
+    const existing = await openBuildLog(paths);
+    const head = await existing.head().finally(() => existing.close());
     if (head) throw new ValidationError(`a build already exists in ${paths.dir} (${head.position} events); use another --dir or remove it`);
   }
   const head = await ensureRepo(paths.repo, clock.now(0), { buildDir: paths.dir });
@@ -121,12 +128,22 @@ async function initBuild(driver: DriverFile, request: JsonValue, verify: readonl
     integrationHead = head;
   }
   mkdirSync(paths.dir, { recursive: true });
+  // The log is reached before the build directory records anything, and must be empty: a shared
+  // schema or stream that already holds another build's events is refused.
+  const log = await openEventLog(logSpec, { defaultSqlitePath: paths.events });
+  try {
+    const head = await log.head();
+    if (head) throw new ValidationError(`the log ${logSpec === 'sqlite' ? paths.events : 'given by --log'} already holds ${head.position} events; give each build its own (e.g. ?schema=NAME)`);
+  } catch (err) {
+    await log.close();
+    throw err;
+  }
+  if (logSpec !== 'sqlite') recordLogSpec(paths, logSpec);
   const driverJson = canonicalJson(driver);
   writeFileSync(paths.driver, driverJson);
   const sourceSha256 = sha256Hex(driverJson);
   const requestSha256 = canonicalSha256(request);
   const buildId = `b-${sha256Hex(`${driver.kind === 'blueprint' ? blueprintSha256(driver.blueprint) : sourceSha256}:${integrationHead}`).slice(0, 16)}`;
-  const log = new SqliteEventLog({ path: paths.events });
   try {
     const result = await log.append(`build-${buildId}`, [{
       type: 'BuildInitialized',
@@ -137,8 +154,11 @@ async function initBuild(driver: DriverFile, request: JsonValue, verify: readonl
       metadata: { recordedAt: clock.now(1), correlationId: buildId },
     }], 'no-stream');
     const store = ProjectionStore.open(paths.projections, allProjections());
-    store.catchUp(log.iterateAll(store.resumeFrom()));
-    store.close();
+    try {
+      await catchUpFromLog(store, log);
+    } finally {
+      store.close();
+    }
     return { buildId, requestSha256, position: result.position, paths };
   } finally {
     await log.close();
@@ -153,15 +173,15 @@ export function trustedVerifyEnv(env: NodeJS.ProcessEnv, allow: readonly string[
 /** Open an initialised build for reading or stepping. */
 export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
   const paths = buildPaths(opts);
-  if (!existsSync(paths.events)) throw new NotFoundError(`no build in ${paths.dir} (run \`longbuild init --blueprint FILE\` first, or pass --dir)`);
   const env = opts.env ?? process.env;
-  const log = new SqliteEventLog({ path: paths.events });
+  const log = await openBuildLog(paths, opts.appendFence ? { postgresFence: opts.appendFence } : {});
   let projections: ProjectionStore | null = null;
   try {
     projections = ProjectionStore.open(paths.projections, allProjections());
     const store = projections;
-    store.catchUp(log.iterateAll(store.resumeFrom()));
-    const first = log.readAllSync({ from: 1, limit: 1 })[0];
+    // Projections are local SQLite whatever the log is, and catch up from it (R-1, issue 8).
+    await catchUpFromLog(store, log);
+    const first = (await log.readAll({ from: 1, limit: 1 }))[0];
     if (!first || first.type !== 'BuildInitialized') throw new CorruptLogError(1, 'the log does not start with BuildInitialized');
     const pinned = (first.data as { driver: { sourceSha256: string } }).driver.sourceSha256;
     const driver = readDriver(paths, pinned);

@@ -1,10 +1,8 @@
-import { existsSync } from 'node:fs';
-import { NotFoundError } from '../../events/errors.js';
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
 import { allProjections } from '../../projections/registry.js';
 import { ProjectionStore, type ProjectionStoreOptions } from '../../projections/engine.js';
-import { buildPaths, type BuildPaths } from '../build-dir.js';
-import { SqliteEventLog } from '../log/sqlite-log.js';
+import { buildPaths, openBuildLog as openLogOfBuild, type BuildPaths } from '../build-dir.js';
+import type { TransferableEventLog } from '../log/verbatim.js';
 import type { CommandContext } from './types.js';
 
 /** The build paths a command works on (`--repo`, `--dir`). */
@@ -12,10 +10,9 @@ export function pathsOf(ctx: CommandContext): BuildPaths {
   return buildPaths({ repo: ctx.repo, dir: ctx.dir, cwd: ctx.cwd });
 }
 
-/** Open the log of an existing build; a missing log is NotFound (run init first). */
-export function openBuildLog(paths: BuildPaths, catalogue: EventCatalogue = domainCatalogue): SqliteEventLog {
-  if (!existsSync(paths.events)) throw new NotFoundError(`no build in ${paths.dir} (no events.db); create one with \`longbuild init\` or pass --dir`);
-  return new SqliteEventLog({ path: paths.events, catalogue });
+/** Open the log of an existing build, whichever backend it records; a missing build is NotFound. */
+export function openBuildLog(paths: BuildPaths, catalogue: EventCatalogue = domainCatalogue): Promise<TransferableEventLog> {
+  return openLogOfBuild(paths, { catalogue });
 }
 
 /** Open the build's projections database over every registered projection. */

@@ -1,14 +1,18 @@
 import { NotFoundError, UsageError, ValidationError } from '../../events/errors.js';
+import { GENESIS_HASH } from '../../events/hash.js';
+import type { EventLog } from '../../events/log.js';
 import type { BuildState } from '../../projections/build-state.js';
 import { buildProjection } from '../../projections/build-projection.js';
-import { SqliteSnapshotStore } from '../../projections/snapshots.js';
-import { stateAt } from '../../projections/time-travel.js';
+import type { Projection } from '../../projections/projection.js';
+import { SqliteSnapshotStore, openSnapshot, type SnapshotStore } from '../../projections/snapshots.js';
+import { foldEvents } from '../../projections/time-travel.js';
+import { readPages } from '../log/paging.js';
 import type { BuildSession } from '../session.js';
 
 export type TimePoint = { at: number } | { revision: number } | { checkpoint: string } | { now: true };
 
 /** The build state as of a point (R-6): a position, a graph revision, or a checkpoint. */
-export function stateAsOf(s: BuildSession, point: TimePoint): BuildState {
+export async function stateAsOf(s: BuildSession, point: TimePoint): Promise<BuildState> {
   const current = s.controller.current;
   let position: number;
   if ('now' in point) return current;
@@ -27,7 +31,29 @@ export function stateAsOf(s: BuildSession, point: TimePoint): BuildState {
   }
   if (position === current.position) return current;
   const snapshots = new SqliteSnapshotStore(s.projections.db);
-  return stateAt((from) => s.log.iterateAll(from), buildProjection, position, snapshots).state;
+  return stateAtFromLog(s.log, buildProjection, position, snapshots);
+}
+
+/**
+ * `stateAt` (R-6) over the async log port, so time travel works on any backend: start from the
+ * newest local snapshot that verifies — its own hash, and the hash of the log event it claims to
+ * follow — then fold the log's pages up to `position`.
+ */
+async function stateAtFromLog<S>(log: EventLog, projection: Projection<S>, position: number, snapshots: SnapshotStore): Promise<S> {
+  let at = { state: projection.initialState, position: 0, hash: GENESIS_HASH };
+  if (position > 0) {
+    for (const snap of snapshots.candidates(projection.name, position)) {
+      const state = openSnapshot<S>(snap);
+      if (state === null) continue;
+      const anchor = (await log.readAll({ from: snap.position, limit: 1 }))[0];
+      if (!anchor || anchor.position !== snap.position || anchor.hash !== snap.eventHash) continue;
+      at = { state, position: snap.position, hash: snap.eventHash };
+      break;
+    }
+  }
+  for await (const page of readPages(log, at.position + 1, position)) at = foldEvents(projection, at, page, position);
+  if (at.position !== position) throw new NotFoundError(`position ${position} is beyond the end of the log (${at.position})`);
+  return at.state;
 }
 
 /** Parse --at / --revision / --checkpoint (at most one). */

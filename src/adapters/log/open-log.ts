@@ -1,9 +1,8 @@
 import type { EventCatalogue } from '../../events/catalogue.js';
 import { ValidationError } from '../../events/errors.js';
-import { EventStoreEventLog } from './eventstore-log.js';
-import { PostgresEventLog } from './postgres-log.js';
 import { SqliteEventLog } from './sqlite-log.js';
 import type { TransferableEventLog } from './verbatim.js';
+import type { AppendFence } from './postgres-log.js';
 
 export interface OpenLogOptions {
   readonly catalogue?: EventCatalogue;
@@ -14,6 +13,8 @@ export interface OpenLogOptions {
   readonly postgresSchema?: string;
   /** EventStoreDB stream for this build's log (also `?stream=` on the URL). */
   readonly eventstoreStream?: string;
+  /** PostgreSQL: checked inside every append transaction (the controller lease's fencing token). */
+  readonly postgresFence?: AppendFence;
 }
 
 export const LOG_SPEC_HELP = "log backend must be 'sqlite', 'sqlite:PATH', 'postgres:postgres://USER:PASS@HOST:PORT/DB[?schema=NAME]' or 'eventstore:esdb://HOST:PORT?tls=false[&stream=NAME]'";
@@ -39,11 +40,14 @@ export async function openEventLog(spec: string, opts: OpenLogOptions = {}): Pro
     case 'postgresql': {
       const { url, param } = splitParam(rest, /^postgres(ql)?:\/\//, 'schema', spec);
       const schema = param ?? opts.postgresSchema;
-      return PostgresEventLog.open({ url, ...(schema ? { schema } : {}), ...catalogue });
+      // Loaded only for a remote log: the drivers cost hundreds of ms at start-up.
+      const { PostgresEventLog } = await import('./postgres-log.js');
+      return PostgresEventLog.open({ url, ...(schema ? { schema } : {}), ...(opts.postgresFence ? { fence: opts.postgresFence } : {}), ...catalogue });
     }
     case 'eventstore': {
       const { url, param } = splitParam(rest, /^esdb(\+discover)?:\/\//, 'stream', spec);
       const stream = param ?? opts.eventstoreStream;
+      const { EventStoreEventLog } = await import('./eventstore-log.js');
       return new EventStoreEventLog({ url, ...(stream ? { stream } : {}), ...catalogue });
     }
     default:

@@ -17,7 +17,16 @@ export interface PostgresLogOptions {
   readonly catalogue?: EventCatalogue;
   /** Connections in the pool (default 4). */
   readonly poolSize?: number;
+  /** Checked inside every append transaction, after the expected revision (controller fencing). */
+  readonly fence?: AppendFence;
 }
+
+/**
+ * A check run inside an append's transaction, after the writer lock and the expected-revision
+ * check: throw (a ConcurrencyError) to refuse the append. The controller lease uses it to compare
+ * its fencing token with the lease row, atomically with the write (issue 8).
+ */
+export type AppendFence = (client: PoolClient, schema: string) => Promise<void>;
 
 interface PgEventRow {
   position: string;
@@ -48,8 +57,10 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
   private readonly catalogue: EventCatalogue;
   private readonly t: { events: string; head: string };
   private initialised: Promise<void> | undefined;
+  private readonly fence: AppendFence | undefined;
 
   constructor(options: PostgresLogOptions) {
+    this.fence = options.fence;
     const schema = options.schema ?? 'longbuild';
     if (!SCHEMA_NAME.test(schema)) throw new ValidationError(`invalid PostgreSQL schema name ${JSON.stringify(schema)} (lower-case letters, digits, _)`);
     this.schema = schema;
@@ -157,6 +168,7 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
         const head = await this.lockTail(c);
         const current = await this.revisionOf(c, streamId);
         checkExpected(streamId, expected, current);
+        if (this.fence) await this.fence(c, this.schema);
         const { rows, events: stored } = sealPrepared(streamId, prepared, head, current);
         await this.insertRows(c, rows);
         const last = stored[stored.length - 1]!;

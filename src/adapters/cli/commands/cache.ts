@@ -7,10 +7,11 @@
  * within the last `--max-age-days` days (default 30; 0 keeps nothing). Corrupt, truncated and
  * dangling files are always removed.
  */
-import { existsSync } from 'node:fs';
 import { UsageError } from '../../../events/errors.js';
 import { VerificationCache, type CacheProblem, type CacheStats } from '../../cache/verification-cache.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
+import { buildExists } from '../../build-dir.js';
+import { readPages } from '../../log/paging.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
 export const flags: Record<string, FlagSpec> = { 'max-age-days': { type: 'int' } };
@@ -26,7 +27,7 @@ export const DEFAULT_MAX_AGE_DAYS = 30;
 export async function run(ctx: CommandContext): Promise<CacheOutput> {
   const action = ctx.positionals[0];
   const paths = pathsOf(ctx);
-  if (!existsSync(paths.events)) openBuildLog(paths); // throws the usual "no build" error
+  if (!buildExists(paths)) await openBuildLog(paths); // throws the usual "no build" error
   const cache = new VerificationCache(paths.cache);
   switch (action) {
     case 'stats':
@@ -48,10 +49,10 @@ export async function run(ctx: CommandContext): Promise<CacheOutput> {
 
 /** Every tree a VerificationFinished event of the log names. */
 async function verifiedTrees(paths: ReturnType<typeof pathsOf>): Promise<Set<string>> {
-  const log = openBuildLog(paths);
+  const log = await openBuildLog(paths);
   try {
     const trees = new Set<string>();
-    for (const e of log.iterateAll()) {
+    for await (const page of readPages(log)) for (const e of page) {
       if (e.type !== 'VerificationFinished') continue;
       const tree = (e.data as { tree: string | null }).tree;
       if (tree !== null) trees.add(tree);

@@ -27,8 +27,8 @@ export async function run(ctx: CommandContext): Promise<DiffOutput> {
   const a = position(ctx.positionals[0]!);
   const b = position(ctx.positionals[1]!);
   return withBuild(ctx, async (s) => {
-    const from = stateAsOf(s, { at: a });
-    const to = stateAsOf(s, { at: b });
+    const from = await stateAsOf(s, { at: a });
+    const to = await stateAsOf(s, { at: b });
     const ids = new Set([...Object.keys(from.nodes), ...Object.keys(to.nodes)]);
     const added: string[] = [];
     const removed: string[] = [];

@@ -5,7 +5,7 @@ import { initFromBlueprint, initFromRequest } from '../../session.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { sessionOptions } from '../with-build.js';
 
-export const flags: Record<string, FlagSpec> = { blueprint: { type: 'string' }, request: { type: 'string' }, config: { type: 'string' } };
+export const flags: Record<string, FlagSpec> = { blueprint: { type: 'string' }, request: { type: 'string' }, config: { type: 'string' }, log: { type: 'string' } };
 
 export interface InitOutput {
   readonly buildId: string;
@@ -18,7 +18,7 @@ export interface InitOutput {
 /** Create a build from a blueprint, or from a request plus a config of real commands. */
 export async function run(ctx: CommandContext): Promise<InitOutput> {
   const { blueprint, request, config } = ctx.flags;
-  const opts = sessionOptions(ctx);
+  const opts = { ...sessionOptions(ctx), ...(typeof ctx.flags.log === 'string' ? { log: ctx.flags.log } : {}) };
   if (typeof blueprint === 'string') {
     if (request !== undefined || config !== undefined) throw new UsageError('init: give either --blueprint FILE or --request FILE [--config FILE], not both');
     const r = await initFromBlueprint(blueprint, opts);

@@ -1,5 +1,7 @@
 import { canonicalJson } from '../../../events/canonical.js';
 import type { StoredEvent } from '../../../events/envelope.js';
+import { readPages } from '../../log/paging.js';
+import { SqliteEventLog } from '../../log/sqlite-log.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
@@ -11,14 +13,26 @@ export interface LogOutput {
 }
 
 export async function run(ctx: CommandContext): Promise<LogOutput> {
-  const log = openBuildLog(pathsOf(ctx));
+  const log = await openBuildLog(pathsOf(ctx));
   const from = typeof ctx.flags.from === 'number' ? Math.max(1, ctx.flags.from) : 1;
   const types = Array.isArray(ctx.flags.type) ? new Set(ctx.flags.type) : null;
+  if (!(log instanceof SqliteEventLog)) {
+    // Renderers are synchronous: a remote log is read through the port, page by page, up front.
+    const events: StoredEvent[] = [];
+    try {
+      for await (const page of readPages(log, from)) for (const e of page) if (!types || types.has(e.type)) events.push(e);
+    } finally {
+      await log.close();
+    }
+    return { events };
+  }
+  // The embedded log streams lazily while printing, so a long log never sits in memory.
+  const sqlite = log;
   function* events(): Generator<StoredEvent> {
     try {
-      for (const e of log.iterateAll(from)) if (!types || types.has(e.type)) yield e;
+      for (const e of sqlite.iterateAll(from)) if (!types || types.has(e.type)) yield e;
     } finally {
-      void log.close();
+      void sqlite.close();
     }
   }
   return { events: events() };

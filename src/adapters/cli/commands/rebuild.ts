@@ -1,4 +1,5 @@
 import { CorruptLogError } from '../../../events/errors.js';
+import { readEventsFrom } from '../../log/paging.js';
 import { openBuildLog, openBuildProjections, pathsOf } from '../open-build.js';
 import type { CommandContext } from '../types.js';
 
@@ -10,14 +11,15 @@ export interface RebuildOutput {
 /** Verify the chain, then drop and refold every projection (one transaction: all or nothing). */
 export async function run(ctx: CommandContext): Promise<RebuildOutput> {
   const paths = pathsOf(ctx);
-  const log = openBuildLog(paths);
+  const log = await openBuildLog(paths);
   try {
-    const chain = log.verifyChainSync();
+    const chain = await log.verifyChain();
     const first = chain.problems[0];
     if (first) throw new CorruptLogError(first.position, `${first.problem}; refusing to rebuild projections from a corrupt log`);
     const store = openBuildProjections(paths);
     try {
-      const events = store.rebuild(log.iterateAll());
+      // One transaction, all or nothing: the whole log is read before the projections are dropped.
+      const events = store.rebuild(await readEventsFrom(log));
       return { events, projectionsSha256: store.dumpSha256() };
     } finally {
       store.close();

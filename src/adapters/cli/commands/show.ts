@@ -33,7 +33,7 @@ export function showOf(st: BuildState): ShowOutput {
 
 export async function run(ctx: CommandContext): Promise<ShowOutput> {
   const point = timePointFromFlags(ctx.flags);
-  return withBuild(ctx, async (s) => showOf(stateAsOf(s, point)));
+  return withBuild(ctx, async (s) => showOf(await stateAsOf(s, point)));
 }
 
 export function render(d: ShowOutput): string {

@@ -4,6 +4,8 @@ import type { VerifyProblem } from '../../../events/log.js';
 import { LongbuildError } from '../../../events/errors.js';
 import { ProjectionStore } from '../../../projections/engine.js';
 import { allProjections } from '../../../projections/registry.js';
+import type { EventLog } from '../../../events/log.js';
+import { catchUpFromLog, readEventsFrom } from '../../log/paging.js';
 import { openBuildLog, openBuildProjections, pathsOf } from '../open-build.js';
 import type { CommandContext } from '../types.js';
 
@@ -23,18 +25,18 @@ export interface VerifyOutput {
  */
 export async function run(ctx: CommandContext): Promise<VerifyOutput> {
   const paths = pathsOf(ctx);
-  const log = openBuildLog(paths);
+  const log = await openBuildLog(paths);
   try {
-    const chain = log.verifyChainSync();
+    const chain = await log.verifyChain();
     const problems: VerifyProblem[] = [...chain.problems];
-    const headPosition = log.headSync()?.position ?? 0;
+    const headPosition = (await log.head())?.position ?? 0;
     let projectionsSha256: string | null = null;
     if (chain.ok) {
       const rebuilt = ProjectionStore.open(':memory:', allProjections(), { snapshotEvery: 0 });
       try {
-        rebuilt.rebuild(log.iterateAll());
+        rebuilt.rebuild(await readEventsFrom(log));
         projectionsSha256 = rebuilt.dumpSha256();
-        if (existsSync(paths.projections)) problems.push(...compareStored(paths, log, headPosition, rebuilt));
+        if (existsSync(paths.projections)) problems.push(...(await compareStored(paths, log, headPosition, rebuilt)));
       } finally {
         rebuilt.close();
       }
@@ -45,7 +47,7 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
   }
 }
 
-function compareStored(paths: BuildPaths, log: ReturnType<typeof openBuildLog>, headPosition: number, rebuilt: ProjectionStore): VerifyProblem[] {
+async function compareStored(paths: BuildPaths, log: EventLog, headPosition: number, rebuilt: ProjectionStore): Promise<VerifyProblem[]> {
   const stored = openBuildProjections(paths);
   try {
     const seen = stored.highestPosition();
@@ -53,7 +55,7 @@ function compareStored(paths: BuildPaths, log: ReturnType<typeof openBuildLog>, 
       return [{ position: headPosition + 1, problem: `log truncated: the projections have seen position ${seen}, but the log ends at ${headPosition}` }];
     }
     try {
-      stored.catchUp(log.iterateAll(stored.resumeFrom()));
+      await catchUpFromLog(stored, log);
     } catch (err) {
       if (err instanceof LongbuildError && 'position' in err) return [{ position: Number(err.position), problem: err.message }];
       throw err;
