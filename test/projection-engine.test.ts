@@ -71,3 +71,21 @@ describe('projection engine', () => {
     void b.close();
   });
 });
+
+describe('projection engine: truncation', () => {
+  it('R-4 catch-up refuses a log that ends before the position the tables reflect', () => {
+    const dir = tempDir();
+    const log = new SqliteEventLog({ path: join(dir, 'events.db'), catalogue: testCatalogue });
+    for (let i = 0; i < 5; i++) log.appendSync('s', [{ type: 'TestAdded', data: { key: 'a' }, metadata: meta }], 'any');
+    const store = ProjectionStore.open(join(dir, 'p.db'), [counterProjection], { snapshotEvery: 0 });
+    store.catchUp(log.iterateAll());
+    store.close();
+    const reopened = ProjectionStore.open(join(dir, 'p.db'), [counterProjection], { snapshotEvery: 0 });
+    expect(reopened.catchUp(log.iterateAll(reopened.resumeFrom()))).toBe(5);
+    const again = ProjectionStore.open(join(dir, 'p.db'), [counterProjection], { snapshotEvery: 0 });
+    expect(() => again.catchUp(log.readAllSync({ limit: 3 }))).toThrow(/log truncated: projection test_counters has seen position 5, but the log ends at 3/);
+    reopened.close();
+    again.close();
+    void log.close();
+  });
+});

@@ -158,7 +158,8 @@ export class ProjectionStore {
   /**
    * Apply events in position order (events already folded are skipped). Each batch of
    * `batchSize` events is one transaction that writes the changed rows and the positions.
-   * Throws CorruptLogError when the events do not continue the chain the store has seen.
+   * Pass every event from `resumeFrom()` to the log's head. Throws CorruptLogError when the events
+   * do not continue the chain the store has seen, or end before the position its tables reflect.
    * Returns the number of events read.
    */
   catchUp(events: Iterable<StoredEvent>): number {
@@ -173,6 +174,12 @@ export class ProjectionStore {
       }
     }
     if (batch.length > 0) this.applyBatch(batch);
+    // The events ran out before the position the tables already reflect: the log lost its tail.
+    for (const r of this.runtimes) {
+      if (r.memPosition < r.storedPosition) {
+        throw new CorruptLogError(r.memPosition + 1, `log truncated: projection ${r.projection.name} has seen position ${r.storedPosition}, but the log ends at ${r.memPosition}`);
+      }
+    }
     return count;
   }
 
