@@ -119,3 +119,30 @@ const lookupMedian = lookups[Math.floor(lookups.length / 2)];
 await removeWorkspace(repo, applied.workspace);
 console.log(`\nverification cache: run (miss, stored) ${missMs.toFixed(0)} ms; hit median ${median.toFixed(1)} ms (min ${hits[0].toFixed(1)}, max ${hits.at(-1).toFixed(1)}) = ${(100 * median / missMs).toFixed(1)}% of running the command (target <= 5%)`);
 console.log(`  a hit = lookup ${lookupMedian.toFixed(2)} ms (${(100 * lookupMedian / missMs).toFixed(2)}%) + \`git status\` of the workspace before and after (which a run does too)`);
+
+// ---- end to end: the controller building N independent nodes with maxBatch 1, 4, 8 -------------
+// (`longbuild init` + `longbuild run` as child processes; workers are the scripted ones, so the
+// difference is integration: jobs, verifications and promotions.) Skip with BENCH_E2E=0.
+if (process.env.BENCH_E2E !== '0') {
+  const { spawnSync } = await import('node:child_process');
+  const bin = new URL('../bin/longbuild.js', import.meta.url).pathname;
+  console.log(`\nend to end (longbuild run, ${N} independent writable nodes, verify ${JSON.stringify(VERIFY[0])})`);
+  const e2e = [];
+  for (const maxBatch of [1, 4, 8]) {
+    const dir = mkdtempSync(join(tmpdir(), 'lb-bench-e2e-'));
+    const nodes = Array.from({ length: N }, (_, i) => ({ id: `n${i + 1}`, kind: 'writable', deps: [], files: { [`src/n${i + 1}.js`]: `module.exports = ${i};\n` } }));
+    writeFileSync(join(dir, 'bp.json'), JSON.stringify({ request: { title: 'bench' }, verify: VERIFY, detailedWindow: 1, maxBatch, milestones: [{ id: 'm1', title: 'M1', nodes }] }));
+    const cli = (...args) => {
+      const r = spawnSync(process.execPath, [bin, ...args, '--json'], { cwd: dir, encoding: 'utf8', env: { ...process.env, LONGBUILD_VERIFY_CACHE: 'off' } });
+      if (r.status !== 0) throw new Error(`longbuild ${args.join(' ')}: ${r.stderr}`);
+      return JSON.parse(r.stdout);
+    };
+    cli('init', '--blueprint', join(dir, 'bp.json'));
+    const t0 = performance.now();
+    const out = cli('run');
+    const wall = ms(t0);
+    e2e.push(wall);
+    console.log(`maxBatch ${String(maxBatch).padEnd(2)} ${out.outcome}: ${f(wall)} ms wall (${(wall / N).toFixed(0)} ms per node), ${out.outcomes.integrated ?? 0} integration jobs`);
+  }
+  console.log(`wall-time improvement: maxBatch 4 ${(100 * (1 - e2e[1] / e2e[0])).toFixed(0)}%, maxBatch 8 ${(100 * (1 - e2e[2] / e2e[0])).toFixed(0)}% less than maxBatch 1`);
+}
