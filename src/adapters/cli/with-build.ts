@@ -12,8 +12,8 @@ export function sessionOptions(ctx: CommandContext): OpenOptions {
 }
 
 /** Open the build, run `fn`, always close. */
-export async function withBuild<T>(ctx: CommandContext, fn: (s: BuildSession) => Promise<T>): Promise<T> {
-  const session = await openBuild(sessionOptions(ctx));
+export async function withBuild<T>(ctx: CommandContext, fn: (s: BuildSession) => Promise<T>, extra: Partial<OpenOptions> = {}): Promise<T> {
+  const session = await openBuild({ ...sessionOptions(ctx), ...extra });
   try {
     return await fn(session);
   } finally {

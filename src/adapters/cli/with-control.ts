@@ -1,6 +1,8 @@
-import { existsSync } from 'node:fs';
-import { takeControllerLease, waitForGitIn, type ControllerLease } from '../controller/lease.js';
+import { ControllerBusyError, takeControllerLease, waitForGitIn, type ControllerLease } from '../controller/lease.js';
 import { clearStaleOwnedLocks } from '../git/stale-locks.js';
+import { buildExists, recordedLogSpec, type BuildPaths } from '../build-dir.js';
+import { postgresTarget } from '../log/open-log.js';
+import { UsageError } from '../../events/errors.js';
 import { pathsOf } from './open-build.js';
 import type { CommandContext } from './types.js';
 
@@ -11,8 +13,8 @@ import type { CommandContext } from './types.js';
 export async function withControl<T>(ctx: CommandContext, fn: (lease: ControllerLease) => Promise<T>): Promise<T> {
   const paths = pathsOf(ctx);
   // No build here: let the command report it (NotFound) without creating a build directory.
-  if (!existsSync(paths.events)) return fn({ fenced: [], release() {} });
-  const lease = await takeControllerLease(paths.dir, [paths.worktrees, paths.workspaces]);
+  if (!buildExists(paths)) return fn({ fenced: [], release() {} });
+  const lease = await takeLease(ctx, paths);
   try {
     // Leftovers of a git command SIGKILLed with its controller: only longbuild's own refs and worktrees.
     await waitForGitIn(paths.repo);
@@ -23,6 +25,48 @@ export async function withControl<T>(ctx: CommandContext, fn: (lease: Controller
     }
     return await fn(lease);
   } finally {
-    lease.release();
+    await lease.release();
   }
+}
+
+/**
+ * The lease that fits the build's log (issue 8): a PostgreSQL log is shared by hosts, so its lease
+ * is a row in PostgreSQL with expiry and fencing token; any other log uses the local file lock.
+ * `--standby` waits for the lease (and takes over when its holder dies) instead of exiting 3.
+ */
+async function takeLease(ctx: CommandContext, paths: BuildPaths): Promise<ControllerLease> {
+  const standby = ctx.flags.standby === true;
+  const fencedDirs = [paths.worktrees, paths.workspaces];
+  const pg = postgresTarget(recordedLogSpec(paths) ?? 'sqlite');
+  if (pg) {
+    const { takePostgresLease } = await import('../controller/pg-lease.js');
+    let waited = false;
+    const lease = await takePostgresLease({
+      ...pg, fencedDirs, wait: standby, timeoutMs: leaseTimeoutMs(ctx.env),
+      onWait: (holder, ms) => {
+        waited = true;
+        ctx.stderr(`longbuild: standing by: controller lease held by ${holder} (expires in ${ms} ms unless renewed)\n`);
+      },
+    });
+    if (waited) ctx.stderr(`longbuild: took over the controller lease (token ${lease.token})\n`);
+    return lease;
+  }
+  for (let told = false; ; told = true) {
+    try {
+      return await takeControllerLease(paths.dir, fencedDirs);
+    } catch (err) {
+      if (!standby || !(err instanceof ControllerBusyError)) throw err;
+      if (!told) ctx.stderr('longbuild: standing by: another controller holds the build\'s lease\n');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+/** LONGBUILD_LEASE_TIMEOUT_MS: how long a PostgreSQL lease outlives its holder's last renewal. */
+function leaseTimeoutMs(env: Readonly<Record<string, string | undefined>>): number | undefined {
+  const raw = env.LONGBUILD_LEASE_TIMEOUT_MS;
+  if (raw === undefined || raw === '') return undefined;
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < 100) throw new UsageError(`LONGBUILD_LEASE_TIMEOUT_MS must be an integer ≥ 100, got '${raw}'`);
+  return ms;
 }

@@ -17,6 +17,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { LongbuildError } from '../../events/errors.js';
+import type { AppendFence } from '../log/postgres-log.js';
 
 export class ControllerBusyError extends LongbuildError {
   constructor(dir: string) {
@@ -24,10 +25,17 @@ export class ControllerBusyError extends LongbuildError {
   }
 }
 
+/**
+ * The controller lease port: one holder per build. Implementations: this file's kernel file lock
+ * (SQLite builds, one host) and a lease row with expiry and fencing token (PostgreSQL builds,
+ * many hosts: controller/pg-lease.ts).
+ */
 export interface ControllerLease {
   /** Process groups of a dead controller that were killed when the lease was taken. */
   readonly fenced: readonly { pid: number; pgid: number; cwd: string }[];
-  release(): void;
+  /** A remote log's check of the fencing token, run inside every append transaction (issue 8). */
+  readonly appendFence?: AppendFence;
+  release(): void | Promise<void>;
 }
 
 /** Take the build's controller lease (or throw ControllerBusyError), then fence orphans. */

@@ -38,11 +38,10 @@ export async function openEventLog(spec: string, opts: OpenLogOptions = {}): Pro
       return new SqliteEventLog({ path: rest, ...catalogue, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) });
     case 'postgres':
     case 'postgresql': {
-      const { url, param } = splitParam(rest, /^postgres(ql)?:\/\//, 'schema', spec);
-      const schema = param ?? opts.postgresSchema;
+      const { url, schema } = postgresTarget(spec, opts)!;
       // Loaded only for a remote log: the drivers cost hundreds of ms at start-up.
       const { PostgresEventLog } = await import('./postgres-log.js');
-      return PostgresEventLog.open({ url, ...(schema ? { schema } : {}), ...(opts.postgresFence ? { fence: opts.postgresFence } : {}), ...catalogue });
+      return PostgresEventLog.open({ url, schema, ...(opts.postgresFence ? { fence: opts.postgresFence } : {}), ...catalogue });
     }
     case 'eventstore': {
       const { url, param } = splitParam(rest, /^esdb(\+discover)?:\/\//, 'stream', spec);
@@ -53,6 +52,14 @@ export async function openEventLog(spec: string, opts: OpenLogOptions = {}): Pro
     default:
       throw new ValidationError(`unknown log backend ${JSON.stringify(spec)}: ${LOG_SPEC_HELP}`);
   }
+}
+
+/** The server URL and schema a `postgres:` spec names (null for any other backend). */
+export function postgresTarget(spec: string, opts: Pick<OpenLogOptions, 'postgresSchema'> = {}): { url: string; schema: string } | null {
+  const m = /^(postgres|postgresql):(.*)$/s.exec(spec);
+  if (!m) return null;
+  const { url, param } = splitParam(m[2]!, /^postgres(ql)?:\/\//, 'schema', spec);
+  return { url, schema: param ?? opts.postgresSchema ?? 'longbuild' };
 }
 
 /** Check the URL's scheme and take our own query parameter off it (drivers may refuse unknown ones). */

@@ -5,7 +5,7 @@ import { withBuild } from '../with-build.js';
 import { withControl } from '../with-control.js';
 import { UsageError } from '../../../events/errors.js';
 
-export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' } };
+export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' } };
 
 export interface RunOutput {
   readonly outcome: StepOutcome;
@@ -23,7 +23,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
   if (max !== undefined && (typeof max !== 'number' || max < 1)) throw new UsageError('run: --max-steps must be a positive integer');
   const limit = typeof max === 'number' ? max : Number.POSITIVE_INFINITY;
   const progress = !ctx.json && process.stderr.isTTY === true;
-  return withControl(ctx, () => withBuild(ctx, async (s) => {
+  return withControl(ctx, (lease) => withBuild(ctx, async (s) => {
     const outcomes: Partial<Record<StepOutcome, number>> = {};
     let steps = 0;
     let last: StepResult | null = null;
@@ -49,7 +49,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
       ...(last?.reason !== undefined ? { reason: last.reason } : {}),
       outcomes,
     };
-  }));
+  }, { appendFence: lease.appendFence }));
 }
 
 function truncate(s: string, n: number): string {

@@ -2,10 +2,13 @@ import type { StepResult } from '../../controller/controller.js';
 import type { CommandContext } from '../types.js';
 import { withBuild } from '../with-build.js';
 import { withControl } from '../with-control.js';
+import type { FlagSpec } from '../types.js';
+
+export const flags: Record<string, FlagSpec> = { standby: { type: 'boolean' } };
 
 /** Perform exactly one controller event. */
 export async function run(ctx: CommandContext): Promise<StepResult> {
-  return withControl(ctx, () => withBuild(ctx, (s) => s.controller.advance()));
+  return withControl(ctx, (lease) => withBuild(ctx, (s) => s.controller.advance(), { appendFence: lease.appendFence }));
 }
 
 export function render(d: StepResult): string {
