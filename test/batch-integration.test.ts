@@ -3,6 +3,8 @@ import { execFile, execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import fc from 'fast-check';
+import { splitHalves } from '../src/commands/batch.js';
 import { BIN, cliJson, runCli, tempDir } from './support/cli.js';
 
 const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8' }).trim();
@@ -54,6 +56,17 @@ function outcome(repo: string) {
 }
 
 describe('batch integration (SPEC R-25, R-12, R-24)', () => {
+  it('R-25 a split partitions a failed batch into two non-empty halves, order kept, so bisection always terminates', () => {
+    fc.assert(fc.property(fc.uniqueArray(fc.stringMatching(/^[a-z][a-z0-9]{0,6}$/), { minLength: 2, maxLength: 64 }), (ids) => {
+      const [a, b] = splitHalves(ids);
+      expect([...a, ...b]).toEqual(ids);
+      expect(a.length).toBeGreaterThan(0);
+      expect(b.length).toBeGreaterThan(0);
+      expect(a.length - b.length).toBeGreaterThanOrEqual(0);
+      expect(a.length - b.length).toBeLessThanOrEqual(1);
+    }), { numRuns: 200 });
+  });
+
   it('R-25 four independent nodes are dispatched from one head and promoted by ONE compare-and-set ref update', () => {
     const repo = tempDir();
     cliJson(['init', '--blueprint', blueprint(repo, 4, { maxBatch: 4 })], { cwd: repo });
