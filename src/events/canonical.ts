@@ -50,20 +50,25 @@ function write(value: unknown, path: string): string {
   }
 }
 
-/** Code-point order (not UTF-16 code-unit order, which differs above U+FFFF). */
+/**
+ * Code-point order (not UTF-16 code-unit order, which differs above U+FFFF). Compares code
+ * units and fixes up only where a surrogate meets a unit in U+E000..U+FFFF.
+ */
 export function compareCodePoints(a: string, b: string): number {
   if (a === b) return 0;
-  const ia = a[Symbol.iterator]();
-  const ib = b[Symbol.iterator]();
-  for (;;) {
-    const x = ia.next();
-    const y = ib.next();
-    if (x.done) return y.done ? 0 : -1;
-    if (y.done) return 1;
-    const cx = x.value.codePointAt(0)!;
-    const cy = y.value.codePointAt(0)!;
-    if (cx !== cy) return cx - cy;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return fixup(x) - fixup(y);
   }
+  return a.length - b.length;
+}
+
+/** Surrogates (D800–DFFF) sort above E000–FFFF in code-point order. */
+function fixup(u: number): number {
+  if (u < 0xd800) return u;
+  return u <= 0xdfff ? u + 0x2000 : u - 0x800;
 }
 
 /** Drop keys whose value is undefined (deeply), so optional fields can be canonicalised. */

@@ -1,4 +1,5 @@
 import { original, produce, type Draft } from 'immer';
+import { topologicalIndex } from './graph.js';
 import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type {
@@ -102,6 +103,11 @@ export interface BuildState {
   readonly blocked: { readonly reason: string; readonly nodeIds: readonly string[] } | null;
   /** Graph revision → position of the event that produced it (time travel by revision). */
   readonly revisionPositions: Readonly<Record<string, number>>;
+  /**
+   * Stable topological position of every planned node (R-10), recomputed by the fold only when
+   * nodes are planned, so ranking a ready wave does not re-sort the whole graph every step.
+   */
+  readonly topoIndex?: Readonly<Record<string, number>>;
   /** Node groups a BatchSplit left to integrate, next first (R-25 bisection). */
   readonly batchQueue: readonly (readonly string[])[];
   /** Every summary ever made, absorbed ones included (R-22 keeps them as history). */
@@ -333,5 +339,8 @@ function applyHorizon(draft: Draft<BuildState>, d: DataOf<'HorizonSealed'> | Dat
     };
     added = true;
   }
-  if (added) bumpGraph(draft);
+  if (added) {
+    bumpGraph(draft);
+    draft.topoIndex = topologicalIndex(draft.nodes as Record<string, NodeRecord>);
+  }
 }

@@ -77,23 +77,65 @@ export function stableTopologicalOrder(nodes: Readonly<Record<string, NodeRecord
       list.push(id);
     }
   }
-  const ready = ids.filter((id) => indegree.get(id) === 0).sort(compareCodePoints);
+  const ready = new IdHeap();
+  for (const id of ids) if (indegree.get(id) === 0) ready.push(id);
   const order: string[] = [];
-  while (ready.length > 0) {
-    const id = ready.shift()!;
+  while (ready.size > 0) {
+    const id = ready.pop();
     order.push(id);
-    const next: string[] = [];
     for (const child of children.get(id) ?? []) {
       const d = indegree.get(child)! - 1;
       indegree.set(child, d);
-      if (d === 0) next.push(child);
-    }
-    if (next.length) {
-      ready.push(...next);
-      ready.sort(compareCodePoints);
+      if (d === 0) ready.push(child);
     }
   }
   return order;
+}
+
+/** Position of every node in the stable topological order of the whole graph. */
+export function topologicalIndex(nodes: Readonly<Record<string, NodeRecord>>): Record<string, number> {
+  const index: Record<string, number> = {};
+  stableTopologicalOrder(nodes, Object.keys(nodes)).forEach((id, i) => (index[id] = i));
+  return index;
+}
+
+/** A binary min-heap of ids in code-point order (Kahn's ready queue). */
+class IdHeap {
+  private readonly a: string[] = [];
+  get size(): number {
+    return this.a.length;
+  }
+  push(id: string): void {
+    const a = this.a;
+    a.push(id);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (compareCodePoints(a[p]!, a[i]!) <= 0) break;
+      [a[p], a[i]] = [a[i]!, a[p]!];
+      i = p;
+    }
+  }
+  pop(): string {
+    const a = this.a;
+    const top = a[0]!;
+    const last = a.pop()!;
+    if (a.length > 0) {
+      a[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < a.length && compareCodePoints(a[l]!, a[m]!) < 0) m = l;
+        if (r < a.length && compareCodePoints(a[r]!, a[m]!) < 0) m = r;
+        if (m === i) break;
+        [a[m], a[i]] = [a[i]!, a[m]!];
+        i = m;
+      }
+    }
+    return top;
+  }
 }
 
 /**
@@ -112,8 +154,10 @@ export function rankReadyWave(state: BuildState): string[] {
   }
   if (ready.length === 0) return [];
   const depths = unlockDepths(nodes);
-  const topo = new Map(stableTopologicalOrder(nodes, Object.keys(nodes)).map((id, i) => [id, i]));
-  return ready.sort((a, b) => (depths.get(b) ?? 0) - (depths.get(a) ?? 0) || (topo.get(a) ?? 0) - (topo.get(b) ?? 0) || compareCodePoints(a, b));
+  // The fold keeps the topological index of the planned graph; recompute only if it lacks a node.
+  const cached = state.topoIndex;
+  const topo = cached && ready.every((id) => cached[id] !== undefined) ? cached : topologicalIndex(nodes);
+  return ready.sort((a, b) => (depths.get(b) ?? 0) - (depths.get(a) ?? 0) || (topo[a] ?? 0) - (topo[b] ?? 0) || compareCodePoints(a, b));
 }
 
 /** The one canonical byte form of a ranked ready list. */

@@ -1,0 +1,97 @@
+// Controller overhead per step (decide + append + project) with effects that return at once,
+// on graphs of 1k, 10k and 100k nodes (issue 3). Run: npm run build && node bench/controller.mjs [sizes...]
+// Prints, per size: median / p90 step time, steps measured, log bytes per step.
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteEventLog } from '../dist/adapters/log/sqlite-log.js';
+import { ProjectionStore } from '../dist/projections/engine.js';
+import { allProjections } from '../dist/projections/registry.js';
+import { Controller } from '../dist/adapters/controller/controller.js';
+import { logicalClock } from '../dist/adapters/clock.js';
+import { noFaults } from '../dist/adapters/faults.js';
+import { canonicalSha256 } from '../dist/events/hash.js';
+
+const sizes = process.argv.slice(2).map(Number).filter(Boolean);
+const SIZES = sizes.length ? sizes : [1000, 10000, 100000];
+const HEAD = 'a'.repeat(40);
+
+/** A plan of n read-only nodes in two detailed milestones; node i depends on up to two earlier nodes. */
+function plan(n) {
+  const half = Math.ceil(n / 2);
+  const nodes = [];
+  let seed = 42;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  for (let i = 0; i < n; i++) {
+    const m = i < half ? 'm1' : 'm2';
+    const lo = i < half ? 0 : half;
+    const deps = new Set();
+    if (i > lo) for (let k = 0; k < 2; k++) if (rand() < 0.7) deps.add(`n${lo + Math.floor(rand() * (i - lo))}`);
+    nodes.push({ id: `n${i}`, kind: 'read-only', deps: [...deps] });
+    void m;
+  }
+  return {
+    detailed: [
+      { id: 'm1', title: 'one', nodes: nodes.slice(0, half) },
+      { id: 'm2', title: 'two', nodes: nodes.slice(half) },
+    ],
+    coarse: [],
+  };
+}
+
+const instantGit = {
+  prepareAttemptWorktree: async () => '', findAttemptCommit: async () => null, commitWorktree: async () => null,
+  removeAttemptWorktree: async () => {}, changedPaths: async () => [], readRef: async () => HEAD,
+  integrateAndVerify: async () => ({ ok: false, reason: 'not used' }), promote: async () => ({ ok: true }),
+};
+
+async function bench(n, steps) {
+  const dir = mkdtempSync(join(tmpdir(), 'lb-bench-ctl-'));
+  const log = new SqliteEventLog({ path: join(dir, 'events.db'), synchronous: process.env.SYNC ?? 'NORMAL' });
+  const store = ProjectionStore.open(join(dir, 'projections.db'), allProjections(), { snapshotEvery: 0 });
+  const request = { title: 'bench' };
+  log.appendSync('build-bench', [{
+    type: 'BuildInitialized',
+    data: {
+      buildId: 'bench', request, requestSha256: canonicalSha256(request), integrationRef: 'refs/heads/longbuild/integration', baseHead: HEAD,
+      verify: [], settings: { detailedWindow: 2, coarseWindow: 12, maxBatch: 1, maxAttempts: 3, compaction: false, plannerRoute: 'bench' },
+      driver: { kind: 'blueprint', sourceSha256: canonicalSha256('bench') },
+    },
+    metadata: { recordedAt: '2026-01-01T00:00:00.000Z' },
+  }], 'no-stream');
+  store.catchUp(log.iterateAll(1));
+  const proposal = plan(n);
+  const controller = await Controller.open({
+    log, clock: logicalClock(), planner: { route: 'bench', propose: async () => proposal },
+    worker: { implement: async () => ({ outcome: 'recorded', stdout: '', stderr: '' }) },
+    git: instantGit, evidence: { put: () => 'e'.repeat(64) }, faults: noFaults, protectedPaths: [],
+    onAppended: (events) => store.catchUp(events),
+  });
+  const t0 = performance.now();
+  await controller.advance(); // seal
+  const sealMs = performance.now() - t0;
+  const times = [];
+  const bytes0 = statSync(join(dir, 'events.db')).size;
+  const pos0 = controller.current.position;
+  for (let i = 0; i < steps; i++) {
+    const t = performance.now();
+    const r = await controller.advance();
+    times.push(performance.now() - t);
+    if (r.outcome !== 'dispatched') throw new Error(`unexpected ${r.outcome}`);
+  }
+  log.db.pragma('wal_checkpoint(TRUNCATE)');
+  const bytes = statSync(join(dir, 'events.db')).size - bytes0;
+  const rows = log.db.prepare('SELECT SUM(LENGTH(data) + LENGTH(metadata) + 64 * 2 + LENGTH(type)) AS b FROM events WHERE position > ?').get(pos0).b;
+  times.sort((a, b) => a - b);
+  store.close();
+  await log.close();
+  rmSync(dir, { recursive: true, force: true });
+  return { n, sealMs, median: times[Math.floor(times.length / 2)], p90: times[Math.floor(times.length * 0.9)], steps, logBytesPerStep: rows / steps, fileBytesPerStep: bytes / steps };
+}
+
+console.log(`controller step overhead (synchronous=${process.env.SYNC ?? 'NORMAL'}; effects instant; read-only nodes: AttemptStarted + AttemptFinished per step)`);
+console.log('nodes    seal ms   median ms   p90 ms   steps   log bytes/step   file bytes/step');
+for (const n of SIZES) {
+  const r = await bench(n, Math.min(400, Math.floor(n / 2)));
+  console.log(`${String(r.n).padEnd(8)} ${r.sealMs.toFixed(0).padStart(7)}   ${r.median.toFixed(3).padStart(9)}   ${r.p90.toFixed(3).padStart(6)}   ${String(r.steps).padStart(5)}   ${r.logBytesPerStep.toFixed(0).padStart(14)}   ${r.fileBytesPerStep.toFixed(0).padStart(15)}`);
+}
