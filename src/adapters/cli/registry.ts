@@ -26,17 +26,17 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   },
   init: {
     summary: 'create a build from a blueprint, or from a request and a config of real commands',
-    help: 'longbuild init --blueprint FILE\nlongbuild init --request FILE [--config FILE]\n  Creates the git repository if absent (with an empty initial commit), the build directory\n  (--dir, default <repo>/.longbuild) and the first event.\n  --blueprint FILE  scripted planner and worker driven by a blueprint (format in CLI.md)\n  --request FILE    the project request (a JSON object); planner and worker are the commands of\n                    --config FILE (default <repo>/longbuild.config.json; schema: longbuild config-schema)\nexamples: longbuild init --blueprint blueprints/helios.json --repo ./helios\n          longbuild init --request request.json --config longbuild.config.json',
+    help: 'longbuild init --blueprint FILE [--log SPEC]\nlongbuild init --request FILE [--config FILE] [--log SPEC]\n  Creates the git repository if absent (with an empty initial commit), the build directory\n  (--dir, default <repo>/.longbuild) and the first event.\n  --blueprint FILE  scripted planner and worker driven by a blueprint (format in CLI.md)\n  --request FILE    the project request (a JSON object); planner and worker are the commands of\n                    --config FILE (default <repo>/longbuild.config.json; schema: longbuild config-schema)\n  --log SPEC        where the event log lives: sqlite (default, <dir>/events.db), sqlite:PATH,\n                    postgres:postgres://USER:PASS@HOST:PORT/DB[?schema=NAME] or eventstore:esdb://...;\n                    recorded in <dir>/log.json (default for --request: the config\'s "log")\nexamples: longbuild init --blueprint blueprints/helios.json --repo ./helios\n          longbuild init --request request.json --config longbuild.config.json',
     load: () => import('./commands/init.js'),
   },
   step: {
     summary: 'perform exactly one controller event',
-    help: 'longbuild step\n  One controller event (R-17): seal, checkpoint, compact, recover, renew, complete or dispatch.\n  Outcomes: planned, dispatched, integrated, revising, checkpointed, compacted, renewed,\n  recovered, horizon_complete, blocked (exit 1).\nexample: longbuild step --json',
+    help: 'longbuild step\n  One controller event (R-17): seal, checkpoint, compact, recover, renew, complete or dispatch.\n  Outcomes: planned, dispatched, integrated, revising, checkpointed, compacted, renewed,\n  recovered, horizon_complete, blocked (exit 1).\n  Holds the controller lease: another controller running exits 3; --standby waits for the lease.\nexample: longbuild step --json',
     load: () => import('./commands/step.js'),
   },
   run: {
     summary: 'advance until the horizon completes, the build blocks, or --max-steps',
-    help: 'longbuild run [--max-steps N]\n  Shows progress on a terminal (stderr). Exit 0 when complete or N steps were taken,\n  1 when the build is blocked (invalid plan, node out of attempts).\nexample: longbuild run --max-steps 10 --json',
+    help: 'longbuild run [--max-steps N] [--standby]\n  Shows progress on a terminal (stderr). Exit 0 when complete or N steps were taken,\n  1 when the build is blocked (invalid plan, node out of attempts), 3 when another controller\n  holds the build\'s lease. --standby: wait for the lease instead, and take over when its holder\n  stops (PostgreSQL builds: within LONGBUILD_LEASE_TIMEOUT_MS, default 10000, of its death).\nexample: longbuild run --max-steps 10 --json',
     load: () => import('./commands/run.js'),
   },
   status: {
@@ -73,6 +73,11 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     summary: 'inspect, check or shrink the verification cache (stats|verify|gc)',
     help: 'longbuild cache stats|verify|gc [--max-age-days N]\n  The verification cache (R-27) under <build dir>/cache: content-addressed passed runs, never\n  authority. stats: keys, entries, bytes. verify: re-check every entry against its address and key\n  (exit 1 on a problem). gc: remove corrupt and dangling files and every entry whose tree no\n  VerificationFinished of the log names or that was not used for N days (default 30; 0: all).\n  LONGBUILD_VERIFY_CACHE=off turns the cache off for a run (receipts keep their shape).\nexample: longbuild cache gc --max-age-days 7 --json',
     load: () => import('./commands/cache.js'),
+  },
+  export: {
+    summary: 'copy the build\'s log, hash chain intact, into another backend (e.g. PostgreSQL)',
+    help: 'longbuild export --to SPEC [--switch]\n  Copies every event of the build\'s log into the empty log SPEC (postgres:URL[?schema=NAME],\n  eventstore:URL or sqlite:PATH) exactly as stored: same positions, hashes and head hash. Both\n  chains are verified. Holds the controller lease meanwhile. --switch: the build then uses SPEC\n  (recorded in <dir>/log.json); the old log is left as a frozen copy.\nexample: longbuild export --to \'postgres:postgres://lb:pw@db:5432/builds?schema=helios\' --switch',
+    load: () => import('./commands/export.js'),
   },
   rebuild: {
     summary: 'drop and rebuild every projection from the log',

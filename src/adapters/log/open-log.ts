@@ -79,6 +79,6 @@ function splitParam(raw: string, scheme: RegExp, name: string, spec: string): { 
 }
 
 /** Never echo a password back in an error message. */
-function redact(spec: string): string {
+export function redact(spec: string): string {
   return spec.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@');
 }
