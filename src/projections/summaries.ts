@@ -4,7 +4,8 @@
  */
 import type { Draft } from 'immer';
 import type { CompactionSummary, DataOf } from '../events/catalogue.js';
-import type { BuildState } from './build-state.js';
+import type { BuildState, NodeRecord } from './build-state.js';
+import { topologicalIndex } from './graph.js';
 
 /** One summary ever made. `absorbedBy` names the later summary that absorbed it (history stays). */
 export interface SummaryRecord {
@@ -80,4 +81,6 @@ export function applyCompaction(draft: Draft<BuildState>, d: DataOf<'MilestoneCo
   }
   draft.summaries[d.summaryId] = { summaryId: d.summaryId, sha256: d.summarySha256, summary: d.summary, position, absorbedBy: null };
   draft.pendingCompactions = draft.pendingCompactions.filter((m) => m !== d.summary.milestoneId);
+  // The ranking's cached topological index describes the graph before: recompute it for the new one.
+  draft.topoIndex = topologicalIndex(draft.nodes as Record<string, NodeRecord>);
 }
