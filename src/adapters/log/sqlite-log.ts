@@ -5,7 +5,7 @@ import { EventMetadataSchema, computeEventHash, hashFromCanonicalParts, type New
 import { GENESIS_HASH } from '../../events/hash.js';
 import { domainCatalogue, formatZodError, type EventCatalogue } from '../../events/catalogue.js';
 import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions, VerifyProblem } from '../../events/log.js';
-import { prepareNewEvents } from './prepare.js';
+import { checkAppendShape, prepareNewEvent } from './prepare.js';
 import { prepareVerbatim } from './verbatim.js';
 
 export interface SqliteLogOptions {
@@ -91,7 +91,10 @@ export class SqliteEventLog implements EventLog {
 
   /** Synchronous append, used by the async port method and by hot paths. */
   appendSync(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): AppendResult {
-    const prepared = prepareNewEvents(streamId, events, this.catalogue);
+    checkAppendShape(streamId, events);
+    // Each event is validated and canonicalised right before its insert, inside the transaction:
+    // a bad event throws, the transaction rolls back and nothing is written, and a big
+    // batch never holds a second array of prepared copies.
     const run = this.db.transaction((): AppendResult => {
       const current = (this.stmts.streamRev.get(streamId) as { r: number | null }).r ?? -1;
       checkExpected(streamId, expected, current);
@@ -100,7 +103,8 @@ export class SqliteEventLog implements EventLog {
       let prevHash = head?.hash ?? GENESIS_HASH;
       let revision = current;
       const stored: StoredEvent[] = [];
-      for (const p of prepared) {
+      for (let i = 0; i < events.length; i++) {
+        const p = prepareNewEvent(events[i]!, i, this.catalogue);
         position += 1;
         revision += 1;
         const hash = hashFromCanonicalParts({ position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, dataJson: p.dataJson, metadataJson: p.metadataJson, prevHash });
