@@ -14,6 +14,7 @@ import { SqliteSnapshotStore } from '../dist/projections/snapshots.js';
 import { stateAt } from '../dist/projections/time-travel.js';
 import { graphSha256, rankReadyWave } from '../dist/projections/graph.js';
 import { Controller } from '../dist/adapters/controller/controller.js';
+import { nextAction } from '../dist/commands/next-action.js';
 import { logicalClock } from '../dist/adapters/clock.js';
 import { noFaults } from '../dist/adapters/faults.js';
 import { canonicalSha256, sha256Hex } from '../dist/events/hash.js';
@@ -22,6 +23,7 @@ import { ScriptedPlanner } from '../dist/adapters/blueprint/scripted-planner.js'
 
 const M = Number(process.argv[2] ?? 1000);
 const K = Number(process.argv[3] ?? 4);
+const MODES = (process.argv[4] ?? 'both') === 'both' ? [true, false] : [process.argv[4] === 'on'];
 const BASE = 'a'.repeat(40);
 
 /** M milestones of K nodes: a chain of K-1 read-only nodes and one writable; each milestone consumes the one before. */
@@ -77,17 +79,22 @@ async function run(compaction) {
     onAppended: (events) => store.catchUp(events),
   });
 
-  const buckets = Array.from({ length: 10 }, () => ({ ms: 0, steps: 0 }));
+  const buckets = Array.from({ length: 10 }, () => ({ ms: 0, decideMs: 0, steps: 0 }));
   let maxNodes = 0;
   let steps = 0;
   const t0 = performance.now();
   for (;;) {
     const checkpoints = Object.keys(controller.current.checkpoints).length;
+    // The graph-dependent part of a step: the pure decision (ranking included), timed on its own.
+    const td = performance.now();
+    nextAction(controller.current);
+    const decide = performance.now() - td;
     const t = performance.now();
     const r = await controller.advance();
     const dt = performance.now() - t;
     const b = buckets[Math.min(9, Math.floor((checkpoints / M) * 10))];
     b.ms += dt;
+    b.decideMs += decide;
     b.steps += 1;
     steps += 1;
     maxNodes = Math.max(maxNodes, Object.keys(controller.current.nodes).length);
@@ -118,7 +125,7 @@ async function run(compaction) {
   }
   const result = {
     compaction, steps, totalS, events: st.position, finalNodes: Object.keys(st.nodes).length, maxNodes,
-    summaries: Object.keys(st.summaries).length, buckets: buckets.map((b) => (b.steps ? b.ms / b.steps : 0)), latency,
+    summaries: Object.keys(st.summaries).length, buckets: buckets.map((b) => (b.steps ? b.ms / b.steps : 0)), decide: buckets.map((b) => (b.steps ? b.decideMs / b.steps : 0)), latency,
   };
   store.close();
   await log.close();
@@ -127,10 +134,11 @@ async function run(compaction) {
 }
 
 console.log(`compaction benchmark: ${M} milestones x ${K} nodes (${K - 1} read-only + 1 writable), detailed window 2, effects instant, synchronous=${process.env.SYNC ?? 'NORMAL'}`);
-for (const compaction of [true, false]) {
+for (const compaction of MODES) {
   const r = await run(compaction);
   console.log(`\n== compaction ${compaction ? 'ON' : 'OFF'}: ${r.steps} steps, ${r.events} events, ${r.totalS.toFixed(1)} s`);
   console.log(`active graph: ${r.finalNodes} nodes at the end, at most ${r.maxNodes} during the build; ${r.summaries} summaries in history`);
   console.log(`mean step ms by build decile: ${r.buckets.map((x) => x.toFixed(2)).join(' | ')}`);
+  console.log(`  of which the decision (nextAction, ranking): ${r.decide.map((x) => x.toFixed(3)).join(' | ')}`);
   for (const l of r.latency) console.log(`show --revision ${l.rev} (${Math.round(l.frac * 100)}% in, position ${l.position}): ${l.ms.toFixed(1)} ms, ${l.nodes} nodes`);
 }
