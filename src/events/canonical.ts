@@ -8,9 +8,73 @@ export type JsonValue = JsonPrimitive | JsonValue[] | { [key: string]: JsonValue
  * no `undefined`, no non-finite numbers. Throws ValidationError naming the path otherwise.
  */
 export function canonicalJson(value: unknown): string {
-  return write(value, '$');
+  try {
+    return fast(value);
+  } catch (err) {
+    if (err !== NOT_CANONICAL) throw err;
+    return write(value, '$'); // the slow walk finds the path for the message
+  }
 }
 
+const NOT_CANONICAL = Symbol('not canonical');
+
+/** The hot path: no path bookkeeping; any problem throws NOT_CANONICAL. */
+function fast(value: unknown): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      if (!Number.isFinite(value)) throw NOT_CANONICAL;
+      return JSON.stringify(value); // -0 prints as 0
+    case 'object': {
+      if (Array.isArray(value)) {
+        let out = '[';
+        for (let i = 0; i < value.length; i++) {
+          const item: unknown = value[i];
+          if (item === undefined) throw NOT_CANONICAL;
+          out += i === 0 ? fast(item) : `,${fast(item)}`;
+        }
+        return `${out}]`;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) throw NOT_CANONICAL;
+      const obj = value as Record<string, unknown>;
+      const keys = Object.keys(obj);
+      if (keys.length > 1) sortKeys(keys);
+      let out = '{';
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i]!;
+        const v = obj[key];
+        if (v === undefined) throw NOT_CANONICAL;
+        out += `${i === 0 ? '' : ','}${JSON.stringify(key)}:${fast(v)}`;
+      }
+      return `${out}}`;
+    }
+    default:
+      throw NOT_CANONICAL;
+  }
+}
+
+const ABOVE_SURROGATES = /[\ud800-\uffff]/;
+
+/**
+ * Sort keys by code point. The engine's default sort compares UTF-16 code units, which agrees
+ * with code-point order unless a key holds a unit at or above U+D800; only then re-sort.
+ */
+function sortKeys(keys: string[]): void {
+  keys.sort();
+  for (let i = 0; i < keys.length; i++) {
+    if (ABOVE_SURROGATES.test(keys[i]!)) {
+      keys.sort(compareCodePoints);
+      return;
+    }
+  }
+}
+
+/** The slow walk with paths, used only to name the problem in the error. */
 function write(value: unknown, path: string): string {
   if (value === null) return 'null';
   switch (typeof value) {

@@ -1,10 +1,13 @@
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { canonicalJson } from './canonical.js';
 
 /** SHA-256 of a string or bytes, lower-case hex. */
 export function sha256Hex(input: string | Uint8Array): string {
-  return createHash('sha256').update(input).digest('hex');
+  // crypto.hash (Node ≥ 20.12) is a one-shot digest without a Hash object per call.
+  return oneShot ? oneShot('sha256', input, 'hex') : crypto.createHash('sha256').update(input).digest('hex');
 }
+
+const oneShot = (crypto as unknown as { hash?: (alg: string, data: string | Uint8Array, enc: 'hex') => string }).hash;
 
 /** SHA-256 of the canonical JSON of a value. */
 export function canonicalSha256(value: unknown): string {

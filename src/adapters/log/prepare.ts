@@ -24,15 +24,31 @@ export function checkAppendShape(streamId: string, events: readonly NewEvent[]):
  * Validate and canonicalise one event (R-2, R-28); `i` is its index in the batch, for messages.
  * Backends call it for every event before committing, so one bad event refuses the whole batch.
  */
-export function prepareNewEvent(event: NewEvent, i: number, catalogue: EventCatalogue): PreparedEvent {
+export function prepareNewEvent(event: NewEvent, i: number, catalogue: EventCatalogue, memo?: MetadataMemo): PreparedEvent {
   if (event === null || typeof event !== 'object') throw new ValidationError(`event #${i} is not an object`, 'R-28');
   if (typeof event.type !== 'string' || event.type.length === 0) throw new ValidationError(`event #${i} has no type`, 'R-28');
   const schemaVersion = event.schemaVersion ?? catalogue.currentVersion(event.type);
   const dataJson = canonicalJson(event.data);
-  const metadata = plainMetadata(event.metadata) ?? parseMetadata(event, i);
-  const metadataJson = canonicalJson(metadata);
+  let metadata: EventMetadata;
+  let metadataJson: string;
+  if (memo !== undefined && memo.source === event.metadata && memo.source !== undefined) {
+    // A batch usually shares one metadata object: validate and encode it once.
+    metadata = memo.metadata!;
+    metadataJson = memo.json;
+  } else {
+    metadata = plainMetadata(event.metadata) ?? parseMetadata(event, i);
+    metadataJson = canonicalJson(metadata);
+    if (memo !== undefined) Object.assign(memo, { source: event.metadata, metadata, json: metadataJson });
+  }
   catalogue.validate(event.type, schemaVersion, event.data);
   return { type: event.type, schemaVersion, data: event.data, metadata, dataJson, metadataJson };
+}
+
+/** One batch's last metadata object and its encoding (append-local; never shared between appends). */
+export interface MetadataMemo {
+  source?: unknown;
+  metadata?: EventMetadata;
+  json: string;
 }
 
 /**

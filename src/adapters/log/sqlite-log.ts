@@ -5,7 +5,7 @@ import { EventMetadataSchema, computeEventHash, hashFromCanonicalParts, type New
 import { GENESIS_HASH } from '../../events/hash.js';
 import { domainCatalogue, formatZodError, type EventCatalogue } from '../../events/catalogue.js';
 import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions, VerifyProblem } from '../../events/log.js';
-import { checkAppendShape, prepareNewEvent } from './prepare.js';
+import { checkAppendShape, prepareNewEvent, type MetadataMemo } from './prepare.js';
 import { prepareVerbatim } from './verbatim.js';
 
 export interface SqliteLogOptions {
@@ -30,6 +30,9 @@ interface EventRow {
   prev_hash: string;
   hash: string;
 }
+
+/** Rows per multi-row INSERT in a batch append (9 parameters each; SQLite allows 32 766). */
+const ROWS_PER_INSERT = 64;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS events (
@@ -72,6 +75,9 @@ export class SqliteEventLog implements EventLog {
     }
     this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
     this.stmts = {
+      insertMany: this.db.prepare(
+        `INSERT INTO events (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash) VALUES ${Array.from({ length: ROWS_PER_INSERT }, () => '(?,?,?,?,?,?,?,?,?)').join(',')}`,
+      ),
       insert: this.db.prepare(
         'INSERT INTO events (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)',
       ),
@@ -103,15 +109,24 @@ export class SqliteEventLog implements EventLog {
       let prevHash = head?.hash ?? GENESIS_HASH;
       let revision = current;
       const stored: StoredEvent[] = [];
+      const memo: MetadataMemo = { json: '' };
+      // Rows go to SQLite ROWS_PER_INSERT at a time (one multi-row INSERT): far fewer statement
+      // executions than a row-by-row loop, which pays for validation, canonical JSON and hashing.
+      let params: (string | number)[] = [];
       for (let i = 0; i < events.length; i++) {
-        const p = prepareNewEvent(events[i]!, i, this.catalogue);
+        const p = prepareNewEvent(events[i]!, i, this.catalogue, memo);
         position += 1;
         revision += 1;
         const hash = hashFromCanonicalParts({ position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, dataJson: p.dataJson, metadataJson: p.metadataJson, prevHash });
-        this.stmts.insert.run(position, streamId, revision, p.type, p.schemaVersion, p.dataJson, p.metadataJson, prevHash, hash);
+        params.push(position, streamId, revision, p.type, p.schemaVersion, p.dataJson, p.metadataJson, prevHash, hash);
+        if (params.length === ROWS_PER_INSERT * 9) {
+          this.stmts.insertMany.run(params);
+          params = [];
+        }
         stored.push({ position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, data: p.data, metadata: p.metadata, prevHash, hash });
         prevHash = hash;
       }
+      for (let k = 0; k < params.length; k += 9) this.stmts.insert.run(params.slice(k, k + 9));
       this.stmts.setAnchor.run(position, prevHash);
       return { nextRevision: revision, position, events: stored };
     });
