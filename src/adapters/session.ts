@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { canonicalJson, type JsonValue } from '../events/canonical.js';
 import { canonicalSha256, sha256Hex } from '../events/hash.js';
-import { CorruptLogError, NotFoundError, ValidationError } from '../events/errors.js';
+import { CorruptLogError, ValidationError } from '../events/errors.js';
 import type { BuildSettings } from '../events/catalogue.js';
 import type { Planner, Worker } from '../commands/ports.js';
 import type { TransferableEventLog } from './log/verbatim.js';
