@@ -12,6 +12,11 @@ export interface TableSpec<S> {
    * deletes only the rows that changed. Keys are the entity's primary key joined with '\u0000'.
    */
   entities(state: S): ReadonlyMap<string, unknown> | Readonly<Record<string, unknown>>;
+  /**
+   * When true, `entities` returns a Sharded collection (bucket → key → entity, see sharded.ts);
+   * the engine then skips unchanged buckets by reference, so a write costs one bucket, not n rows.
+   */
+  readonly sharded?: boolean;
   /** Column values, in `columns` order. Must be a pure function of the entity. */
   toRow(key: string, entity: unknown): readonly (string | number | null)[];
 }

@@ -51,6 +51,20 @@ export class TableWriter<S> {
     const a = this.spec.entities(before);
     const b = this.spec.entities(after);
     if (a === b) return;
+    if (this.spec.sharded) {
+      const sa = a as Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+      const sb = b as Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+      for (const bucket of new Set([...Object.keys(sa), ...Object.keys(sb)])) {
+        const x = sa[bucket] ?? {};
+        const y = sb[bucket] ?? {};
+        if (x !== y) this.diffCollections(x, y);
+      }
+      return;
+    }
+    this.diffCollections(a, b);
+  }
+
+  private diffCollections(a: ReadonlyMap<string, unknown> | Readonly<Record<string, unknown>>, b: ReadonlyMap<string, unknown> | Readonly<Record<string, unknown>>): void {
     for (const [key, entity] of entriesOf(a)) {
       if (!contains(b, key)) this.remove.run(...this.row(key, entity).slice(0, this.spec.keyColumns));
     }
