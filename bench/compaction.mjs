@@ -13,6 +13,7 @@ import { buildProjection } from '../dist/projections/build-projection.js';
 import { SqliteSnapshotStore } from '../dist/projections/snapshots.js';
 import { stateAt } from '../dist/projections/time-travel.js';
 import { graphSha256, rankReadyWave } from '../dist/projections/graph.js';
+import { positionOfRevision } from '../dist/projections/build-state.js';
 import { Controller } from '../dist/adapters/controller/controller.js';
 import { nextAction } from '../dist/commands/next-action.js';
 import { logicalClock } from '../dist/adapters/clock.js';
@@ -109,7 +110,7 @@ async function run(compaction) {
   const latency = [];
   for (const frac of [0.1, 0.5, 0.9]) {
     const rev = Math.max(1, Math.floor(st.graphRevision * frac));
-    const position = st.revisionPositions[String(rev)];
+    const position = positionOfRevision(st, rev);
     const times = [];
     let nodes = 0;
     for (let i = 0; i < 5; i++) {

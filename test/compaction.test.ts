@@ -1,3 +1,4 @@
+import { attemptOf, jobOf } from '../src/projections/build-state.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { logicalClock } from '../src/adapters/clock.js';
@@ -80,8 +81,8 @@ describe('R-21 compaction keeps the lineage in one summary node', () => {
     expect(s.decisions).toEqual([{ nodeId: 'doc', decision: 'use REST' }]);
     expect(s.completedAt).toBe('t-compact');
     // Every evidence SHA: both attempts, the verification and the receipt.
-    const receipt = before.jobs['job-1']!.receipt!;
-    expect(s.evidenceSha256s).toEqual(expect.arrayContaining([before.attempts['api.1']!.evidenceSha256!, before.attempts['doc.1']!.evidenceSha256!, ...receipt.evidenceSha256s]));
+    const receipt = jobOf(before, 'job-1')!.receipt!;
+    expect(s.evidenceSha256s).toEqual(expect.arrayContaining([attemptOf(before, 'api.1')!.evidenceSha256!, attemptOf(before, 'doc.1')!.evidenceSha256!, ...receipt.evidenceSha256s]));
 
     spec.when(compactEvent(v)).then((after) => {
       expect(Object.keys(after.nodes).sort()).toEqual([v.data.summaryId, 'solo', 'ui'].sort());

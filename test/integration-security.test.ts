@@ -1,3 +1,5 @@
+import { shardValues } from '../src/projections/sharded.js';
+import { attemptOf } from '../src/projections/build-state.js';
 import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -73,8 +75,8 @@ describe('trusted verification commands and protected paths (SPEC R-26, R-28, R-
     };
     const s = await openBuild({ repo, worker: sneaky });
     try {
-      for (let i = 0; i < 4 && !Object.values(s.controller.current.jobs).some((j) => j.status === 'promoted'); i++) await s.controller.advance();
-      const jobs = Object.values(s.controller.current.jobs);
+      for (let i = 0; i < 4 && !shardValues(s.controller.current.jobs).some((j) => j.status === 'promoted'); i++) await s.controller.advance();
+      const jobs = shardValues(s.controller.current.jobs);
       expect(jobs).toHaveLength(1);
       expect(jobs[0]!.verification!.evidence.map((e) => e.argv)).toEqual(TRUSTED);
     } finally {
@@ -98,10 +100,10 @@ describe('trusted verification commands and protected paths (SPEC R-26, R-28, R-
       await s.controller.advance(); // seal
       const r = await s.controller.advance(); // dispatch catalog-api
       expect(r.outcome).toBe('dispatched');
-      const attempt = s.controller.current.attempts['catalog-api.1']!;
+      const attempt = attemptOf(s.controller.current, 'catalog-api.1')!;
       expect(attempt.status).toBe('failed');
       expect(s.controller.current.nodes['catalog-api']!.state).toBe('revising');
-      expect(Object.keys(s.controller.current.jobs)).toEqual([]);
+      expect(shardValues(s.controller.current.jobs)).toEqual([]);
       const finished = (await s.log.readAll({ from: 1, limit: 100 })).find((e) => e.type === 'AttemptFinished')!;
       expect((finished.data as { reason: string }).reason).toMatch(/R-29.*\.longbuild\/driver\.json/);
     } finally {

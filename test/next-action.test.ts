@@ -1,3 +1,4 @@
+import { attemptOf } from '../src/projections/build-state.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { deriveCheckpoint } from '../src/commands/checkpoint.js';
@@ -86,7 +87,7 @@ describe('R-11 in-flight work is resumed before fresh work', () => {
     expect(s.nodes['solo']!.state).toBe('validating');
     expect(inFlightNodes(s)).toEqual(['solo']);
     const action = nextAction(s);
-    expect(action).toEqual({ kind: 'integrate', jobId: 'job-1', candidates: [{ nodeId: 'solo', attemptId: 'solo.1', commit: s.attempts['solo.1']!.commit }] });
+    expect(action).toEqual({ kind: 'integrate', jobId: 'job-1', candidates: [{ nodeId: 'solo', attemptId: 'solo.1', commit: attemptOf(s, 'solo.1')!.commit }] });
   });
 
   it('R-11 a started or verified integration job is settled before any dispatch', () => {
@@ -117,7 +118,7 @@ describe('R-11 in-flight work is resumed before fresh work', () => {
         if (inFlight.length > 0) {
           recoveries++;
           expect(['settle-attempt', 'integrate', 'settle-job', 'checkpoint']).toContain(action.kind);
-          if (action.kind === 'settle-attempt') expect(s.attempts[action.attemptId]!.status).toBe('started');
+          if (action.kind === 'settle-attempt') expect(attemptOf(s, action.attemptId)!.status).toBe('started');
           if (action.kind === 'integrate') expect(s.nodes[action.candidates[0]!.nodeId]!.state).toBe('validating');
         }
         if (action.kind === 'dispatch') {

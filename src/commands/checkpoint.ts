@@ -2,7 +2,7 @@ import { compareCodePoints } from '../events/canonical.js';
 import { canonicalSha256 } from '../events/hash.js';
 import { isSafeId } from '../events/ids.js';
 import type { Checkpoint } from '../events/catalogue.js';
-import type { BuildState } from '../projections/build-state.js';
+import { jobOf, type BuildState } from '../projections/build-state.js';
 import { graphSha256 } from '../projections/graph.js';
 
 export type CheckpointVerdict = { ok: true; checkpoint: Checkpoint; sha256: string } | { ok: false; rule: string; reason: string };
@@ -45,7 +45,7 @@ export function deriveCheckpoint(state: BuildState, milestoneId: string, created
     if (!isSafeId(id)) return { ok: false, rule: 'R-20', reason: `unsafe node id '${id}'` };
     if (n.state !== 'accepted') return { ok: false, rule: 'R-20', reason: `node '${id}' of milestone '${milestoneId}' is ${n.state}, not accepted` };
     if (n.kind === 'writable') {
-      const job = n.receiptJobId ? state.jobs[n.receiptJobId] : undefined;
+      const job = n.receiptJobId ? jobOf(state, n.receiptJobId) : undefined;
       if (!job?.receipt || !job.receipt.nodeIds.includes(id)) {
         return { ok: false, rule: 'R-20', reason: `writable node '${id}' has no successful integration receipt` };
       }

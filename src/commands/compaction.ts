@@ -8,7 +8,7 @@ import { compareCodePoints } from '../events/canonical.js';
 import { canonicalSha256 } from '../events/hash.js';
 import type { CompactionSummary, DataOf } from '../events/catalogue.js';
 import type { StoredEvent } from '../events/envelope.js';
-import { evolveBuild, type BuildState, type NodeRecord } from '../projections/build-state.js';
+import { attemptOf, evolveBuild, jobOf, type BuildState, type NodeRecord } from '../projections/build-state.js';
 import { graphSha256, rankReadyWave, readyListBytes } from '../projections/graph.js';
 import { summaryOfMilestone, type SummaryRecord } from '../projections/summaries.js';
 import { attemptIdOf } from './next-action.js';
@@ -97,13 +97,13 @@ function includedProblem(state: BuildState, milestoneId: string, included: Reado
     const where = n.milestone === milestoneId ? `of milestone '${milestoneId}'` : `(an ancestor, milestone '${n.milestone}')`;
     if (n.state !== 'accepted') return `node '${id}' ${where} is ${n.state}; only accepted work is compacted`;
     for (let k = 1; k <= n.attempts; k++) {
-      const a = state.attempts[attemptIdOf(id, k)];
+      const a = attemptOf(state, attemptIdOf(id, k));
       if (a?.status === 'started') return `node '${id}' ${where} is retry-relevant: attempt ${a.attemptId} is in flight`;
     }
-    const last = n.attempts > 0 ? state.attempts[attemptIdOf(id, n.attempts)] : undefined;
+    const last = n.attempts > 0 ? attemptOf(state, attemptIdOf(id, n.attempts)) : undefined;
     if (last?.status === 'failed') return `node '${id}' ${where} is retry-relevant: its last attempt failed and a retry is pending`;
     if (n.kind === 'writable') {
-      const job = n.receiptJobId ? state.jobs[n.receiptJobId] : undefined;
+      const job = n.receiptJobId ? jobOf(state, n.receiptJobId) : undefined;
       if (!job?.receipt || !job.receipt.nodeIds.includes(id) || n.commit === null) {
         return `node '${id}' ${where} is evidence-incomplete: a writable node needs a successful integration receipt`;
       }
@@ -111,9 +111,9 @@ function includedProblem(state: BuildState, milestoneId: string, included: Reado
       return `node '${id}' ${where} is evidence-incomplete: its last attempt recorded no evidence`;
     }
   }
-  for (const jobId in state.jobs) {
-    const job = state.jobs[jobId]!;
-    if ((job.status === 'started' || job.status === 'verified') && job.nodeIds.some((id) => included.has(id))) {
+  for (const jobId of state.openJobs) {
+    const job = jobOf(state, jobId)!;
+    if (job.nodeIds.some((id) => included.has(id))) {
       return `node '${job.nodeIds.find((id) => included.has(id))}' is retry-relevant: integration ${jobId} is in flight`;
     }
   }
@@ -190,13 +190,15 @@ function evidenceOf(state: BuildState, included: ReadonlySet<string>): string[] 
   for (const id of included) {
     const n = state.nodes[id]!;
     for (let k = 1; k <= n.attempts; k++) {
-      const sha = state.attempts[attemptIdOf(id, k)]?.evidenceSha256;
+      const sha = attemptOf(state, attemptIdOf(id, k))?.evidenceSha256;
       if (sha) out.add(sha);
     }
   }
-  for (const jobId in state.jobs) {
-    const job = state.jobs[jobId]!;
-    if (!job.nodeIds.some((id) => included.has(id))) continue;
+  // Each node lists the jobs that included it, so this reads only the included nodes' jobs.
+  const jobIds = new Set<string>();
+  for (const id of included) for (const jobId of state.nodes[id]!.jobIds ?? []) jobIds.add(jobId);
+  for (const jobId of jobIds) {
+    const job = jobOf(state, jobId)!;
     if (job.verification) out.add(job.verification.evidenceSha256);
     for (const sha of job.receipt?.evidenceSha256s ?? []) out.add(sha);
   }

@@ -1,3 +1,4 @@
+import { shardValues } from '../projections/sharded.js';
 /**
  * The pure half of `longbuild fuzz` (R-18, R-19, R-23): what a finished build looks like to the
  * fuzzer (its fingerprint), how a resumed build is compared with an uninterrupted one, how the
@@ -246,7 +247,7 @@ export function recordedCallKeys(state: BuildState): Set<string> {
   const keys = new Set<string>();
   for (const call of Object.values(state.plannerCalls)) if (call.status !== 'invoked') keys.add(call.callId);
   const buildId = state.build?.buildId ?? '';
-  for (const a of Object.values(state.attempts)) if (a.status !== 'started') keys.add(`${buildId}:${a.attemptId}`);
+  for (const a of shardValues(state.attempts)) if (a.status !== 'started') keys.add(`${buildId}:${a.attemptId}`);
   return keys;
 }
 

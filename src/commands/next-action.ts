@@ -1,5 +1,5 @@
 import { compareCodePoints } from '../events/canonical.js';
-import type { BuildState } from '../projections/build-state.js';
+import { attemptOf, type BuildState } from '../projections/build-state.js';
 import { activeMilestone, rankReadyWave } from '../projections/graph.js';
 import { batchGroup, isBatchMode } from './batch.js';
 import { pendingCompaction } from './compaction.js';
@@ -26,7 +26,7 @@ export const plannerCallId = (purpose: 'seal' | 'renew', horizonRevision: number
 export const attemptIdOf = (nodeId: string, attempt: number): string => `${nodeId}.${attempt}`;
 
 /** Deterministic integration job id. */
-export const jobIdOf = (state: Pick<BuildState, 'jobs'>): string => `job-${Object.keys(state.jobs).length + 1}`;
+export const jobIdOf = (state: Pick<BuildState, 'jobCount'>): string => `job-${state.jobCount + 1}`;
 
 /**
  * The controller's decision order (R-17): seal a horizon if none; write a missing checkpoint;
@@ -59,20 +59,17 @@ export function nextAction(state: BuildState): NextAction {
   if (compact !== null) return { kind: 'compact', milestoneId: compact };
 
   // In-flight recovery first (R-11): unfinished jobs, then unfinished attempts, then committed candidates.
-  const jobIds = Object.keys(state.jobs).sort(compareJobIds);
-  for (const jobId of jobIds) {
-    const job = state.jobs[jobId]!;
-    if (job.status === 'started' || job.status === 'verified') return { kind: 'settle-job', jobId };
-  }
-  for (const attemptId of Object.keys(state.attempts).sort(compareCodePoints)) {
-    if (state.attempts[attemptId]!.status === 'started') return { kind: 'settle-attempt', attemptId };
-  }
+  // The fold keeps the open ones, oldest first, so recovery never scans the build's history.
+  const openJob = [...state.openJobs].sort(compareJobIds)[0];
+  if (openJob !== undefined) return { kind: 'settle-job', jobId: openJob };
+  const openAttempt = [...state.openAttempts].sort(compareCodePoints)[0];
+  if (openAttempt !== undefined) return { kind: 'settle-attempt', attemptId: openAttempt };
   // Batch integration (R-25): a split's next half, or a full (or final) wave, as one job.
   const group = batchGroup(state);
   if (group !== null) {
     const candidates = group.map((nodeId) => {
       const attemptId = attemptIdOf(nodeId, state.nodes[nodeId]!.attempts);
-      return { nodeId, attemptId, commit: state.attempts[attemptId]!.commit! };
+      return { nodeId, attemptId, commit: attemptOf(state, attemptId)!.commit! };
     });
     return { kind: 'integrate', candidates, jobId: jobIdOf(state) };
   }
@@ -80,7 +77,7 @@ export function nextAction(state: BuildState): NextAction {
   if (validating.length > 0 && !isBatchMode(state)) {
     const nodeId = validating[0]!;
     const attemptId = attemptIdOf(nodeId, state.nodes[nodeId]!.attempts);
-    const attempt = state.attempts[attemptId]!;
+    const attempt = attemptOf(state, attemptId)!;
     return { kind: 'integrate', candidates: [{ nodeId, attemptId, commit: attempt.commit! }], jobId: jobIdOf(state) };
   }
 

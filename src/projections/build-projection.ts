@@ -57,6 +57,7 @@ const attemptsTable: TableSpec<BuildState> = {
   columns: ['attempt_id', 'node_id', 'attempt', 'base_head', 'branch', 'status', 'commit_sha', 'adopted'],
   keyColumns: 1,
   entities: (s) => s.attempts,
+  sharded: true,
   toRow: (id, e) => {
     const a = e as AttemptRecord;
     return [id, a.nodeId, a.attempt, a.baseHead, a.branch, a.status, a.commit, a.adopted ? 1 : 0];
@@ -68,6 +69,7 @@ const jobsTable: TableSpec<BuildState> = {
   columns: ['job_id', 'node_ids', 'base_head', 'status', 'result_commit', 'tree', 'cache_hit', 'receipt'],
   keyColumns: 1,
   entities: (s) => s.jobs,
+  sharded: true,
   toRow: (id, e) => {
     const j = e as JobRecord;
     return [id, json(j.nodeIds), j.baseHead, j.status, j.verification?.resultCommit ?? null, j.verification?.tree ?? null, j.receipt ? (j.receipt.cacheHit ? 1 : 0) : null, j.receipt ? json(j.receipt) : null];

@@ -6,6 +6,7 @@ import type {
   BuildSettings, Checkpoint, CommandEvidence, DataOf, DomainEvent, HorizonPins, MilestoneRef, NodeKind, NodeState, Receipt,
 } from '../events/catalogue.js';
 import { applyCompaction, liveSummaryOf, type SummaryRecord } from './summaries.js';
+import { bucketOf, shardDraft, shardGet, shardSet, type Sharded } from './sharded.js';
 
 export interface NodeRecord {
   readonly id: string;
@@ -21,6 +22,8 @@ export interface NodeRecord {
   /** The accepted commit (writable nodes) once integrated. */
   readonly commit: string | null;
   readonly receiptJobId: string | null;
+  /** Every integration job that included this node, oldest first (its evidence, R-21). */
+  readonly jobIds?: readonly string[];
   /** Set on the read-only node that stands for compacted work (R-21); its record is in `summaries`. */
   readonly summary?: true;
 }
@@ -94,15 +97,25 @@ export interface BuildState {
   readonly nodes: Readonly<Record<string, NodeRecord>>;
   readonly horizon: HorizonRecord | null;
   readonly checkpoints: Readonly<Record<string, { checkpoint: Checkpoint; sha256: string; position: number }>>;
-  readonly attempts: Readonly<Record<string, AttemptRecord>>;
-  readonly jobs: Readonly<Record<string, JobRecord>>;
+  /** Every attempt, by attempt id (sharded: it grows with the build, see sharded.ts). */
+  readonly attempts: Sharded<AttemptRecord>;
+  /** Every integration job, by job id (sharded). */
+  readonly jobs: Sharded<JobRecord>;
+  /** Attempts started and not finished, oldest first (R-11 recovery without scanning history). */
+  readonly openAttempts: readonly string[];
+  /** Jobs started or verified and not ended, oldest first. */
+  readonly openJobs: readonly string[];
+  /** Number of jobs ever started (the next job id). */
+  readonly jobCount: number;
+  /** Verification commands run and how many of them were cache hits. */
+  readonly verifications: { readonly commands: number; readonly cacheHits: number };
   readonly plannerCalls: Readonly<Record<string, PlannerCallRecord>>;
   readonly integrationHead: string | null;
   readonly calls: { readonly planner: number; readonly worker: number };
   readonly completed: boolean;
   readonly blocked: { readonly reason: string; readonly nodeIds: readonly string[] } | null;
-  /** Graph revision → position of the event that produced it (time travel by revision). */
-  readonly revisionPositions: Readonly<Record<string, number>>;
+  /** Graph revision → position of the event that produced it (time travel by revision; sharded). */
+  readonly revisionPositions: Sharded<number>;
   /**
    * Stable topological position of every planned node (R-10), recomputed by the fold only when
    * nodes are planned, so ranking a ready wave does not re-sort the whole graph every step.
@@ -125,12 +138,16 @@ export const initialBuildState: BuildState = {
   checkpoints: {},
   attempts: {},
   jobs: {},
+  openAttempts: [],
+  openJobs: [],
+  jobCount: 0,
+  verifications: { commands: 0, cacheHits: 0 },
   plannerCalls: {},
   integrationHead: null,
   calls: { planner: 0, worker: 0 },
   completed: false,
   blocked: null,
-  revisionPositions: { '0': 0 },
+  revisionPositions: { [bucketOf('0')]: { '0': 0 } },
   batchQueue: [],
   summaries: {},
   pendingCompactions: [],
@@ -147,9 +164,28 @@ export function evolveBuild(state: BuildState, event: StoredEvent): BuildState {
 function bumpGraph(draft: Draft<BuildState>): void {
   // One event is one graph change however many nodes it touches (a batch promotion), so every
   // revision names exactly one position and time travel by revision lands on that revision.
-  if (draft.graphRevision > 0 && draft.revisionPositions[String(draft.graphRevision)] === draft.position) return;
+  if (draft.graphRevision > 0 && shardGet(draft.revisionPositions as Sharded<number>, String(draft.graphRevision)) === draft.position) return;
   draft.graphRevision += 1;
-  draft.revisionPositions[String(draft.graphRevision)] = draft.position;
+  shardSet(draft.revisionPositions, String(draft.graphRevision), draft.position);
+}
+
+function closeJob(draft: Draft<BuildState>, jobId: string): void {
+  if (draft.openJobs.includes(jobId)) draft.openJobs = draft.openJobs.filter((id) => id !== jobId);
+}
+
+/** An attempt by id. */
+export function attemptOf(state: Pick<BuildState, 'attempts'>, attemptId: string): AttemptRecord | undefined {
+  return shardGet(state.attempts, attemptId);
+}
+
+/** A job by id. */
+export function jobOf(state: Pick<BuildState, 'jobs'>, jobId: string): JobRecord | undefined {
+  return shardGet(state.jobs, jobId);
+}
+
+/** The log position that produced graph revision `revision`, or undefined. */
+export function positionOfRevision(state: Pick<BuildState, 'revisionPositions'>, revision: number): number | undefined {
+  return shardGet(state.revisionPositions, String(revision));
 }
 
 function setNodeState(draft: Draft<BuildState>, nodeId: string, state: NodeState): void {
@@ -211,10 +247,11 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       return;
     case 'AttemptStarted': {
       const d = event.data;
-      draft.attempts[d.attemptId] = {
+      shardSet(draft.attempts, d.attemptId, {
         attemptId: d.attemptId, nodeId: d.nodeId, attempt: d.attempt, baseHead: d.baseHead, branch: d.branch,
         commitDate: recordedAt, status: 'started', commit: null, adopted: false,
-      };
+      });
+      if (!draft.openAttempts.includes(d.attemptId)) draft.openAttempts.push(d.attemptId);
       const node = draft.nodes[d.nodeId];
       if (node) node.attempts = d.attempt;
       draft.calls.worker += 1;
@@ -223,7 +260,8 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
     }
     case 'AttemptFinished': {
       const d = event.data;
-      const attempt = draft.attempts[d.attemptId];
+      const attempt = shardDraft(draft.attempts, d.attemptId);
+      draft.openAttempts = draft.openAttempts.filter((id) => id !== d.attemptId);
       if (attempt) {
         attempt.status = d.outcome;
         attempt.commit = d.commit ?? null;
@@ -239,10 +277,18 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
     }
     case 'IntegrationStarted': {
       const d = event.data;
-      draft.jobs[d.jobId] = {
+      if (shardGet(draft.jobs as Sharded<JobRecord>, d.jobId) === undefined) {
+        draft.jobCount += 1;
+        draft.openJobs.push(d.jobId);
+        for (const id of d.nodeIds) {
+          const node = draft.nodes[id];
+          if (node) node.jobIds = [...(node.jobIds ?? []), d.jobId];
+        }
+      }
+      shardSet(draft.jobs, d.jobId, {
         jobId: d.jobId, nodeIds: d.nodeIds, candidates: d.candidates, baseHead: d.baseHead, startedAt: recordedAt,
         status: 'started', verification: null, receipt: null, adopted: false,
-      };
+      });
       // A job that integrates the next half of a split takes it off the queue.
       const next = draft.batchQueue[0];
       if (next && next.length === d.nodeIds.length && next.every((id, i) => id === d.nodeIds[i])) draft.batchQueue.shift();
@@ -250,15 +296,18 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
     }
     case 'VerificationFinished': {
       const d = event.data;
-      const job = draft.jobs[d.jobId];
+      const job = shardDraft(draft.jobs, d.jobId);
       if (!job) return;
+      draft.verifications.commands += d.evidence.length;
+      draft.verifications.cacheHits += d.evidence.filter((e) => e.cacheHit).length;
       job.status = 'verified';
       job.verification = { passed: d.passed, resultCommit: d.resultCommit, tree: d.tree, evidence: d.evidence, evidenceSha256: d.evidenceSha256 };
       return;
     }
     case 'IntegrationPromoted': {
       const d = event.data;
-      const job = draft.jobs[d.jobId];
+      const job = shardDraft(draft.jobs, d.jobId);
+      closeJob(draft, d.jobId);
       if (job) {
         job.status = 'promoted';
         job.receipt = d.receipt;
@@ -277,13 +326,15 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
     }
     case 'IntegrationFailed': {
       const d = event.data;
-      const job = draft.jobs[d.jobId];
+      const job = shardDraft(draft.jobs, d.jobId);
+      closeJob(draft, d.jobId);
       if (job) job.status = 'failed';
       for (const id of d.nodeIds) setNodeState(draft, id, failedNodeState(draft, id));
       return;
     }
     case 'BatchSplit': {
-      const job = draft.jobs[event.data.jobId];
+      const job = shardDraft(draft.jobs, event.data.jobId);
+      closeJob(draft, event.data.jobId);
       if (job) job.status = 'split';
       draft.batchQueue.unshift(...event.data.halves);
       return;

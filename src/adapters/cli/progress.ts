@@ -52,16 +52,8 @@ export class Progress {
   }
 
   private countCache(st: BuildState): void {
-    let hits = 0;
-    let runs = 0;
-    for (const j of Object.values(st.jobs)) {
-      for (const e of j.verification?.evidence ?? []) {
-        runs += 1;
-        if (e.cacheHit) hits += 1;
-      }
-    }
-    this.cacheHits = hits;
-    this.verifications = runs;
+    this.cacheHits = st.verifications.cacheHits;
+    this.verifications = st.verifications.commands;
   }
 
   private paint(text: string, code: number): string {

@@ -1,7 +1,7 @@
 import { NotFoundError, UsageError, ValidationError } from '../../events/errors.js';
 import { GENESIS_HASH } from '../../events/hash.js';
 import type { EventLog } from '../../events/log.js';
-import type { BuildState } from '../../projections/build-state.js';
+import { positionOfRevision, type BuildState } from '../../projections/build-state.js';
 import { buildProjection } from '../../projections/build-projection.js';
 import type { Projection } from '../../projections/projection.js';
 import { SqliteSnapshotStore, openSnapshot, type SnapshotStore } from '../../projections/snapshots.js';
@@ -21,7 +21,7 @@ export async function stateAsOf(s: BuildSession, point: TimePoint): Promise<Buil
     if (!Number.isInteger(position) || position < 0) throw new ValidationError(`--at must be a position ≥ 0, got ${position}`, 'R-6');
     if (position > current.position) throw new NotFoundError(`position ${position} is beyond the end of the log (${current.position})`);
   } else if ('revision' in point) {
-    const p = current.revisionPositions[String(point.revision)];
+    const p = positionOfRevision(current, point.revision);
     if (p === undefined) throw new NotFoundError(`graph revision ${point.revision} does not exist (the graph is at revision ${current.graphRevision})`);
     position = p;
   } else {

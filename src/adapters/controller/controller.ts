@@ -4,7 +4,7 @@ import { ConcurrencyError, CorruptLogError, EffectError } from '../../events/err
 import { computeEventHash, type StoredEvent } from '../../events/envelope.js';
 import type { EventLog } from '../../events/log.js';
 import type { CommandEvidence, DomainEvent, Receipt } from '../../events/catalogue.js';
-import { evolveBuild, initialBuildState, type AttemptRecord, type BuildState, type JobRecord } from '../../projections/build-state.js';
+import { attemptOf, evolveBuild, initialBuildState, jobOf, type AttemptRecord, type BuildState, type JobRecord } from '../../projections/build-state.js';
 import { graphSha256, rankReadyWave } from '../../projections/graph.js';
 import { nextAction, type NextAction } from '../../commands/next-action.js';
 import { isBatchMode, shouldSplit, splitData } from '../../commands/batch.js';
@@ -149,9 +149,9 @@ export class Controller {
       case 'compact':
         return this.compact(action.milestoneId);
       case 'settle-job':
-        return this.settleJob(this.state.jobs[action.jobId]!);
+        return this.settleJob(jobOf(this.state, action.jobId)!);
       case 'settle-attempt':
-        return this.settleAttempt(this.state.attempts[action.attemptId]!);
+        return this.settleAttempt(attemptOf(this.state, action.attemptId)!);
       case 'integrate':
         return this.integrate(action);
       case 'complete': {
@@ -274,7 +274,7 @@ export class Controller {
       type: 'AttemptStarted',
       data: { attemptId, nodeId, attempt, baseHead: this.state.integrationHead!, branch: `refs/heads/longbuild/attempts/${attemptId}`, graphRevision: this.state.graphRevision },
     }], attemptId);
-    await this.runWorker(this.state.attempts[attemptId]!);
+    await this.runWorker(attemptOf(this.state, attemptId)!);
     const state = this.state.nodes[nodeId]!.state;
     return this.result('dispatched', `${nodeId} attempt ${attempt}: ${state}`, { nodeId });
   }
@@ -340,7 +340,7 @@ export class Controller {
       }
     }
     await this.append([{ type: 'EffectReinvoked', data: { effect: 'worker', key: `${this.state.build!.buildId}:${a.attemptId}` } }], a.attemptId);
-    await this.runWorker(this.state.attempts[a.attemptId]!);
+    await this.runWorker(attemptOf(this.state, a.attemptId)!);
     return this.result('recovered', `re-invoked the worker for ${a.attemptId} (no outcome was observable)`, { nodeId: a.nodeId });
   }
 
@@ -351,7 +351,7 @@ export class Controller {
       type: 'IntegrationStarted',
       data: { jobId: action.jobId, nodeIds: action.candidates.map((c) => c.nodeId), candidates: action.candidates, baseHead: this.state.integrationHead!, graphRevision: this.state.graphRevision },
     }], action.jobId);
-    return this.continueJob(this.state.jobs[action.jobId]!, false);
+    return this.continueJob(jobOf(this.state, action.jobId)!, false);
   }
 
   private async settleJob(job: JobRecord): Promise<StepResult> {
@@ -362,7 +362,7 @@ export class Controller {
     if (job.status === 'started') {
       // Verification is idempotent: re-running it on the same tree is safe.
       await this.verifyJob(job);
-      job = this.state.jobs[job.jobId]!;
+      job = jobOf(this.state, job.jobId)!;
     }
     const v = job.verification!;
     const ids = job.nodeIds.join(', ');

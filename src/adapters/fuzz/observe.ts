@@ -1,3 +1,4 @@
+import { shardValues } from '../../projections/sharded.js';
 /**
  * What the fuzzer reads from a build on disk, in-process (much faster than a child per query):
  * the folded log, the integration head's tree, `verify`, and — right after a crash — which calls
@@ -39,7 +40,7 @@ export async function observeBuild(repo: string): Promise<ObservedBuild> {
 export async function observeCrash(repo: string): Promise<CrashState & { state: BuildState }> {
   const { state } = foldBuild(repo);
   const observable = new Set<string>();
-  for (const a of Object.values(state.attempts)) {
+  for (const a of shardValues(state.attempts)) {
     if (a.status !== 'started' || state.nodes[a.nodeId]?.kind !== 'writable') continue;
     if (await findAttemptCommit(repo, a.branch, a.baseHead)) observable.add(`${state.build!.buildId}:${a.attemptId}`);
   }
