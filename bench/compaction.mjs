@@ -77,7 +77,7 @@ async function run(compaction) {
     log, clock: logicalClock(), planner: new ScriptedPlanner(bp),
     worker: { implement: async (p) => ({ outcome: p.kind === 'writable' ? 'committed' : 'recorded', stdout: '', stderr: '' }) },
     git: instantGit(), evidence: { put: (b) => sha256Hex(b) }, faults: noFaults, protectedPaths: [],
-    onAppended: (events) => store.catchUp(events),
+    onAppended: (events, state) => store.catchUp(events, new Map([['build', state]])),
   });
 
   const buckets = Array.from({ length: 10 }, () => ({ ms: 0, decideMs: 0, steps: 0 }));

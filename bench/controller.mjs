@@ -71,7 +71,7 @@ async function bench(n, steps) {
     log, clock: logicalClock(), planner: { route: 'bench', propose: async () => proposal },
     worker: { implement: async () => ({ outcome: 'recorded', stdout: '', stderr: '' }) },
     git: instantGit, evidence: { put: () => 'e'.repeat(64) }, faults: noFaults, protectedPaths: [],
-    onAppended: (events) => store.catchUp(events),
+    onAppended: (events, state) => store.catchUp(events, new Map([['build', state]])),
   });
   const t0 = performance.now();
   await controller.advance(); // seal
@@ -125,7 +125,7 @@ async function benchLong(n, per = 50) {
     log, clock: logicalClock(), planner: new ScriptedPlanner(blueprint),
     worker: { implement: async () => ({ outcome: 'recorded', decision: 'ok', stdout: '', stderr: '' }) },
     git: instantGit, evidence: { put: () => 'e'.repeat(64) }, faults: noFaults, protectedPaths: [],
-    onAppended: (events) => store.catchUp(events),
+    onAppended: (events, state) => store.catchUp(events, new Map([['build', state]])),
   });
   const times = [];
   let maxActive = 0;

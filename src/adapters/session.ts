@@ -10,6 +10,7 @@ import type { AppendFence } from './log/postgres-log.js';
 import { catchUpFromLog } from './log/paging.js';
 import { ProjectionStore } from '../projections/engine.js';
 import { allProjections } from '../projections/registry.js';
+import { buildProjection } from '../projections/build-projection.js';
 import { buildExists, buildPaths, openBuildLog, recordLogSpec, type BuildPaths } from './build-dir.js';
 import { logicalClock, systemClock, type Clock } from './clock.js';
 import { faultsFromEnv, type FaultInjector } from './faults.js';
@@ -195,7 +196,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       evidence: new FileEvidenceStore(paths.evidence),
       faults: opts.faults ?? faultsFromEnv(env),
       protectedPaths: ['.longbuild', relativeBuildDir(paths), ...(driver.kind === 'command' ? driver.config.protectedPaths : driver.blueprint.protectedPaths ?? [])],
-      onAppended: (events) => store.catchUp(events),
+      onAppended: (events, state) => store.catchUp(events, new Map([[buildProjection.name, state]])),
       // Issue 7: a deliberate resume bug, only ever set by the fuzz test to prove fuzz can fail.
       ...(env.LONGBUILD_FUZZ_PLANT_BUG === 'skip-adoption' ? { plantedBug: 'skip-adoption' as const } : {}),
     });

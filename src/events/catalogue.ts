@@ -323,6 +323,11 @@ export interface EventCatalogue {
   currentVersion(type: string): number;
 }
 
+/** Each event type's data schema, taken from the union (one source of truth). */
+const DATA_SCHEMAS: ReadonlyMap<string, z.ZodType> = new Map(
+  DomainEventSchema.options.map((o) => [o.shape.type.value as string, o.shape.data as z.ZodType]),
+);
+
 export const domainCatalogue: EventCatalogue = {
   validate(type, schemaVersion, data) {
     if (!(type in SCHEMA_VERSIONS)) throw new ValidationError(`unknown event type '${type}'`, 'R-28');
@@ -330,7 +335,8 @@ export const domainCatalogue: EventCatalogue = {
     if (schemaVersion < 1 || schemaVersion > current) {
       throw new ValidationError(`event type '${type}' has no schema version ${schemaVersion} (current ${current})`, 'R-7');
     }
-    const parsed = DomainEventSchema.safeParse({ type, data });
+    // The type's own data schema: the union's discriminator dispatch costs as much again per event.
+    const parsed = DATA_SCHEMAS.get(type)!.safeParse(data);
     if (!parsed.success) throw new ValidationError(`invalid ${type} event: ${formatZodError(parsed.error)}`, 'R-28');
   },
   currentVersion(type) {

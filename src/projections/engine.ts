@@ -162,7 +162,7 @@ export class ProjectionStore {
    * do not continue the chain the store has seen, or end before the position its tables reflect.
    * Returns the number of events read.
    */
-  catchUp(events: Iterable<StoredEvent>): number {
+  catchUp(events: Iterable<StoredEvent>, folded?: ReadonlyMap<string, unknown>): number {
     let batch: StoredEvent[] = [];
     let count = 0;
     for (const e of events) {
@@ -173,7 +173,7 @@ export class ProjectionStore {
         batch = [];
       }
     }
-    if (batch.length > 0) this.applyBatch(batch);
+    if (batch.length > 0) this.applyBatch(batch, folded);
     // The events ran out before the position the tables already reflect: the log lost its tail.
     for (const r of this.runtimes) {
       if (r.memPosition < r.storedPosition) {
@@ -207,10 +207,18 @@ export class ProjectionStore {
     return count;
   }
 
-  private applyBatch(batch: readonly StoredEvent[]): void {
+  /**
+   * `folded` may give, per projection name, the state after the batch's last event, already folded
+   * by the caller (the controller folds every event it appends): the engine then checks the chain
+   * and takes that state instead of evolving the events a second time. The fold is deterministic
+   * (R-5), so both paths write the same rows.
+   */
+  private applyBatch(batch: readonly StoredEvent[], folded?: ReadonlyMap<string, unknown>): void {
     this.guarded(() => {
       this.db.transaction(() => {
         for (const r of this.runtimes) {
+          const known = folded?.get(r.projection.name);
+          if (known !== undefined && this.adoptFolded(r, batch, known)) continue;
           // The state the tables currently mirror; set once folding passes the stored position.
           let base: unknown = r.memPosition === r.storedPosition ? r.state : undefined;
           let advanced = false;
@@ -229,6 +237,27 @@ export class ProjectionStore {
         }
       }).immediate();
     });
+  }
+
+  /** Take a caller-folded state for a batch that directly continues the tables; false = fold instead. */
+  private adoptFolded(r: Runtime, batch: readonly StoredEvent[], state: unknown): boolean {
+    if (r.memPosition !== r.storedPosition) return false;
+    let position = r.memPosition;
+    let hash = r.memHash;
+    for (const e of batch) {
+      if (e.position !== position + 1 || e.prevHash !== hash) return false; // let fold() report it
+      // A snapshot boundary inside the batch needs the state at that position: fold instead.
+      if (this.snapshotEvery > 0 && e.position % this.snapshotEvery === 0 && e !== batch[batch.length - 1]) return false;
+      position = e.position;
+      hash = e.hash;
+    }
+    const base = r.state;
+    r.state = state;
+    r.memPosition = position;
+    r.memHash = hash;
+    if (this.snapshotEvery > 0 && position % this.snapshotEvery === 0) this.snapshots.put(makeSnapshot(r.projection.name, position, hash, state));
+    this.writeUpTo(r, base);
+    return true;
   }
 
   /** Fold one event into a projection's memory, checking it continues the chain. */

@@ -41,7 +41,7 @@ export interface ControllerDeps {
   /** Paths a worker commit must not touch (R-29), e.g. the build directory. */
   readonly protectedPaths: readonly string[];
   /** Called after every append with the new events (projections catch up here). */
-  readonly onAppended?: (events: readonly StoredEvent[]) => void;
+  readonly onAppended?: (events: readonly StoredEvent[], state: BuildState) => void;
   /**
    * A deliberate resume bug, for proving that `longbuild fuzz` can fail (issue 7); set only from
    * LONGBUILD_FUZZ_PLANT_BUG by the session. 'skip-adoption': never adopt an in-doubt outcome.
@@ -107,7 +107,7 @@ export class Controller {
       this.streamRevision,
     );
     for (const e of result.events) this.fold(e);
-    this.deps.onAppended?.(result.events);
+    this.deps.onAppended?.(result.events, this.state);
     for (const e of events) this.deps.faults.reach(`after-append:${e.type}`);
   }
 
