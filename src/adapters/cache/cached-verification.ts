@@ -7,7 +7,7 @@
  * workspace still clean afterwards. Failures are never stored. A dirty workspace is never a hit.
  */
 import { trustedEnvSha256 } from '../../commands/verification-cache.js';
-import { workspaceStatus, type CommandRun, type VerificationResult } from '../git/git.js';
+import { verificationResult, workspaceStatus, type CommandRun, type VerificationResult } from '../git/git.js';
 import { parseTrustedCommand, runProcess } from '../process/run-process.js';
 import type { VerificationCache } from './verification-cache.js';
 
@@ -69,12 +69,5 @@ export async function verifyWithCache(o: CachedVerificationOptions): Promise<Cac
     o.cache?.store(identity, r);
   }
   if (reason !== undefined && after.length === 0) after = await workspaceStatus(o.workspace);
-  return {
-    passed: reason === undefined,
-    ...(reason === undefined ? {} : { reason }),
-    commands: runs,
-    cleanBefore: true,
-    cleanAfter: after.length === 0,
-    dirty: after,
-  };
+  return verificationResult(runs, reason, after);
 }

@@ -78,5 +78,6 @@ export {
   protectedPathViolations,
   runVerification,
   workspaceStatus,
+  verificationResult,
 } from './integrate.js';
 export type { CommandRun, IntegrationResult, VerificationResult } from './integrate.js';

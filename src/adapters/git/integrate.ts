@@ -146,13 +146,18 @@ export async function runVerification(
   }
   const after = await workspaceStatus(workspace, opts);
   if (reason === undefined && after.length > 0) reason = `workspace not clean after verification: ${after.slice(0, 5).join('; ')}`;
+  return verificationResult(runs, reason, after);
+}
+
+/** The result of a verification whose workspace was clean before: passed unless `reason`. */
+export function verificationResult(runs: readonly CommandRun[], reason: string | undefined, dirtyAfter: readonly string[]): VerificationResult {
   return {
     passed: reason === undefined,
     ...(reason === undefined ? {} : { reason }),
     commands: runs,
     cleanBefore: true,
-    cleanAfter: after.length === 0,
-    dirty: after,
+    cleanAfter: dirtyAfter.length === 0,
+    dirty: dirtyAfter,
   };
 }
 
