@@ -150,7 +150,7 @@ export async function runVerification(
 }
 
 /** The result of a verification whose workspace was clean before: passed unless `reason`. */
-export function verificationResult(runs: readonly CommandRun[], reason: string | undefined, dirtyAfter: readonly string[]): VerificationResult {
+export function verificationResult<R extends CommandRun>(runs: readonly R[], reason: string | undefined, dirtyAfter: readonly string[]): VerificationResult & { readonly commands: readonly R[] } {
   return {
     passed: reason === undefined,
     ...(reason === undefined ? {} : { reason }),
