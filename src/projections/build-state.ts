@@ -2,92 +2,12 @@ import { Immer, original, type Draft } from 'immer';
 import { topologicalIndex } from './graph.js';
 import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
-import type {
-  BuildSettings, Checkpoint, CommandEvidence, DataOf, DomainEvent, HorizonPins, MilestoneRef, NodeKind, NodeState, Receipt,
-} from '../events/catalogue.js';
+import type { Checkpoint, DataOf, DomainEvent, NodeState } from '../events/catalogue.js';
 import { applyCompaction, liveSummaryOf, type SummaryRecord } from './summaries.js';
 import { bucketOf, shardDraft, shardGet, shardSet, type Sharded } from './sharded.js';
 
-export interface NodeRecord {
-  readonly id: string;
-  readonly kind: NodeKind;
-  readonly deps: readonly string[];
-  readonly milestone: string;
-  readonly state: NodeState;
-  readonly title?: string;
-  readonly contract?: string;
-  readonly foundation?: string;
-  readonly decision?: string;
-  readonly attempts: number;
-  /** The accepted commit (writable nodes) once integrated. */
-  readonly commit: string | null;
-  readonly receiptJobId: string | null;
-  /** Every integration job that included this node, oldest first (its evidence, R-21). */
-  readonly jobIds?: readonly string[];
-  /** Set on the read-only node that stands for compacted work (R-21); its record is in `summaries`. */
-  readonly summary?: true;
-}
-
-export interface HorizonRecord {
-  readonly horizonId: string;
-  readonly revision: number;
-  readonly planSha256: string;
-  readonly detailed: readonly MilestoneRef[];
-  readonly coarse: readonly MilestoneRef[];
-  readonly pins: HorizonPins;
-  readonly callId: string;
-}
-
-export interface AttemptRecord {
-  readonly attemptId: string;
-  readonly nodeId: string;
-  readonly attempt: number;
-  readonly baseHead: string;
-  readonly branch: string;
-  readonly commitDate: string;
-  readonly status: 'started' | 'committed' | 'recorded' | 'failed';
-  readonly commit: string | null;
-  readonly adopted: boolean;
-  /** Evidence of the finished attempt (kept so compaction can list every evidence SHA, R-21). */
-  readonly evidenceSha256?: string;
-}
-
-export interface JobRecord {
-  readonly jobId: string;
-  readonly nodeIds: readonly string[];
-  readonly candidates: readonly { nodeId: string; attemptId: string; commit: string }[];
-  readonly baseHead: string;
-  readonly startedAt: string;
-  readonly status: 'started' | 'verified' | 'promoted' | 'failed' | 'split';
-  readonly verification: {
-    readonly passed: boolean;
-    readonly resultCommit: string | null;
-    readonly tree: string | null;
-    readonly evidence: readonly CommandEvidence[];
-    readonly evidenceSha256: string;
-  } | null;
-  readonly receipt: Receipt | null;
-  readonly adopted: boolean;
-}
-
-export interface PlannerCallRecord {
-  readonly callId: string;
-  readonly purpose: 'seal' | 'renew';
-  readonly status: 'invoked' | 'returned' | 'rejected';
-  readonly invocations: number;
-  readonly rejection: { rule: string; reason: string } | null;
-}
-
-export interface BuildInfo {
-  readonly buildId: string;
-  readonly request: JsonValue;
-  readonly requestSha256: string;
-  readonly integrationRef: string;
-  readonly baseHead: string;
-  readonly verify: readonly (readonly string[])[];
-  readonly settings: BuildSettings;
-  readonly driver: { kind: 'blueprint' | 'command'; sourceSha256: string };
-}
+export type { AttemptRecord, BuildInfo, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
+import type { AttemptRecord, BuildInfo, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
 
 /** Everything the controller knows, folded from the log (R-1). Plain data: it snapshots as JSON. */
 export interface BuildState {
