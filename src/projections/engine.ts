@@ -7,6 +7,9 @@ import type { Projection } from './projection.js';
 import { makeSnapshot, openSnapshot, SqliteSnapshotStore, type SnapshotStore } from './snapshots.js';
 import { createTableSql, dumpTable, quoteIdent, TableWriter } from './tables.js';
 
+/** Older snapshots are kept every SNAPSHOT_STRIDE × snapshotEvery events. */
+const SNAPSHOT_STRIDE = 16;
+
 export interface ProjectionStoreOptions {
   /** Write a snapshot of each projection every K events (0 = never). Default 1000. */
   readonly snapshotEvery?: number;
@@ -255,9 +258,15 @@ export class ProjectionStore {
     r.state = state;
     r.memPosition = position;
     r.memHash = hash;
-    if (this.snapshotEvery > 0 && position % this.snapshotEvery === 0) this.snapshots.put(makeSnapshot(r.projection.name, position, hash, state));
+    if (this.snapshotEvery > 0 && position % this.snapshotEvery === 0) this.putSnapshot(r.projection.name, position, hash, state);
     this.writeUpTo(r, base);
     return true;
+  }
+
+  /** Write a snapshot and thin the older ones: the newest two stay, older ones every SNAPSHOT_STRIDE intervals. */
+  private putSnapshot(name: string, position: number, hash: string, state: unknown): void {
+    this.snapshots.put(makeSnapshot(name, position, hash, state));
+    this.snapshots.thin?.(name, position - this.snapshotEvery, this.snapshotEvery * SNAPSHOT_STRIDE);
   }
 
   /** Fold one event into a projection's memory, checking it continues the chain. */
@@ -272,7 +281,7 @@ export class ProjectionStore {
     r.memPosition = e.position;
     r.memHash = e.hash;
     if (this.snapshotEvery > 0 && e.position % this.snapshotEvery === 0 && e.position > r.storedPosition) {
-      this.snapshots.put(makeSnapshot(r.projection.name, e.position, e.hash, r.state));
+      this.putSnapshot(r.projection.name, e.position, e.hash, r.state);
     }
   }
 

@@ -22,6 +22,8 @@ export interface SnapshotStore {
   put(snapshot: Snapshot): void;
   candidates(projection: string, position: number): Iterable<Snapshot>;
   clear(projection?: string): void;
+  /** Drop snapshots below `keepFrom` whose position is not a multiple of `stride` (optional). */
+  thin?(projection: string, keepFrom: number, stride: number): void;
 }
 
 /** The hash a snapshot must carry. */
@@ -83,6 +85,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
       positions: db.prepare('SELECT position FROM snapshots WHERE projection = ? AND position <= ? ORDER BY position DESC').pluck(true),
       get: db.prepare('SELECT * FROM snapshots WHERE projection = ? AND position = ?'),
       clearOne: db.prepare('DELETE FROM snapshots WHERE projection = ?'),
+      thin: db.prepare('DELETE FROM snapshots WHERE projection = ? AND position < ? AND position % ? != 0'),
       clearAll: db.prepare('DELETE FROM snapshots'),
     };
   }
@@ -97,6 +100,16 @@ export class SqliteSnapshotStore implements SnapshotStore {
       const r = this.stmts.get.get(projection, p) as SnapshotRow | undefined;
       if (r) yield { projection: r.projection, position: r.position, eventHash: r.event_hash, stateJson: r.state_json, sha256: r.sha256 };
     }
+  }
+
+  /**
+   * Keep the snapshot store bounded on long builds: below `keepFrom`, keep only positions that
+   * are multiples of `stride` (a state snapshot grows with the build's history, so keeping one per
+   * K events would grow quadratically). Time travel to an old position replays at most `stride`
+   * events from the nearest kept snapshot.
+   */
+  thin(projection: string, keepFrom: number, stride: number): void {
+    this.stmts.thin.run(projection, keepFrom, stride);
   }
 
   clear(projection?: string): void {
