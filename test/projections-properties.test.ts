@@ -117,4 +117,14 @@ describe('R-6 time travel', () => {
     expect(fallback.state).toEqual(at.state);
     expect(() => stateAt(range, counterProjection, 51, snaps)).toThrow(/beyond the end of the log/);
   });
+
+  it('R-6 snapshots stay bounded: older ones are thinned to every 16th interval', () => {
+    const log = memoryLog();
+    for (let i = 0; i < 1000; i++) log.appendSync('s1', [{ type: 'TestAdded', data: { key: 'a', n: i }, metadata: { recordedAt: 't' } }], 'any');
+    const store = ProjectionStore.open(':memory:', [counterProjection], { snapshotEvery: 10 });
+    store.catchUp(log.iterateAll());
+    const kept = (store.db.prepare('SELECT position FROM snapshots ORDER BY position').pluck(true).all() as number[]);
+    expect(kept).toEqual([160, 320, 480, 640, 800, 960, 990, 1000]);
+    for (const p of [5, 170, 999]) expect(stateAt((from, to) => log.readAllSync({ from, limit: to - from + 1 }), counterProjection, p, new SqliteSnapshotStore(store.db)).position).toBe(p);
+  });
 });
