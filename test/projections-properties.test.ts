@@ -110,7 +110,7 @@ describe('R-6 time travel', () => {
     expect(read).toBe(8); // the snapshot's own event (to check its hash) plus 41..47
     store.db.prepare(`UPDATE snapshots SET state_json = replace(state_json, '"n":', '"n":9') WHERE position = 40`).run();
     // A corrupt snapshot is ignored: the fold starts from the next older one that is kept (older
-    // snapshots are thinned to every 16th interval, so here that is the initial state).
+    // snapshots are thinned to every 4th interval).
     const older = (store.db.prepare('SELECT MAX(position) AS p FROM snapshots WHERE position < 40').get() as { p: number | null }).p ?? 0;
     const fallback = stateAt(range, counterProjection, 47, snaps);
     expect(fallback.fromSnapshot).toBe(older);
@@ -118,13 +118,13 @@ describe('R-6 time travel', () => {
     expect(() => stateAt(range, counterProjection, 51, snaps)).toThrow(/beyond the end of the log/);
   });
 
-  it('R-6 snapshots stay bounded: older ones are thinned to every 16th interval', () => {
+  it('R-6 snapshots stay bounded: older ones are thinned to every 4th interval', () => {
     const log = memoryLog();
     for (let i = 0; i < 1000; i++) log.appendSync('s1', [{ type: 'TestAdded', data: { key: 'a', n: i }, metadata: { recordedAt: 't' } }], 'any');
     const store = ProjectionStore.open(':memory:', [counterProjection], { snapshotEvery: 10 });
     store.catchUp(log.iterateAll());
     const kept = (store.db.prepare('SELECT position FROM snapshots ORDER BY position').pluck(true).all() as number[]);
-    expect(kept).toEqual([160, 320, 480, 640, 800, 960, 990, 1000]);
+    expect(kept).toEqual([...Array.from({ length: 24 }, (_, i) => 40 * (i + 1)), 990, 1000]);
     for (const p of [5, 170, 999]) expect(stateAt((from, to) => log.readAllSync({ from, limit: to - from + 1 }), counterProjection, p, new SqliteSnapshotStore(store.db)).position).toBe(p);
   });
 });

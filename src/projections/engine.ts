@@ -7,8 +7,8 @@ import type { Projection } from './projection.js';
 import { makeSnapshot, openSnapshot, SqliteSnapshotStore, type SnapshotStore } from './snapshots.js';
 import { createTableSql, dumpTable, quoteIdent, TableWriter } from './tables.js';
 
-/** Older snapshots are kept every SNAPSHOT_STRIDE × snapshotEvery events. */
-const SNAPSHOT_STRIDE = 16;
+/** Older snapshots are kept every SNAPSHOT_STRIDE × snapshotEvery events (time travel replays at most that many). */
+const SNAPSHOT_STRIDE = 4;
 
 export interface ProjectionStoreOptions {
   /** Write a snapshot of each projection every K events (0 = never). Default 1000. */
