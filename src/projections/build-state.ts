@@ -4,7 +4,7 @@ import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type { Checkpoint, DataOf, DomainEvent, NodeState } from '../events/catalogue.js';
 import { applyCompaction, liveSummaryOf, type SummaryRecord } from './summaries.js';
-import { bucketOf, shardDraft, shardGet, shardSet, type Sharded } from './sharded.js';
+import { shardDraft, shardedOf, shardGet, shardSet, type Sharded } from './sharded.js';
 
 export type { AttemptRecord, BuildInfo, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
 import type { AttemptRecord, BuildInfo, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
@@ -67,7 +67,7 @@ export const initialBuildState: BuildState = {
   calls: { planner: 0, worker: 0 },
   completed: false,
   blocked: null,
-  revisionPositions: { [bucketOf('0')]: { '0': 0 } },
+  revisionPositions: shardedOf({ '0': 0 }),
   batchQueue: [],
   summaries: {},
   pendingCompactions: [],

@@ -10,6 +10,9 @@ import { createTableSql, dumpTable, quoteIdent, TableWriter } from './tables.js'
 /** Older snapshots are kept every SNAPSHOT_STRIDE × snapshotEvery events (time travel replays at most that many). */
 const SNAPSHOT_STRIDE = 4;
 
+/** A snapshot of this many bytes or fewer is taken every interval; a larger one proportionally less often. */
+const SNAPSHOT_BYTES = 1 << 20;
+
 export interface ProjectionStoreOptions {
   /** Write a snapshot of each projection every K events (0 = never). Default 1000. */
   readonly snapshotEvery?: number;
@@ -58,6 +61,7 @@ export class ProjectionStore {
   readonly db: Database.Database;
   private readonly runtimes: Runtime[];
   private readonly snapshots: SnapshotStore;
+  private readonly lastSnapshot = new Map<string, { position: number; bytes: number }>();
   private readonly snapshotEvery: number;
   private readonly batchSize: number;
   private readonly stmts;
@@ -263,9 +267,20 @@ export class ProjectionStore {
     return true;
   }
 
-  /** Write a snapshot and thin the older ones: the newest two stay, older ones every SNAPSHOT_STRIDE intervals. */
+  /**
+   * Write a snapshot and thin the older ones: the newest two stay, older ones every SNAPSHOT_STRIDE
+   * intervals. A state that grows with the build's history is snapshotted less often (one interval
+   * per SNAPSHOT_BYTES of its last snapshot), so serialising it stays a constant cost per event.
+   */
   private putSnapshot(name: string, position: number, hash: string, state: unknown): void {
-    this.snapshots.put(makeSnapshot(name, position, hash, state));
+    const last = this.lastSnapshot.get(name);
+    if (last !== undefined && position > last.position) {
+      const spacing = this.snapshotEvery * Math.max(1, Math.ceil(last.bytes / SNAPSHOT_BYTES));
+      if (position - last.position < spacing) return;
+    }
+    const snapshot = makeSnapshot(name, position, hash, state);
+    this.snapshots.put(snapshot);
+    this.lastSnapshot.set(name, { position, bytes: snapshot.stateJson.length });
     this.snapshots.thin?.(name, position - this.snapshotEvery, this.snapshotEvery * SNAPSHOT_STRIDE);
   }
 

@@ -13,8 +13,8 @@ export interface TableSpec<S> {
    */
   entities(state: S): ReadonlyMap<string, unknown> | Readonly<Record<string, unknown>>;
   /**
-   * When true, `entities` returns a Sharded collection (bucket → key → entity, see sharded.ts);
-   * the engine then skips unchanged buckets by reference, so a write costs one bucket, not n rows.
+   * When true, `entities` returns a Sharded collection (two bucket levels, then key → entity; see
+   * sharded.ts); the engine skips unchanged buckets by reference, so a write costs one leaf, not n rows.
    */
   readonly sharded?: boolean;
   /** Column values, in `columns` order. Must be a pure function of the entity. */

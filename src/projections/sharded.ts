@@ -1,68 +1,101 @@
 import type { Draft } from 'immer';
 
 /**
- * A record split into buckets by a hash of the key, so that an immutable update (immer) copies
- * one bucket and the bucket index instead of the whole collection: O(n/B + B) per write rather
- * than O(n). Collections that grow with the build's history (attempts, jobs, graph revisions)
- * use it, which keeps a controller step flat as a build runs for weeks. Plain JSON: snapshots
- * and canonical dumps see ordinary objects.
+ * A record split into a two-level tree of buckets by a hash of the key, so that an immutable
+ * update (immer) copies two small bucket indexes and one leaf instead of the whole collection:
+ * O(64 + 64 + n/4096) per write rather than O(n). Collections that grow with the build's history
+ * (attempts, jobs, graph revisions) use it, which keeps a controller step flat as a build runs
+ * for weeks. Plain JSON: snapshots and canonical dumps see ordinary objects.
  */
-export type Sharded<T> = Readonly<Record<string, Readonly<Record<string, T>>>>;
+export type Sharded<T> = Readonly<Record<string, Readonly<Record<string, Readonly<Record<string, T>>>>>>;
 
-const BUCKETS = 256;
+const FANOUT = 64;
 
-/** The bucket of a key: FNV-1a over its UTF-16 units, as two hex digits. */
-export function bucketOf(key: string): string {
+/** The two bucket names of a key: FNV-1a over its UTF-16 units, split into two base-64 digits. */
+export function bucketsOf(key: string): readonly [string, string] {
   let h = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) {
     h ^= key.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  return ((h >>> 0) % BUCKETS).toString(16).padStart(2, '0');
+  const u = h >>> 0;
+  return [(u % FANOUT).toString(36), (Math.floor(u / FANOUT) % FANOUT).toString(36)];
+}
+
+/** A sharded collection holding the given entries (for initial states). */
+export function shardedOf<T>(entries: Readonly<Record<string, T>>): Sharded<T> {
+  const out: Record<string, Record<string, Record<string, T>>> = {};
+  for (const [key, value] of Object.entries(entries)) {
+    const [a, b] = bucketsOf(key);
+    ((out[a] ??= {})[b] ??= {})[key] = value;
+  }
+  return out;
+}
+
+function leafOf<T>(s: Sharded<T>, key: string): Readonly<Record<string, T>> | undefined {
+  const [a, b] = bucketsOf(key);
+  return s[a]?.[b];
 }
 
 /** The value under `key`, or undefined. */
 export function shardGet<T>(s: Sharded<T>, key: string): T | undefined {
-  const bucket = s[bucketOf(key)];
-  return bucket !== undefined && Object.hasOwn(bucket, key) ? bucket[key] : undefined;
+  const leaf = leafOf(s, key);
+  return leaf !== undefined && Object.hasOwn(leaf, key) ? leaf[key] : undefined;
 }
 
-/** Set `key` inside an immer draft (creates the bucket on first use). */
+/** Set `key` inside an immer draft (creates the buckets on first use). */
 export function shardSet<T>(draft: Draft<Sharded<T>>, key: string, value: Draft<T>): void {
-  const b = bucketOf(key);
-  const d = draft as Record<string, Record<string, Draft<T>>>;
-  if (d[b] === undefined) d[b] = {};
-  d[b]![key] = value;
+  const [a, b] = bucketsOf(key);
+  const d = draft as Record<string, Record<string, Record<string, Draft<T>>>>;
+  if (d[a] === undefined) d[a] = {};
+  if (d[a]![b] === undefined) d[a]![b] = {};
+  d[a]![b]![key] = value;
 }
 
 /** The draft of the value under `key` (for in-place edits), or undefined. */
 export function shardDraft<T>(draft: Draft<Sharded<T>>, key: string): Draft<T> | undefined {
-  const d = draft as Record<string, Record<string, Draft<T>>>;
-  const bucket = d[bucketOf(key)];
-  return bucket !== undefined && Object.hasOwn(bucket, key) ? bucket[key] : undefined;
+  const [a, b] = bucketsOf(key);
+  const leaf = (draft as Record<string, Record<string, Record<string, Draft<T>>>>)[a]?.[b];
+  return leaf !== undefined && Object.hasOwn(leaf, key) ? leaf[key] : undefined;
 }
 
 /** Every [key, value] pair (bucket order, then insertion order: sort if order matters). */
 export function* shardEntries<T>(s: Sharded<T>): Generator<[string, T]> {
-  for (const b in s) {
-    const bucket = s[b]!;
-    for (const key in bucket) yield [key, bucket[key]!];
+  for (const a in s) {
+    const mid = s[a]!;
+    for (const b in mid) {
+      const leaf = mid[b]!;
+      for (const key in leaf) yield [key, leaf[key]!];
+    }
   }
 }
 
 /** Every value (see shardEntries for the order). */
 export function shardValues<T>(s: Sharded<T>): T[] {
   const out: T[] = [];
-  for (const b in s) {
-    const bucket = s[b]!;
-    for (const key in bucket) out.push(bucket[key]!);
-  }
+  for (const [, v] of shardEntries(s)) out.push(v);
   return out;
 }
 
 /** Number of entries. */
 export function shardSize(s: Sharded<unknown>): number {
   let n = 0;
-  for (const b in s) n += Object.keys(s[b]!).length;
+  for (const a in s) for (const b in s[a]!) n += Object.keys(s[a]![b]!).length;
   return n;
+}
+
+/** The leaves of two versions of a collection that differ (unchanged subtrees skipped by reference). */
+export function* changedLeaves<T>(before: Sharded<T>, after: Sharded<T>): Generator<[Readonly<Record<string, T>>, Readonly<Record<string, T>>]> {
+  if (before === after) return;
+  const empty: Readonly<Record<string, never>> = {};
+  for (const a of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    const x = before[a] ?? empty;
+    const y = after[a] ?? empty;
+    if (x === y) continue;
+    for (const b of new Set([...Object.keys(x), ...Object.keys(y)])) {
+      const lx = x[b] ?? empty;
+      const ly = y[b] ?? empty;
+      if (lx !== ly) yield [lx, ly];
+    }
+  }
 }

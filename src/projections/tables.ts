@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { canonicalJson } from '../events/canonical.js';
 import { ValidationError } from '../events/errors.js';
 import type { TableSpec } from './projection.js';
+import { changedLeaves, type Sharded } from './sharded.js';
 
 export type RowValue = string | number | null;
 
@@ -52,13 +53,7 @@ export class TableWriter<S> {
     const b = this.spec.entities(after);
     if (a === b) return;
     if (this.spec.sharded) {
-      const sa = a as Readonly<Record<string, Readonly<Record<string, unknown>>>>;
-      const sb = b as Readonly<Record<string, Readonly<Record<string, unknown>>>>;
-      for (const bucket of new Set([...Object.keys(sa), ...Object.keys(sb)])) {
-        const x = sa[bucket] ?? {};
-        const y = sb[bucket] ?? {};
-        if (x !== y) this.diffCollections(x, y);
-      }
+      for (const [x, y] of changedLeaves(a as Sharded<unknown>, b as Sharded<unknown>)) this.diffCollections(x, y);
       return;
     }
     this.diffCollections(a, b);
