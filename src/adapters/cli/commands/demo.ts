@@ -1,6 +1,6 @@
 import { mkdtempSync, writeFileSync, mkdirSync, existsSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import { ValidationError } from '../../../events/errors.js';
 import type { StepOutcome } from '../../controller/controller.js';
 import { demoBlueprint } from '../../demo/demo-blueprint.js';
@@ -70,6 +70,17 @@ export async function run(ctx: CommandContext): Promise<DemoOutput> {
 export function render(d: DemoOutput): string {
   const dirArg = d.dir.includes(' ') ? JSON.stringify(d.dir) : d.dir;
   const mid = Math.max(1, Math.floor(d.graphRevision / 2));
+  const lb = cliName();
+  const explore: [string, string][] = [
+    ['git log --oneline longbuild/integration', 'what was integrated'],
+    [`${lb} status`, 'where the build stands'],
+    [`${lb} show --revision ${mid}`, `time travel to graph revision ${mid}`],
+    [`${lb} show --checkpoint ${d.checkpoints[0] ?? 'core'}`, 'the graph as it was checkpointed'],
+    [`${lb} diff 1 ${d.position}`, 'what changed'],
+    [`${lb} log --type IntegrationPromoted`, 'the integration receipts'],
+    [`${lb} verify`, 'hash chain and projections'],
+  ];
+  const width = Math.max(...explore.map(([c]) => c.length));
   return [
     `${d.outcome === 'horizon_complete' ? 'done' : d.outcome}: ${d.steps} controller events in ${(d.durationMs / 1000).toFixed(1)} s`,
     `  checkpoints: ${d.checkpoints.join(', ')}`,
@@ -78,15 +89,18 @@ export function render(d: DemoOutput): string {
     '',
     'explore it:',
     `  cd ${dirArg}`,
-    '  git log --oneline longbuild/integration      # what was integrated',
-    '  longbuild status                              # where the build stands',
-    `  longbuild show --revision ${mid}                    # time travel to graph revision ${mid}`,
-    `  longbuild show --checkpoint ${d.checkpoints[0] ?? 'core'}              # the graph as checkpointed`,
-    `  longbuild diff 1 ${d.position}                           # what changed`,
-    '  longbuild log --type IntegrationPromoted       # the receipts',
-    '  longbuild verify                              # hash chain + projections',
+    ...explore.map(([c, why]) => `  ${c.padEnd(width)}  # ${why}`),
     '',
   ].join('\n');
+}
+
+/** `longbuild` when it is on PATH (npm link, a global install), else the node command that ran us. */
+function cliName(): string {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (dir && existsSync(join(dir, 'longbuild'))) return 'longbuild';
+  }
+  const script = process.argv[1];
+  return script ? `node ${script}` : 'longbuild';
 }
 
 export function failure(d: DemoOutput): string | undefined {
