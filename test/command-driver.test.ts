@@ -37,6 +37,7 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
     expect(r.stderr).toMatch(/R-13.*one or two detailed milestones/);
     const status = cliJson(['status'], { cwd: repo });
     expect(status.horizon).toBeNull();
+    expect(status.blocked).toMatch(/R-13|one or two detailed milestones/);
     expect(status.graphRevision).toBe(0);
     const rejected = runCli(['log', '--type', 'ProposalRejected', '--json'], { cwd: repo });
     expect(rejected.stdout.trim().split('\n')).toHaveLength(1);

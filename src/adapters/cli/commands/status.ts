@@ -1,5 +1,6 @@
 import { compareCodePoints } from '../../../events/canonical.js';
 import type { BuildState } from '../../../projections/build-state.js';
+import { nextAction } from '../../../commands/next-action.js';
 import { activeMilestone, graphSha256, inFlightNodes, rankReadyWave } from '../../../projections/graph.js';
 import type { CommandContext } from '../types.js';
 import { withBuild } from '../with-build.js';
@@ -21,6 +22,12 @@ export interface StatusOutput {
   readonly nodes: Record<string, number>;
 }
 
+function blockedReason(st: BuildState): string | null {
+  if (!st.build) return null;
+  const next = nextAction(st);
+  return next.kind === 'blocked' ? next.reason : null;
+}
+
 /** Where the build stands, from the folded log. */
 export function statusOf(st: BuildState): StatusOutput {
   const counts: Record<string, number> = {};
@@ -38,7 +45,8 @@ export function statusOf(st: BuildState): StatusOutput {
     calls: { planner: st.calls.planner, worker: st.calls.worker },
     position: st.position,
     completed: st.completed,
-    blocked: st.blocked?.reason ?? null,
+    // A refused proposal blocks the build without a BuildBlocked event: ask the decider.
+    blocked: st.blocked?.reason ?? blockedReason(st),
     nodes: counts,
   };
 }
