@@ -1,17 +1,17 @@
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
 import { canonicalSha256, sha256Hex } from '../../events/hash.js';
-import { ConcurrencyError, CorruptLogError, EffectError } from '../../events/errors.js';
+import { CorruptLogError, EffectError } from '../../events/errors.js';
 import { computeEventHash, type StoredEvent } from '../../events/envelope.js';
 import type { EventLog } from '../../events/log.js';
 import type { CommandEvidence, DomainEvent, Receipt } from '../../events/catalogue.js';
 import { attemptOf, evolveBuild, initialBuildState, jobOf, type AttemptRecord, type BuildState, type JobRecord } from '../../projections/build-state.js';
-import { graphSha256, rankReadyWave } from '../../projections/graph.js';
 import { nextAction, type NextAction } from '../../commands/next-action.js';
 import { isBatchMode, shouldSplit, splitData } from '../../commands/batch.js';
 import { validateProposal, validateRenewal } from '../../commands/horizon.js';
 import { acceptedVersions, deriveCheckpoint } from '../../commands/checkpoint.js';
 import { compactMilestone } from '../../commands/compaction.js';
-import type { Planner, PlannerInput, WorkPacket, Worker } from '../../commands/ports.js';
+import type { Planner, Worker } from '../../commands/ports.js';
+import { plannerInputOf, workPacketOf } from '../../commands/effect-inputs.js';
 import type { Clock } from '../clock.js';
 import type { FaultInjector } from '../faults.js';
 import type { EvidenceStore, GitPort } from './ports.js';
@@ -173,23 +173,6 @@ export class Controller {
 
   // ---- planning ---------------------------------------------------------------
 
-  private plannerInput(purpose: 'seal' | 'renew', callId: string): PlannerInput {
-    const s = this.state;
-    return {
-      purpose,
-      callId,
-      request: s.build!.request,
-      horizon: s.horizon ? { horizonId: s.horizon.horizonId, revision: s.horizon.revision, detailed: s.horizon.detailed, coarse: s.horizon.coarse } : null,
-      checkpoints: Object.values(s.checkpoints).sort((a, b) => a.position - b.position).map((c) => c.checkpoint),
-      graph: {
-        revision: s.graphRevision,
-        sha256: graphSha256(s.nodes),
-        nodes: Object.values(s.nodes).map((n) => ({ id: n.id, kind: n.kind, state: n.state, milestone: n.milestone })),
-      },
-      integrationHead: s.integrationHead!,
-    };
-  }
-
   private async plan(action: Extract<NextAction, { kind: 'plan' }>): Promise<StepResult> {
     const { purpose, callId } = action;
     if (action.inDoubt) {
@@ -198,7 +181,7 @@ export class Controller {
     } else {
       await this.append([{ type: 'PlannerInvoked', data: { callId, purpose, horizonRevision: this.state.horizon?.revision ?? 0, graphRevision: this.state.graphRevision } }], callId);
     }
-    const input = this.plannerInput(purpose, callId);
+    const input = plannerInputOf(this.state, purpose, callId);
     const raw = await this.effect('planner', () => this.deps.planner.propose(input));
     let proposal: JsonValue = null;
     let proposalSha256 = sha256Hex('null');
@@ -279,18 +262,9 @@ export class Controller {
     return this.result('dispatched', `${nodeId} attempt ${attempt}: ${state}`, { nodeId });
   }
 
-  private packet(a: AttemptRecord): WorkPacket {
-    const node = this.state.nodes[a.nodeId]!;
-    return {
-      attemptId: a.attemptId, idempotencyKey: `${this.state.build!.buildId}:${a.attemptId}`, nodeId: a.nodeId, attempt: a.attempt,
-      kind: node.kind, milestone: node.milestone, deps: node.deps, ...(node.title !== undefined ? { title: node.title } : {}),
-      baseHead: a.baseHead, branch: a.branch, commitDate: a.commitDate,
-    };
-  }
-
   private async runWorker(a: AttemptRecord): Promise<void> {
     const node = this.state.nodes[a.nodeId]!;
-    const packet = this.packet(a);
+    const packet = workPacketOf(this.state, a);
     const worktree = node.kind === 'writable' ? await this.deps.git.prepareAttemptWorktree(a.attemptId, a.branch, a.baseHead) : '';
     const out = await this.effect('worker', () => this.deps.worker.implement(packet, worktree));
     const evidenceSha256 = canonicalSha256({ stdout: this.deps.evidence.put(Buffer.from(out.stdout)), stderr: this.deps.evidence.put(Buffer.from(out.stderr)) });
@@ -419,11 +393,5 @@ export class Controller {
     }
     await this.append([{ type: 'VerificationFinished', data }], job.jobId);
   }
-
-  /** The ranked ready wave now (R-10), for status and progress. */
-  readyWave(): string[] {
-    return rankReadyWave(this.state);
-  }
 }
 
-export { ConcurrencyError };

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import {
-  changedPaths, commitWorktree, findAttemptCommit, integrateCandidates, prepareAttemptWorktree, promote, readRef, removeWorkspace, runVerification,
+  changedPaths, commitWorktree, findAttemptCommit, integrateCandidates, prepareAttemptWorktree, promote, readRef, removeWorkspace,
 } from '../git/git.js';
 import { verifyWithCache } from '../cache/cached-verification.js';
 import type { VerificationCache } from '../cache/verification-cache.js';

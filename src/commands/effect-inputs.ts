@@ -1,0 +1,30 @@
+import type { PlannerInput, WorkPacket } from './ports.js';
+import type { AttemptRecord, BuildState } from '../projections/build-state.js';
+import { graphSha256 } from '../projections/graph.js';
+
+/** What the planner sees for a call (R-14): request, sealed horizon, exact checkpoints, graph summary. */
+export function plannerInputOf(s: BuildState, purpose: 'seal' | 'renew', callId: string): PlannerInput {
+  return {
+    purpose,
+    callId,
+    request: s.build!.request,
+    horizon: s.horizon ? { horizonId: s.horizon.horizonId, revision: s.horizon.revision, detailed: s.horizon.detailed, coarse: s.horizon.coarse } : null,
+    checkpoints: Object.values(s.checkpoints).sort((a, b) => a.position - b.position).map((c) => c.checkpoint),
+    graph: {
+      revision: s.graphRevision,
+      sha256: graphSha256(s.nodes),
+      nodes: Object.values(s.nodes).map((n) => ({ id: n.id, kind: n.kind, state: n.state, milestone: n.milestone })),
+    },
+    integrationHead: s.integrationHead!,
+  };
+}
+
+/** The work packet of an attempt (R-24): one node, from the integration head the attempt names. */
+export function workPacketOf(s: BuildState, a: AttemptRecord): WorkPacket {
+  const node = s.nodes[a.nodeId]!;
+  return {
+    attemptId: a.attemptId, idempotencyKey: `${s.build!.buildId}:${a.attemptId}`, nodeId: a.nodeId, attempt: a.attempt,
+    kind: node.kind, milestone: node.milestone, deps: node.deps, ...(node.title !== undefined ? { title: node.title } : {}),
+    baseHead: a.baseHead, branch: a.branch, commitDate: a.commitDate,
+  };
+}
