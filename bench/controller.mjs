@@ -51,21 +51,26 @@ const instantGit = {
   integrateAndVerify: async () => ({ ok: false, reason: 'not used' }), promote: async () => ({ ok: true }),
 };
 
-async function bench(n, steps) {
-  const dir = mkdtempSync(join(tmpdir(), 'lb-bench-ctl-'));
+/** A fresh build directory: log, projections and the BuildInitialized event. */
+function initBenchBuild(prefix, request, compaction, snapshotEvery) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   const log = new SqliteEventLog({ path: join(dir, 'events.db'), synchronous: process.env.SYNC ?? 'NORMAL' });
-  const store = ProjectionStore.open(join(dir, 'projections.db'), allProjections(), { snapshotEvery: 0 });
-  const request = { title: 'bench' };
+  const store = ProjectionStore.open(join(dir, 'projections.db'), allProjections(), { snapshotEvery });
   log.appendSync('build-bench', [{
     type: 'BuildInitialized',
     data: {
       buildId: 'bench', request, requestSha256: canonicalSha256(request), integrationRef: 'refs/heads/longbuild/integration', baseHead: HEAD,
-      verify: [], settings: { detailedWindow: 2, coarseWindow: 12, maxBatch: 1, maxAttempts: 3, compaction: false, plannerRoute: 'bench' },
+      verify: [], settings: { detailedWindow: 2, coarseWindow: 12, maxBatch: 1, maxAttempts: 3, compaction, plannerRoute: 'bench' },
       driver: { kind: 'blueprint', sourceSha256: canonicalSha256('bench') },
     },
     metadata: { recordedAt: '2026-01-01T00:00:00.000Z' },
   }], 'no-stream');
   store.catchUp(log.iterateAll(1));
+  return { dir, log, store };
+}
+
+async function bench(n, steps) {
+  const { dir, log, store } = initBenchBuild('lb-bench-ctl-', { title: 'bench' }, false, 0);
   const proposal = plan(n);
   const controller = await Controller.open({
     log, clock: logicalClock(), planner: { route: 'bench', propose: async () => proposal },
@@ -107,20 +112,7 @@ async function benchLong(n, per = 50) {
     milestones.push({ id: `m${m}`, title: `milestone ${m}`, nodes });
   }
   const blueprint = parseBlueprint({ request: { title: 'long' }, verify: [], detailedWindow: 2, milestones });
-  const dir = mkdtempSync(join(tmpdir(), 'lb-bench-long-'));
-  const log = new SqliteEventLog({ path: join(dir, 'events.db'), synchronous: process.env.SYNC ?? 'NORMAL' });
-  const store = ProjectionStore.open(join(dir, 'projections.db'), allProjections(), { snapshotEvery: Number(process.env.SNAP ?? 1000) });
-  const request = blueprint.request;
-  log.appendSync('build-bench', [{
-    type: 'BuildInitialized',
-    data: {
-      buildId: 'bench', request, requestSha256: canonicalSha256(request), integrationRef: 'refs/heads/longbuild/integration', baseHead: HEAD,
-      verify: [], settings: { detailedWindow: 2, coarseWindow: 12, maxBatch: 1, maxAttempts: 3, compaction: true, plannerRoute: 'bench' },
-      driver: { kind: 'blueprint', sourceSha256: canonicalSha256('bench') },
-    },
-    metadata: { recordedAt: '2026-01-01T00:00:00.000Z' },
-  }], 'no-stream');
-  store.catchUp(log.iterateAll(1));
+  const { dir, log, store } = initBenchBuild('lb-bench-long-', blueprint.request, true, Number(process.env.SNAP ?? 1000));
   const controller = await Controller.open({
     log, clock: logicalClock(), planner: new ScriptedPlanner(blueprint),
     worker: { implement: async () => ({ outcome: 'recorded', decision: 'ok', stdout: '', stderr: '' }) },

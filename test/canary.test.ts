@@ -1,3 +1,4 @@
+import { countingWorker, throwingPlanner } from './support/drivers.js';
 import { shardValues } from '../src/projections/sharded.js';
 import { attemptOf } from '../src/projections/build-state.js';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -5,25 +6,10 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { openBuild } from '../src/adapters/session.js';
-import { ScriptedWorker } from '../src/adapters/blueprint/scripted-worker.js';
-import { parseBlueprint } from '../src/adapters/blueprint/blueprint.js';
-import type { Planner, Worker } from '../src/commands/ports.js';
 import { cliJson, HELIOS, runCli, tempDir } from './support/cli.js';
 
 const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8' }).trim();
 
-/** A planner that must never be called: the resumed controller has everything it needs in the log. */
-const throwingPlanner: Planner = {
-  route: 'scripted:blueprint',
-  propose: async (input) => {
-    throw new Error(`planner called after resume (${input.callId})`);
-  },
-};
-
-function countingWorker(blueprintPath: string, calls: string[]): Worker {
-  const inner = new ScriptedWorker(parseBlueprint(JSON.parse(readFileSync(blueprintPath, 'utf8'))));
-  return { implement: (packet, wt) => (calls.push(packet.nodeId), inner.implement(packet, wt)) };
-}
 
 /**
  * The seed's canary shape: helios' first two milestones, optionally with a coarse release-preview

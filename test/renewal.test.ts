@@ -1,3 +1,4 @@
+import { countingWorker, throwingPlanner } from './support/drivers.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -5,8 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { initFromBlueprint, openBuild } from '../src/adapters/session.js';
 import { parseBlueprint } from '../src/adapters/blueprint/blueprint.js';
 import { ScriptedPlanner } from '../src/adapters/blueprint/scripted-planner.js';
-import { ScriptedWorker } from '../src/adapters/blueprint/scripted-worker.js';
-import type { Planner, Worker } from '../src/commands/ports.js';
+import type { Planner } from '../src/commands/ports.js';
 import type { MilestoneRef } from '../src/events/catalogue.js';
 import type { StoredEvent } from '../src/events/envelope.js';
 import { compactMilestone } from '../src/commands/compaction.js';
@@ -15,17 +15,6 @@ import { renewalCaseArb, type RenewalCase } from './support/arbitraries.js';
 import { earlierWindow, horizonRenewed } from './support/given.js';
 import { cliJson, HELIOS, runCli, tempDir } from './support/cli.js';
 
-const throwingPlanner: Planner = {
-  route: 'scripted:blueprint',
-  propose: async (input) => {
-    throw new Error(`planner called after resume (${input.callId})`);
-  },
-};
-
-function countingWorker(blueprintPath: string, calls: string[]): Worker {
-  const inner = new ScriptedWorker(parseBlueprint(JSON.parse(readFileSync(blueprintPath, 'utf8'))));
-  return { implement: (packet, wt) => (calls.push(packet.nodeId), inner.implement(packet, wt)) };
-}
 
 
 describe('R-16 R-23 a three-milestone build: two horizons, compaction after every milestone, exact resume', () => {

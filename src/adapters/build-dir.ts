@@ -4,7 +4,7 @@ import { NotFoundError, ValidationError } from '../events/errors.js';
 import type { EventCatalogue } from '../events/catalogue.js';
 import { openEventLog, type OpenLogOptions } from './log/open-log.js';
 import type { TransferableEventLog } from './log/verbatim.js';
-import { ProjectionStore } from '../projections/engine.js';
+import { ProjectionStore, type ProjectionStoreOptions } from '../projections/engine.js';
 import { allProjections } from '../projections/registry.js';
 
 /** Where a build keeps its files. Everything under `dir` is owned by longbuild. */
@@ -80,6 +80,6 @@ export async function openBuildLog(paths: BuildPaths, opts: Omit<OpenLogOptions,
 }
 
 /** Open the build's projection store over every registered projection. */
-export function openBuildProjections(paths: BuildPaths): ProjectionStore {
-  return ProjectionStore.open(paths.projections, allProjections());
+export function openBuildProjections(paths: BuildPaths, options?: ProjectionStoreOptions): ProjectionStore {
+  return ProjectionStore.open(paths.projections, allProjections(), options);
 }

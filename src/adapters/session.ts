@@ -8,10 +8,9 @@ import type { TransferableEventLog } from './log/verbatim.js';
 import { openEventLog } from './log/open-log.js';
 import type { AppendFence } from './log/postgres-log.js';
 import { catchUpFromLog } from './log/paging.js';
-import { ProjectionStore } from '../projections/engine.js';
-import { allProjections } from '../projections/registry.js';
+import type { ProjectionStore } from '../projections/engine.js';
 import { buildProjection } from '../projections/build-projection.js';
-import { buildExists, buildPaths, openBuildLog, recordLogSpec, type BuildPaths } from './build-dir.js';
+import { buildExists, buildPaths, openBuildLog, openBuildProjections, recordLogSpec, type BuildPaths } from './build-dir.js';
 import { logicalClock, systemClock, type Clock } from './clock.js';
 import { faultsFromEnv, type FaultInjector } from './faults.js';
 import { Controller } from './controller/controller.js';
@@ -154,7 +153,7 @@ async function initBuild(driver: DriverFile, request: JsonValue, verify: readonl
       },
       metadata: { recordedAt: clock.now(1), correlationId: buildId },
     }], 'no-stream');
-    const store = ProjectionStore.open(paths.projections, allProjections());
+    const store = openBuildProjections(paths);
     try {
       await catchUpFromLog(store, log);
     } finally {
@@ -178,7 +177,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
   const log = await openBuildLog(paths, opts.appendFence ? { postgresFence: opts.appendFence } : {});
   let projections: ProjectionStore | null = null;
   try {
-    projections = ProjectionStore.open(paths.projections, allProjections());
+    projections = openBuildProjections(paths);
     const store = projections;
     // Projections are local SQLite whatever the log is, and catch up from it (R-1, issue 8).
     await catchUpFromLog(store, log);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { canonicalJson, type JsonValue } from './canonical.js';
+import type { JsonValue } from './canonical.js';
 import { canonicalSha256, sha256Hex } from './hash.js';
 
 /** Metadata every event carries (R-2). `recordedAt` comes from an injected clock. */
@@ -68,9 +68,4 @@ export function hashFromCanonicalParts(p: {
 /** Seal an event: give it its hash. */
 export function sealEvent(e: Omit<StoredEvent, 'hash'>): StoredEvent {
   return { ...e, hash: computeEventHash(e) };
-}
-
-/** Canonical bytes of data or metadata, as a log stores them. */
-export function encodeJson(value: unknown): string {
-  return canonicalJson(value);
 }

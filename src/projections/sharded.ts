@@ -77,13 +77,6 @@ export function shardValues<T>(s: Sharded<T>): T[] {
   return out;
 }
 
-/** Number of entries. */
-export function shardSize(s: Sharded<unknown>): number {
-  let n = 0;
-  for (const a in s) for (const b in s[a]!) n += Object.keys(s[a]![b]!).length;
-  return n;
-}
-
 /** The leaves of two versions of a collection that differ (unchanged subtrees skipped by reference). */
 export function* changedLeaves<T>(before: Sharded<T>, after: Sharded<T>): Generator<[Readonly<Record<string, T>>, Readonly<Record<string, T>>]> {
   if (before === after) return;

@@ -1,13 +1,12 @@
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
-import { allProjections } from '../../projections/registry.js';
-import { ProjectionStore, type ProjectionStoreOptions } from '../../projections/engine.js';
-import { buildPaths, openBuildLog as openLogOfBuild, type BuildPaths } from '../build-dir.js';
+import { buildPaths, openBuildLog as openLogOfBuild, openBuildProjections, type BuildPaths } from '../build-dir.js';
+import { sessionOptions } from './with-build.js';
 import type { TransferableEventLog } from '../log/verbatim.js';
 import type { CommandContext } from './types.js';
 
-/** The build paths a command works on (`--repo`, `--dir`). */
+/** The build paths a command works on (`--repo`, `--dir`), resolved as every other command does. */
 export function pathsOf(ctx: CommandContext): BuildPaths {
-  return buildPaths({ repo: ctx.repo, dir: ctx.dir, cwd: ctx.cwd });
+  return buildPaths(sessionOptions(ctx));
 }
 
 /** Open the log of an existing build, whichever backend it records; a missing build is NotFound. */
@@ -15,7 +14,4 @@ export function openBuildLog(paths: BuildPaths, catalogue: EventCatalogue = doma
   return openLogOfBuild(paths, { catalogue });
 }
 
-/** Open the build's projections database over every registered projection. */
-export function openBuildProjections(paths: BuildPaths, options?: ProjectionStoreOptions): ProjectionStore {
-  return ProjectionStore.open(paths.projections, allProjections(), options);
-}
+export { openBuildProjections };

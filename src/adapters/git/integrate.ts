@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { sha256Hex } from '../../events/hash.js';
 import { EffectError, ValidationError } from '../../events/errors.js';
 import type { CommandEvidence } from '../../events/catalogue.js';
-import { parseTrustedCommand, runProcess } from '../process/run-process.js';
+import { parseTrustedCommand, runProcess, type ProcessResult } from '../process/run-process.js';
 import { assertRefName, assertSha, git } from './exec.js';
 import { commitParents, isAncestor, readRef, treeOf } from './repo.js';
 import { addDetachedWorkspace, assertEffectId, removeWorkspace } from './worktrees.js';
@@ -85,16 +85,8 @@ export async function integrateCandidates(
   return { kind: 'applied', workspace, resultCommit, tree: await treeOf(repo, resultCommit), fastForward: false };
 }
 
-export interface CommandRun {
-  readonly argv: readonly string[];
-  readonly exitCode: number | null;
-  readonly signal: string | null;
-  readonly stdout: Buffer;
-  readonly stderr: Buffer;
-  readonly durationMs: number;
-  readonly timedOut: boolean;
-  readonly leftover: boolean;
-}
+/** One verification command's run: the process runner's result. */
+export type CommandRun = Omit<ProcessResult, 'spawnError'>;
 
 export interface VerificationResult {
   /** Every command exited 0, none left a process behind, the workspace was clean before and after. */
