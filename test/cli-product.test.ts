@@ -97,6 +97,15 @@ describe('CLI error paths: one clear line, the right exit code, nothing appended
     after.close();
   });
 
+  it('--repo without --dir finds the same build for every command (the build lives in <repo>/.longbuild)', () => {
+    const elsewhere = tempDir();
+    const repo = join(tempDir(), 'repo');
+    cliJson(['init', '--blueprint', HELIOS, '--repo', repo], { cwd: elsewhere });
+    expect(cliJson(['status', '--repo', repo], { cwd: elsewhere }).position).toBe(1);
+    expect(cliJson(['verify', '--repo', repo], { cwd: elsewhere }).events).toBe(1);
+    expect(runCli(['log', '--repo', repo, '--json'], { cwd: elsewhere }).stdout.trim().split('\n')).toHaveLength(1);
+  });
+
   it('every command has --help with an example', () => {
     for (const name of Object.keys(COMMANDS)) {
       const r = runCli([name, '--help'], { cwd: ROOT });
