@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, compareCodePoints, stripUndefined } from '../src/events/canonical.js';
+import { KeyOrderMemo, canonicalJson, compareCodePoints, jsonString, stripUndefined } from '../src/events/canonical.js';
 import { ValidationError } from '../src/events/errors.js';
 
 /** Rebuild an object with its keys inserted in a shuffled order, deeply. */
@@ -10,7 +10,8 @@ function shuffleKeys(value: unknown, order: number[]): unknown {
     const entries = Object.entries(value as Record<string, unknown>);
     const shuffled = entries.map((e, i) => ({ e, k: order[i % Math.max(order.length, 1)] ?? i })).sort((a, b) => a.k - b.k).map((x) => x.e);
     const out: Record<string, unknown> = {};
-    for (const [k, v] of shuffled) out[k] = shuffleKeys(v, order);
+    // defineProperty, not assignment: a '__proto__' key must stay an own property.
+    for (const [k, v] of shuffled) Object.defineProperty(out, k, { value: shuffleKeys(v, order), enumerable: true, writable: true, configurable: true });
     return out;
   }
   return value;
@@ -91,6 +92,38 @@ describe('R-2 canonical JSON', () => {
         expect(() => canonicalJson(holder)).toThrow(ValidationError);
       }),
       { numRuns: 100 },
+    );
+  });
+
+  it('R-2 (property) for all values, one key-order memo shared across them writes the same bytes as none', () => {
+    // Key sets that join to the same text ('a\u0000b' vs 'a','b') must not share an order.
+    const keyArb = fc.constantFrom('a', 'b', 'a\u0000b', 'b\u0000', '', '\u0000', '𝔸', '\uFF61', 'z');
+    const objArb = fc.letrec((tie) => ({
+      value: fc.oneof({ depthSize: 'small' }, fc.jsonValue(), fc.dictionary(keyArb, tie('value')), fc.array(tie('value'), { maxLength: 3 })),
+    })).value;
+    fc.assert(
+      fc.property(fc.array(objArb, { minLength: 1, maxLength: 20 }), (values) => {
+        const memo = new KeyOrderMemo();
+        for (const v of values) expect(canonicalJson(v, memo)).toBe(canonicalJson(v));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('R-2 key sets whose joined text collides get their own order from the memo', () => {
+    const memo = new KeyOrderMemo();
+    expect(memo.order(['a\u0000b']).sorted).toEqual(['a\u0000b']);
+    expect(memo.order(['b', 'a']).sorted).toEqual(['a', 'b']);
+    expect(memo.order(['a', 'b']).sorted).toEqual(['a', 'b']);
+    expect(memo.order(['a\u0000b']).prefixes).toEqual(['{"a\\u0000b":']);
+  });
+
+  it('R-2 (property) jsonString quotes every string exactly as JSON.stringify does', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: fc.oneof(fc.constantFrom('"', '\\', '\u0000', '\u001f', '\u007f', '\u2028', '\ud800', '\udfff'), fc.string({ unit: 'binary', maxLength: 1 })) }), (text) => {
+        expect(jsonString(text)).toBe(JSON.stringify(text));
+      }),
+      { numRuns: 500 },
     );
   });
 

@@ -6,10 +6,11 @@ export type JsonValue = JsonPrimitive | JsonValue[] | { [key: string]: JsonValue
 /**
  * Canonical JSON (R-2): object keys sorted by code point, no insignificant white space,
  * no `undefined`, no non-finite numbers. Throws ValidationError naming the path otherwise.
+ * A `KeyOrderMemo` shared by the values of one batch saves sorting the same key set again.
  */
-export function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown, memo?: KeyOrderMemo): string {
   try {
-    return fast(value);
+    return fast(value, memo);
   } catch (err) {
     if (err !== NOT_CANONICAL) throw err;
     return write(value, '$'); // the slow walk finds the path for the message
@@ -18,24 +19,78 @@ export function canonicalJson(value: unknown): string {
 
 const NOT_CANONICAL = Symbol('not canonical');
 
+/** A string that JSON.stringify would escape: quote, backslash, control or surrogate units. */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** JSON.stringify of a string, without the call for the common string that needs no escape. */
+export function jsonString(s: string): string {
+  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
+}
+
+/** One object shape's keys in code-point order, each with its `{"key":` or `,"key":` prefix. */
+interface KeyOrder {
+  readonly keys: readonly string[];
+  readonly sorted: readonly string[];
+  readonly prefixes: readonly string[];
+}
+
+/**
+ * Sorted key orders by key set, for one batch of values (create one per append; never shared
+ * between unrelated callers). Events of one type share their shapes, so after the first event
+ * an object costs one lookup instead of a sort. Bounded: objects with many keys (maps keyed by
+ * id) are not memoised, and the memo starts over when it holds too many shapes.
+ */
+export class KeyOrderMemo {
+  private readonly byId = new Map<string, KeyOrder>();
+
+  order(keys: string[]): KeyOrder {
+    // The joined id may collide (keys can hold NUL), so the cached key list is compared too.
+    const id = keys.length === 1 ? keys[0]! : keys.join('\u0000');
+    const hit = this.byId.get(id);
+    if (hit !== undefined && sameKeys(hit.keys, keys)) return hit;
+    const order = keyOrder(keys);
+    if (keys.length <= MEMO_MAX_KEYS) {
+      if (this.byId.size >= MEMO_MAX_SHAPES) this.byId.clear();
+      this.byId.set(id, order);
+    }
+    return order;
+  }
+}
+
+const MEMO_MAX_KEYS = 32;
+const MEMO_MAX_SHAPES = 1024;
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function keyOrder(keys: string[]): KeyOrder {
+  const sorted = keys.slice();
+  if (sorted.length > 1) sortKeys(sorted);
+  return { keys, sorted, prefixes: sorted.map((k, i) => `${i === 0 ? '{' : ','}${jsonString(k)}:`) };
+}
+
 /** The hot path: no path bookkeeping; any problem throws NOT_CANONICAL. */
-function fast(value: unknown): string {
-  if (value === null) return 'null';
+function fast(value: unknown, memo: KeyOrderMemo | undefined): string {
   switch (typeof value) {
     case 'string':
-      return JSON.stringify(value);
+      return jsonString(value);
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
       if (!Number.isFinite(value)) throw NOT_CANONICAL;
-      return JSON.stringify(value); // -0 prints as 0
+      return String(value); // -0 prints as 0, as in JSON.stringify
     case 'object': {
+      if (value === null) return 'null';
       if (Array.isArray(value)) {
+        if (value.length === 0) return '[]';
         let out = '[';
         for (let i = 0; i < value.length; i++) {
           const item: unknown = value[i];
           if (item === undefined) throw NOT_CANONICAL;
-          out += i === 0 ? fast(item) : `,${fast(item)}`;
+          out += i === 0 ? fast(item, memo) : `,${fast(item, memo)}`;
         }
         return `${out}]`;
       }
@@ -43,13 +98,13 @@ function fast(value: unknown): string {
       if (proto !== Object.prototype && proto !== null) throw NOT_CANONICAL;
       const obj = value as Record<string, unknown>;
       const keys = Object.keys(obj);
-      if (keys.length > 1) sortKeys(keys);
-      let out = '{';
-      for (let i = 0; i < keys.length; i++) {
-        const key = keys[i]!;
-        const v = obj[key];
+      if (keys.length === 0) return '{}';
+      const { sorted, prefixes } = memo === undefined ? keyOrder(keys) : memo.order(keys);
+      let out = '';
+      for (let i = 0; i < sorted.length; i++) {
+        const v = obj[sorted[i]!];
         if (v === undefined) throw NOT_CANONICAL;
-        out += `${i === 0 ? '' : ','}${JSON.stringify(key)}:${fast(v)}`;
+        out += prefixes[i]! + fast(v, memo);
       }
       return `${out}}`;
     }

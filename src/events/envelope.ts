@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import type { JsonValue } from './canonical.js';
-import { canonicalSha256, sha256Hex } from './hash.js';
+import { jsonString, type JsonValue } from './canonical.js';
+import { GENESIS_HASH, canonicalSha256, sha256Hex } from './hash.js';
+import type { LogHead } from './log.js';
 
 /** Metadata every event carries (R-2). `recordedAt` comes from an injected clock. */
 export const EventMetadataSchema = z
@@ -53,16 +54,40 @@ export function computeEventHash(e: Omit<StoredEvent, 'hash'>): string {
 }
 
 /**
- * The same hash as computeEventHash, from data and metadata already in canonical JSON:
- * the keys of the hashed part are written in code-point order by hand, so a hot append
- * path canonicalises each body once.
+ * Seals a run of consecutive events of one stream after a head (R-2): each gets the next
+ * position and revision, and the same hash as computeEventHash, from data and metadata already
+ * in canonical JSON. The keys of the hashed part are written in code-point order by hand, and
+ * the stream id and each type are quoted once per run, so a hot append path canonicalises each
+ * body once and builds one string per event.
  */
-export function hashFromCanonicalParts(p: {
-  position: number; streamId: string; revision: number; type: string; schemaVersion: number;
-  dataJson: string; metadataJson: string; prevHash: string;
-}): string {
-  const text = `{"data":${p.dataJson},"metadata":${p.metadataJson},"position":${p.position},"prevHash":${JSON.stringify(p.prevHash)},"revision":${p.revision},"schemaVersion":${p.schemaVersion},"streamId":${JSON.stringify(p.streamId)},"type":${JSON.stringify(p.type)}}`;
-  return sha256Hex(text);
+export class ChainSealer {
+  /** Position, revision and hash of the last event sealed (the head's before the first). */
+  position: number;
+  revision: number;
+  hash: string;
+  private hashJson: string;
+  private readonly streamIdJson: string;
+  private readonly typeJson = new Map<string, string>();
+
+  constructor(readonly streamId: string, head: LogHead | null, currentRevision: number) {
+    this.position = head?.position ?? 0;
+    this.revision = currentRevision;
+    this.hash = head?.hash ?? GENESIS_HASH;
+    this.hashJson = jsonString(this.hash);
+    this.streamIdJson = jsonString(streamId);
+  }
+
+  /** Seal the next event and return its hash; `position`, `revision` and `hash` move to it. */
+  next(type: string, schemaVersion: number, dataJson: string, metadataJson: string): string {
+    let typeJson = this.typeJson.get(type);
+    if (typeJson === undefined) this.typeJson.set(type, (typeJson = jsonString(type)));
+    this.position += 1;
+    this.revision += 1;
+    const hash = sha256Hex(`{"data":${dataJson},"metadata":${metadataJson},"position":${this.position},"prevHash":${this.hashJson},"revision":${this.revision},"schemaVersion":${schemaVersion},"streamId":${this.streamIdJson},"type":${typeJson}}`);
+    this.hash = hash;
+    this.hashJson = `"${hash}"`; // lower-case hex needs no escaping
+    return hash;
+  }
 }
 
 /** Seal an event: give it its hash. */

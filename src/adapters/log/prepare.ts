@@ -1,4 +1,4 @@
-import { canonicalJson, type JsonValue } from '../../events/canonical.js';
+import { KeyOrderMemo, canonicalJson, type JsonValue } from '../../events/canonical.js';
 import { ValidationError } from '../../events/errors.js';
 import { EventMetadataSchema, type EventMetadata, type NewEvent } from '../../events/envelope.js';
 import { formatZodError, type EventCatalogue } from '../../events/catalogue.js';
@@ -24,11 +24,11 @@ export function checkAppendShape(streamId: string, events: readonly NewEvent[]):
  * Validate and canonicalise one event (R-2, R-28); `i` is its index in the batch, for messages.
  * Backends call it for every event before committing, so one bad event refuses the whole batch.
  */
-export function prepareNewEvent(event: NewEvent, i: number, catalogue: EventCatalogue, memo?: MetadataMemo): PreparedEvent {
+export function prepareNewEvent(event: NewEvent, i: number, catalogue: EventCatalogue, memo?: BatchMemo): PreparedEvent {
   if (event === null || typeof event !== 'object') throw new ValidationError(`event #${i} is not an object`, 'R-28');
   if (typeof event.type !== 'string' || event.type.length === 0) throw new ValidationError(`event #${i} has no type`, 'R-28');
   const schemaVersion = event.schemaVersion ?? catalogue.currentVersion(event.type);
-  const dataJson = canonicalJson(event.data);
+  const dataJson = canonicalJson(event.data, memo?.keyOrders);
   let metadata: EventMetadata;
   let metadataJson: string;
   if (memo !== undefined && memo.source === event.metadata && memo.source !== undefined) {
@@ -44,11 +44,19 @@ export function prepareNewEvent(event: NewEvent, i: number, catalogue: EventCata
   return { type: event.type, schemaVersion, data: event.data, metadata, dataJson, metadataJson };
 }
 
-/** One batch's last metadata object and its encoding (append-local; never shared between appends). */
-export interface MetadataMemo {
+/**
+ * What the events of one batch share (append-local; never shared between appends): the last
+ * metadata object and its encoding, and the sorted key orders of the data shapes.
+ */
+export interface BatchMemo {
   source?: unknown;
   metadata?: EventMetadata;
   json: string;
+  readonly keyOrders: KeyOrderMemo;
+}
+
+export function newBatchMemo(): BatchMemo {
+  return { json: '', keyOrders: new KeyOrderMemo() };
 }
 
 /**
@@ -57,7 +65,8 @@ export interface MetadataMemo {
  */
 export function prepareNewEvents(streamId: string, events: readonly NewEvent[], catalogue: EventCatalogue): PreparedEvent[] {
   checkAppendShape(streamId, events);
-  return events.map((event, i) => prepareNewEvent(event, i, catalogue));
+  const memo = newBatchMemo();
+  return events.map((event, i) => prepareNewEvent(event, i, catalogue, memo));
 }
 
 const KNOWN_METADATA = new Set(['recordedAt', 'causationId', 'correlationId']);

@@ -1,6 +1,5 @@
 import type { StoredEvent } from '../../events/envelope.js';
-import { hashFromCanonicalParts } from '../../events/envelope.js';
-import { GENESIS_HASH } from '../../events/hash.js';
+import { ChainSealer } from '../../events/envelope.js';
 import type { LogHead } from '../../events/log.js';
 import type { PreparedEvent } from './prepare.js';
 import type { RawEventRow } from './sqlite-log.js';
@@ -16,18 +15,15 @@ export interface SealedBatch {
  * position head+1.., revision currentRevision+1.., prev-hash = the previous event's hash.
  */
 export function sealPrepared(streamId: string, prepared: readonly PreparedEvent[], head: LogHead | null, currentRevision: number): SealedBatch {
-  let position = head?.position ?? 0;
-  let prevHash = head?.hash ?? GENESIS_HASH;
-  let revision = currentRevision;
+  const sealer = new ChainSealer(streamId, head, currentRevision);
   const rows: RawEventRow[] = [];
   const events: StoredEvent[] = [];
   for (const p of prepared) {
-    position += 1;
-    revision += 1;
-    const hash = hashFromCanonicalParts({ position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, dataJson: p.dataJson, metadataJson: p.metadataJson, prevHash });
+    const prevHash = sealer.hash;
+    const hash = sealer.next(p.type, p.schemaVersion, p.dataJson, p.metadataJson);
+    const { position, revision } = sealer;
     rows.push({ position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, dataJson: p.dataJson, metadataJson: p.metadataJson, prevHash, hash });
     events.push({ position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, data: p.data, metadata: p.metadata, prevHash, hash });
-    prevHash = hash;
   }
   return { rows, events };
 }
