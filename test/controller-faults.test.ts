@@ -81,10 +81,10 @@ describe('harder faults (issue 7)', () => {
     expect(cliJson(['verify'], { cwd: after }).ok).toBe(true);
   });
 
-  it('R-1 a process SIGKILLed in the middle of large appends leaves only whole batches and a valid chain', async () => {
+  it.each(['in-thread', 'thread'])('R-1 a process SIGKILLed in the middle of large appends leaves only whole batches and a valid chain (rows stored %s)', async (writer) => {
     const dir = tempDir();
     const db = join(dir, 'events.db');
-    const child = spawn(process.execPath, [join(ROOT, 'test', 'fixtures', 'append-batches.mjs'), join(ROOT, 'dist'), db, '2000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [join(ROOT, 'test', 'fixtures', 'append-batches.mjs'), join(ROOT, 'dist'), db, '2000', writer], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (b: Buffer) => (out += b.toString()));
     while (!out.includes('committed')) await sleep(5);

@@ -29,7 +29,11 @@ function runChild(args: string[]): Promise<ChildResult> {
 }
 
 describe('R-3 two OS processes on one SQLite log', () => {
-  it('R-3 two processes appending at the same expected revision: exactly one wins, the other gets the concurrency error, no fork', async () => {
+  // Rows stored in the appending thread (3-event appends), or by the log's writer thread (3,000).
+  it.each([
+    { rows: 'in-thread', count: 3 },
+    { rows: 'thread', count: 3000 },
+  ])('R-3 two processes appending at the same expected revision: exactly one wins, the other gets the concurrency error, no fork (rows stored $rows)', async ({ rows, count }) => {
     expect(existsSync(join(dist, 'adapters/log/sqlite-log.js')), 'run `npm run build` first (npm test does)').toBe(true);
     const dir = mkdtempSync(join(tmpdir(), 'lb-conc-'));
     try {
@@ -40,18 +44,18 @@ describe('R-3 two OS processes on one SQLite log', () => {
       for (let round = 0; round < rounds; round++) {
         const expected = String(log.streamRevisionSync('build'));
         const startAt = String(Date.now() + 400);
-        const results = await Promise.all(['a', 'b'].map((w) => runChild([path, 'build', expected, `${w}${round}`, startAt])));
+        const results = await Promise.all(['a', 'b'].map((w) => runChild([path, 'build', expected, `${w}${round}`, startAt, String(count), rows])));
         const winners = results.filter((r) => r.ok);
         const losers = results.filter((r) => !r.ok);
         expect(winners, JSON.stringify(results)).toHaveLength(1);
         expect(losers[0]?.code, JSON.stringify(results)).toBe('CONCURRENCY');
       }
       const events = log.readAllSync();
-      expect(events).toHaveLength(1 + rounds * 3);
+      expect(events).toHaveLength(1 + rounds * count);
       // No fork: every revision once, each round's three events from one writer, chain intact.
       expect(events.map((e) => e.revision)).toEqual(events.map((_, i) => i));
       for (let round = 0; round < rounds; round++) {
-        const writers = new Set(events.slice(1 + round * 3, 4 + round * 3).map((e) => (e.data as { writer: string }).writer));
+        const writers = new Set(events.slice(1 + round * count, 1 + (round + 1) * count).map((e) => (e.data as { writer: string }).writer));
         expect(writers.size).toBe(1);
       }
       expect(log.verifyChainSync().ok).toBe(true);

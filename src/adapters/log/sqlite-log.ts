@@ -1,11 +1,12 @@
 import Database from 'better-sqlite3';
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
 import { ConcurrencyError, CorruptLogError, ValidationError } from '../../events/errors.js';
-import { EventMetadataSchema, computeEventHash, hashFromCanonicalParts, type NewEvent, type StoredEvent } from '../../events/envelope.js';
+import { ChainSealer, EventMetadataSchema, computeEventHash, type NewEvent, type StoredEvent } from '../../events/envelope.js';
 import { GENESIS_HASH } from '../../events/hash.js';
 import { domainCatalogue, formatZodError, type EventCatalogue } from '../../events/catalogue.js';
 import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions, VerifyProblem } from '../../events/log.js';
-import { checkAppendShape, prepareNewEvent, type MetadataMemo } from './prepare.js';
+import { checkAppendShape, newBatchMemo, prepareNewEvent } from './prepare.js';
+import { BatchWriterError, SqliteBatchWriter } from './sqlite-batch-writer.js';
 import { prepareVerbatim } from './verbatim.js';
 
 export interface SqliteLogOptions {
@@ -17,6 +18,11 @@ export interface SqliteLogOptions {
   /** How long a writer waits for another process's lock, ms. */
   readonly busyTimeoutMs?: number;
   readonly readonly?: boolean;
+  /**
+   * Batches of at least this many events are stored by a second thread while this one
+   * validates and hashes (default 2048; `false`: always in-thread). File logs only.
+   */
+  readonly parallelAppend?: number | false;
 }
 
 interface EventRow {
@@ -31,8 +37,22 @@ interface EventRow {
   hash: string;
 }
 
+/** Columns of an event row, in insert order. */
+const COLUMNS = 9;
 /** Rows per multi-row INSERT in a batch append (9 parameters each; SQLite allows 32 766). */
 const ROWS_PER_INSERT = 64;
+/** Rows per hand-over to the writer thread: big enough that messaging is noise, small enough to overlap. */
+const ROWS_PER_HANDOFF = 1024;
+/** Times a writer-thread batch is sealed again after another writer committed first. */
+const STALE_ATTEMPTS = 3;
+/** Batches of at least this many events go through the writer thread by default. */
+const PARALLEL_MIN_EVENTS = 2048;
+
+const INSERT_SQL = 'INSERT INTO events (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)';
+const INSERT_MANY_SQL = `INSERT INTO events (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash) VALUES ${Array.from({ length: ROWS_PER_INSERT }, () => '(?,?,?,?,?,?,?,?,?)').join(',')}`;
+const HEAD_SQL = 'SELECT position, hash FROM events ORDER BY position DESC LIMIT 1';
+const STREAM_REVISION_SQL = 'SELECT MAX(revision) AS r FROM events WHERE stream_id = ?';
+const SET_ANCHOR_SQL = 'INSERT INTO chain_head (id, position, hash) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET position = excluded.position, hash = excluded.hash';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS events (
@@ -64,27 +84,34 @@ export class SqliteEventLog implements EventLog {
   readonly db: Database.Database;
   private readonly catalogue: EventCatalogue;
   private readonly stmts;
+  private readonly path: string;
+  private readonly busyTimeoutMs: number;
+  private readonly synchronous: 'FULL' | 'NORMAL';
+  private readonly parallelMin: number;
+  private writer: SqliteBatchWriter | undefined;
+  private writerUnavailable: string | undefined;
 
   constructor(options: SqliteLogOptions) {
     this.catalogue = options.catalogue ?? domainCatalogue;
+    this.path = options.path;
+    this.busyTimeoutMs = options.busyTimeoutMs ?? 10_000;
+    this.synchronous = options.synchronous ?? 'FULL';
+    const inMemory = options.path === ':memory:' || options.path === '';
+    this.parallelMin = options.parallelAppend === false || options.readonly || inMemory ? Infinity : options.parallelAppend ?? PARALLEL_MIN_EVENTS;
     this.db = new Database(options.path, { readonly: options.readonly ?? false });
-    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
+    this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
     if (!options.readonly) {
       this.db.pragma('journal_mode = WAL');
       this.db.exec(SCHEMA);
     }
-    this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+    this.db.pragma(`synchronous = ${this.synchronous}`);
     this.stmts = {
-      insertMany: this.db.prepare(
-        `INSERT INTO events (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash) VALUES ${Array.from({ length: ROWS_PER_INSERT }, () => '(?,?,?,?,?,?,?,?,?)').join(',')}`,
-      ),
-      insert: this.db.prepare(
-        'INSERT INTO events (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)',
-      ),
-      head: this.db.prepare('SELECT position, hash FROM events ORDER BY position DESC LIMIT 1'),
+      insertMany: this.db.prepare(INSERT_MANY_SQL),
+      insert: this.db.prepare(INSERT_SQL),
+      head: this.db.prepare(HEAD_SQL),
       anchor: this.db.prepare('SELECT position, hash FROM chain_head WHERE id = 1'),
-      setAnchor: this.db.prepare('INSERT INTO chain_head (id, position, hash) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET position = excluded.position, hash = excluded.hash'),
-      streamRev: this.db.prepare('SELECT MAX(revision) AS r FROM events WHERE stream_id = ?'),
+      setAnchor: this.db.prepare(SET_ANCHOR_SQL),
+      streamRev: this.db.prepare(STREAM_REVISION_SQL),
       allFwd: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE position >= ? ORDER BY position ASC LIMIT ?').raw(true),
       allBwd: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE position <= ? ORDER BY position DESC LIMIT ?').raw(true),
       streamFwd: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?').raw(true),
@@ -98,39 +125,121 @@ export class SqliteEventLog implements EventLog {
   /** Synchronous append, used by the async port method and by hot paths. */
   appendSync(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): AppendResult {
     checkAppendShape(streamId, events);
+    const writer = events.length >= this.parallelMin && !this.db.inTransaction ? this.batchWriter() : undefined;
+    if (writer !== undefined) {
+      const result = this.appendThroughWriter(writer, streamId, events, expected);
+      if (result !== undefined) return result;
+    }
     // Each event is validated and canonicalised right before its insert, inside the transaction:
     // a bad event throws, the transaction rolls back and nothing is written (R-28), and a big
     // batch never holds a second array of prepared copies.
     const run = this.db.transaction((): AppendResult => {
-      const current = (this.stmts.streamRev.get(streamId) as { r: number | null }).r ?? -1;
+      const current = this.streamRevisionSync(streamId);
       checkExpected(streamId, expected, current);
-      const head = this.stmts.head.get() as { position: number; hash: string } | undefined;
-      let position = head?.position ?? 0;
-      let prevHash = head?.hash ?? GENESIS_HASH;
-      let revision = current;
-      const stored: StoredEvent[] = [];
-      const memo: MetadataMemo = { json: '' };
-      // Rows go to SQLite ROWS_PER_INSERT at a time (one multi-row INSERT): far fewer statement
-      // executions than a row-by-row loop, which pays for validation, canonical JSON and hashing.
-      let params: (string | number)[] = [];
-      for (let i = 0; i < events.length; i++) {
-        const p = prepareNewEvent(events[i]!, i, this.catalogue, memo);
-        position += 1;
-        revision += 1;
-        const hash = hashFromCanonicalParts({ position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, dataJson: p.dataJson, metadataJson: p.metadataJson, prevHash });
-        params.push(position, streamId, revision, p.type, p.schemaVersion, p.dataJson, p.metadataJson, prevHash, hash);
-        if (params.length === ROWS_PER_INSERT * 9) {
-          this.stmts.insertMany.run(params);
-          params = [];
-        }
-        stored.push({ position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, data: p.data, metadata: p.metadata, prevHash, hash });
-        prevHash = hash;
-      }
-      for (let k = 0; k < params.length; k += 9) this.stmts.insert.run(params.slice(k, k + 9));
-      this.stmts.setAnchor.run(position, prevHash);
-      return { nextRevision: revision, position, events: stored };
+      const result = this.seal(streamId, events, this.headSync(), current, ROWS_PER_INSERT, (params) => this.insertRows(params));
+      this.stmts.setAnchor.run(result.position, result.events[result.events.length - 1]!.hash);
+      return result;
     });
     return run.immediate();
+  }
+
+  /**
+   * A big batch goes through the writer thread: it stores each chunk of sealed rows while this
+   * thread seals the next. The head and the stream revision are read here without the lock
+   * (one committed state; a refusal is decided at that read) and the thread checks them under
+   * its write lock: if another writer committed in between, nothing is written and the batch
+   * is sealed again. Returns undefined when the thread cannot start (append in-thread then).
+   */
+  private appendThroughWriter(writer: SqliteBatchWriter, streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): AppendResult | undefined {
+    for (let attempt = 0; attempt < STALE_ATTEMPTS; attempt++) {
+      const current = this.streamRevisionSync(streamId);
+      checkExpected(streamId, expected, current);
+      const head = this.headSync();
+      let result: AppendResult;
+      try {
+        writer.begin(streamId, current, head);
+        result = this.seal(streamId, events, head, current, ROWS_PER_HANDOFF, (params) => writer.rows(params));
+      } catch (err) {
+        try { writer.rollback(); } catch { /* the batch is not committed either way */ }
+        if (this.writerFailedToStart(err)) return undefined;
+        throw err;
+      }
+      let outcome: ReturnType<SqliteBatchWriter['commit']>;
+      try {
+        outcome = writer.commit({ position: result.position, hash: result.events[result.events.length - 1]!.hash });
+      } catch (err) {
+        if (this.writerFailedToStart(err)) return undefined;
+        throw err;
+      }
+      if (outcome === 'committed') return result;
+    }
+    return undefined; // lost the race every time: the in-thread path takes the lock first
+  }
+
+  /** A writer thread that could not start is given up for this log (nothing was written). */
+  private writerFailedToStart(err: unknown): boolean {
+    if (!(err instanceof BatchWriterError) || !err.startup) return false;
+    this.writerUnavailable = err.message;
+    void this.writer?.close();
+    this.writer = undefined;
+    return true;
+  }
+
+  /**
+   * Validate, canonicalise and seal `events` after `head` (R-2, R-28), handing the rows to
+   * `store` `chunkRows` at a time; returns what the append will have stored once committed.
+   */
+  private seal(
+    streamId: string, events: readonly NewEvent[], head: LogHead | null, current: number,
+    chunkRows: number, store: (params: (string | number)[]) => void,
+  ): AppendResult {
+    const sealer = new ChainSealer(streamId, head, current);
+    const memo = newBatchMemo();
+    const stored: StoredEvent[] = new Array(events.length);
+    const chunk = chunkRows * COLUMNS;
+    let params: (string | number)[] = [];
+    for (let i = 0; i < events.length; i++) {
+      const p = prepareNewEvent(events[i]!, i, this.catalogue, memo);
+      const prevHash = sealer.hash;
+      const hash = sealer.next(p.type, p.schemaVersion, p.dataJson, p.metadataJson);
+      const { position, revision } = sealer;
+      params.push(position, streamId, revision, p.type, p.schemaVersion, p.dataJson, p.metadataJson, prevHash, hash);
+      if (params.length === chunk) {
+        store(params);
+        params = [];
+      }
+      stored[i] = { position, streamId, revision, type: p.type, schemaVersion: p.schemaVersion, data: p.data, metadata: p.metadata, prevHash, hash };
+    }
+    if (params.length > 0) store(params);
+    return { nextRevision: sealer.revision, position: sealer.position, events: stored };
+  }
+
+  /** Rows go to SQLite ROWS_PER_INSERT at a time (one multi-row INSERT), the rest one by one. */
+  private insertRows(params: (string | number)[]): void {
+    if (params.length === ROWS_PER_INSERT * COLUMNS) {
+      this.stmts.insertMany.run(params);
+      return;
+    }
+    for (let k = 0; k < params.length; k += COLUMNS) this.stmts.insert.run(params.slice(k, k + COLUMNS));
+  }
+
+  /** The writer thread, started on the first big batch; undefined where it cannot run. */
+  private batchWriter(): SqliteBatchWriter | undefined {
+    if (this.writerUnavailable !== undefined) return undefined;
+    this.writer ??= new SqliteBatchWriter({
+      path: this.path,
+      busyTimeoutMs: this.busyTimeoutMs,
+      synchronous: this.synchronous,
+      sql: { streamRevision: STREAM_REVISION_SQL, head: HEAD_SQL, insertMany: INSERT_MANY_SQL, insertOne: INSERT_SQL, setAnchor: SET_ANCHOR_SQL },
+      rowsPerInsert: ROWS_PER_INSERT,
+      columns: COLUMNS,
+    });
+    return this.writer;
+  }
+
+  /** Why big batches are appended in-thread (the writer thread could not start), if they are. */
+  get batchWriterUnavailable(): string | undefined {
+    return this.writerUnavailable;
   }
 
   async append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
@@ -142,7 +251,7 @@ export class SqliteEventLog implements EventLog {
     const rows = (options.direction === 'backwards'
       ? this.stmts.allBwd.all(options.from ?? Number.MAX_SAFE_INTEGER, limit)
       : this.stmts.allFwd.all(options.from ?? 1, limit)) as RawRow[];
-    return rows.map(rawToEvent);
+    return toEvents(rows);
   }
 
   async readAll(options: ReadOptions = {}): Promise<StoredEvent[]> {
@@ -151,7 +260,8 @@ export class SqliteEventLog implements EventLog {
 
   /** Stream events one at a time without holding them all in memory. */
   *iterateAll(from = 1): Generator<StoredEvent> {
-    for (const r of this.stmts.replay.iterate(from) as Iterable<RawRow>) yield rawToEvent(r);
+    const memo: MetadataReadMemo = { text: undefined, value: undefined };
+    for (const r of this.stmts.replay.iterate(from) as Iterable<RawRow>) yield rawToEvent(r, memo);
   }
 
   async readStream(streamId: string, options: ReadOptions = {}): Promise<StoredEvent[]> {
@@ -159,7 +269,7 @@ export class SqliteEventLog implements EventLog {
     const rows = (options.direction === 'backwards'
       ? this.stmts.streamBwd.all(streamId, options.from ?? Number.MAX_SAFE_INTEGER, limit)
       : this.stmts.streamFwd.all(streamId, options.from ?? 0, limit)) as RawRow[];
-    return rows.map(rawToEvent);
+    return toEvents(rows);
   }
 
   headSync(): LogHead | null {
@@ -188,6 +298,9 @@ export class SqliteEventLog implements EventLog {
   }
 
   async close(): Promise<void> {
+    const writer = this.writer;
+    this.writer = undefined;
+    if (writer !== undefined) await writer.close();
     if (this.db.open) this.db.close();
   }
 
@@ -216,7 +329,27 @@ export function checkExpected(streamId: string, expected: ExpectedRevision, curr
 /** A row as an array, in the column order of the read statements. */
 type RawRow = [number, string, number, string, number, string, string, string, string];
 
-function rawToEvent(r: RawRow): StoredEvent {
+/**
+ * The previous row's metadata text and its parsed value, for one read: consecutive events of one
+ * append share their metadata bytes, and then share one frozen object instead of a parse each.
+ */
+interface MetadataReadMemo {
+  text: string | undefined;
+  value: StoredEvent['metadata'] | undefined;
+}
+
+function toEvents(rows: readonly RawRow[]): StoredEvent[] {
+  const memo: MetadataReadMemo = { text: undefined, value: undefined };
+  const out: StoredEvent[] = new Array(rows.length);
+  for (let i = 0; i < rows.length; i++) out[i] = rawToEvent(rows[i]!, memo);
+  return out;
+}
+
+function rawToEvent(r: RawRow, memo: MetadataReadMemo): StoredEvent {
+  if (r[6] !== memo.text) {
+    memo.value = Object.freeze(parseStored(r[6], r[0], 'metadata') as StoredEvent['metadata']);
+    memo.text = r[6];
+  }
   return {
     position: r[0],
     streamId: r[1],
@@ -224,7 +357,7 @@ function rawToEvent(r: RawRow): StoredEvent {
     type: r[3],
     schemaVersion: r[4],
     data: parseStored(r[5], r[0], 'data') as JsonValue,
-    metadata: parseStored(r[6], r[0], 'metadata') as StoredEvent['metadata'],
+    metadata: memo.value!,
     prevHash: r[7],
     hash: r[8],
   };

@@ -1,0 +1,151 @@
+import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import type { LogHead } from '../../events/log.js';
+
+/** The statements the writer thread runs; the SQLite log owns their text. */
+export interface BatchWriterSql {
+  readonly streamRevision: string;
+  readonly head: string;
+  readonly insertMany: string;
+  readonly insertOne: string;
+  readonly setAnchor: string;
+}
+
+export interface BatchWriterOptions {
+  readonly path: string;
+  readonly busyTimeoutMs: number;
+  readonly synchronous: 'FULL' | 'NORMAL';
+  readonly sql: BatchWriterSql;
+  readonly rowsPerInsert: number;
+  readonly columns: number;
+}
+
+/**
+ * The writer thread's batch failed: `code` is SQLite's (SQLITE_BUSY, SQLITE_FULL, ...) when
+ * SQLite refused it; `startup` when the thread itself could not start (nothing was written).
+ */
+export class BatchWriterError extends Error {
+  constructor(message: string, readonly code: string | undefined, readonly startup = false) {
+    super(message);
+    this.name = 'BatchWriterError';
+  }
+}
+
+/** What the caller assumed when it sealed the batch, as seen under the thread's lock instead. */
+export interface StaleView {
+  readonly current: number;
+  readonly head: LogHead | null;
+}
+
+type Reply =
+  | { ok: true }
+  | { ok: false; stale: StaleView }
+  | { ok: false; error: { name: string; message: string; code?: string }; startup?: boolean };
+
+/** How long past the busy timeout the caller waits for an answer before giving the thread up. */
+const ANSWER_GRACE_MS = 120_000;
+
+/**
+ * A second thread that stores one big append's rows while the caller's thread validates,
+ * encodes and hashes the next ones (docs/decisions/0005). Only `commit` and `rollback` wait:
+ * `begin` names the stream revision and head the caller read (without the lock) and sealed
+ * against; the thread takes the write lock on its own connection and checks them. `rows`
+ * hands over sealed rows. `commit` writes the chain-head anchor and commits, or reports why
+ * not: stale (another writer committed first; seal again) or an error. Either way a batch
+ * that does not commit leaves nothing behind (R-28).
+ */
+export class SqliteBatchWriter {
+  private readonly worker: Worker;
+  private readonly port: MessagePort;
+  private readonly signal: Int32Array;
+  private readonly answerTimeoutMs: number;
+  private broken: Error | undefined;
+
+  constructor(options: BatchWriterOptions) {
+    const shared = new SharedArrayBuffer(8);
+    this.signal = new Int32Array(shared);
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    this.answerTimeoutMs = options.busyTimeoutMs + ANSWER_GRACE_MS;
+    this.worker = new Worker(new URL('./sqlite-batch-writer.worker.js', import.meta.url), {
+      workerData: { ...options, signal: shared, port: port2 },
+      transferList: [port2],
+    });
+    // Neither keeps the process alive: an exiting process just loses the thread's idle time.
+    this.worker.unref();
+    this.port.unref();
+    this.worker.on('error', (err) => { this.broken = err; });
+  }
+
+  /** Open a batch sealed against `current` and `head`; the thread checks them under its lock. */
+  begin(streamId: string, current: number, head: LogHead | null): void {
+    if (this.broken !== undefined) throw this.brokenError();
+    this.port.postMessage({ op: 'begin', streamId, current, head });
+  }
+
+  /** Hand over sealed rows (columns × n values, in insert order); errors surface at commit. */
+  rows(params: (string | number)[]): void {
+    this.port.postMessage({ op: 'rows', params });
+  }
+
+  /**
+   * Write the anchor and commit. Returns 'committed', or the view under the lock when the
+   * caller's was stale (nothing written); throws what the thread met anywhere in the batch.
+   */
+  commit(anchor: LogHead): 'committed' | StaleView {
+    const r = this.ask({ op: 'commit', position: anchor.position, hash: anchor.hash });
+    return 'stale' in r ? r.stale : 'committed';
+  }
+
+  /** Roll the open batch back (safe to call when none is open). */
+  rollback(): void {
+    this.ask({ op: 'rollback' });
+  }
+
+  /** Stop the thread: it closes its connection first unless it never started or failed. */
+  async close(): Promise<void> {
+    if (this.broken === undefined && !this.failedToStart()) {
+      try { this.ask({ op: 'close' }); } catch { /* terminating anyway */ }
+    }
+    this.broken ??= new Error('closed');
+    await this.worker.terminate();
+  }
+
+  /** signal[1] is 2 once the thread has reported that it cannot start (it has exited then). */
+  private failedToStart(): boolean {
+    return Atomics.load(this.signal, 1) === 2;
+  }
+
+  private brokenError(): BatchWriterError {
+    return new BatchWriterError(`the log's batch writer thread failed earlier: ${this.broken?.message}`, undefined);
+  }
+
+  private ask(message: { op: string; [k: string]: unknown }): { ok: true } | { ok: false; stale: StaleView } {
+    if (this.broken !== undefined) throw this.brokenError();
+    this.port.postMessage(message);
+    const deadline = Date.now() + this.answerTimeoutMs;
+    let reply: { message: Reply } | undefined;
+    for (;;) {
+      // Load the counter before looking for the answer: the thread posts first and counts
+      // after, so an answer missed here wakes the wait below.
+      const seen = Atomics.load(this.signal, 0);
+      reply = receiveMessageOnPort(this.port) as { message: Reply } | undefined;
+      if (reply !== undefined) break;
+      if (this.failedToStart()) {
+        this.broken = new Error('it could not start');
+        throw new BatchWriterError("the log's batch writer thread could not start", undefined, true);
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        this.broken = new Error(`no answer to '${message.op}' within ${this.answerTimeoutMs} ms`);
+        void this.worker.terminate();
+        // Not a refusal: a commit may still have landed, so the caller must not retry blindly.
+        throw new BatchWriterError(`the log's batch writer thread did not answer '${message.op}' within ${this.answerTimeoutMs} ms; whether the batch was stored is unknown (read the log's head)`, undefined);
+      }
+      Atomics.wait(this.signal, 0, seen, Math.min(left, 1000));
+    }
+    const r = reply.message;
+    if (r.ok || 'stale' in r) return r;
+    if (r.startup === true) this.broken = new Error(r.error.message);
+    throw new BatchWriterError(r.error.message, r.error.code, r.startup === true);
+  }
+}
