@@ -6,7 +6,9 @@ import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { ProjectionStore } from '../src/projections/engine.js';
 import { CorruptLogError } from '../src/events/errors.js';
 import { testCatalogue } from './contract/test-catalogue.js';
-import { counterProjection, type CounterState } from './support/test-projection.js';
+import { SqliteSnapshotStore } from '../src/projections/snapshots.js';
+import { stateAt } from '../src/projections/time-travel.js';
+import { counterProjection, counterProjectionPerEvent, type CounterState } from './support/test-projection.js';
 
 const meta = { recordedAt: '2026-01-01T00:00:00Z' };
 const dirs: string[] = [];
@@ -51,6 +53,33 @@ describe('projection engine', () => {
     expect(reopened.dumpSha256()).toBe(incremental);
     expect(reopened.positions()).toEqual({ test_counters: 5 });
     reopened.close();
+    void log.close();
+  });
+
+  it('R-5 R-6 runs longer than one fold run (1,024 events) and cut by snapshots fold exactly as event by event', () => {
+    const dir = tempDir();
+    const log = new SqliteEventLog({ path: join(dir, 'events.db'), catalogue: testCatalogue });
+    const types = ['TestAdded', 'TestAdded', 'TestRemoved', 'TestTagged', 'TestUntagged'];
+    log.appendSync('s1', Array.from({ length: 5000 }, (_, i) => ({ type: types[(i * 7) % 5]!, data: { key: `k${i % 13}`, n: i % 5, tag: `t${i % 3}` }, metadata: meta })), 'no-stream');
+    const runs = ProjectionStore.open(join(dir, 'runs.db'), [counterProjection], { snapshotEvery: 700 });
+    const single = ProjectionStore.open(join(dir, 'single.db'), [counterProjectionPerEvent], { snapshotEvery: 0 });
+    expect(runs.rebuild(log.iterateAll())).toBe(5000);
+    single.rebuild(log.iterateAll());
+    expect(runs.dumpSha256()).toBe(single.dumpSha256());
+    expect(runs.state<CounterState>('test_counters')).toEqual(single.state<CounterState>('test_counters'));
+    // Snapshots were cut at multiples of 700 inside the runs (older ones thinned to every 4th);
+    // time travel from them, folding runs again, agrees with the event-by-event oracle.
+    const range = (from: number, to: number) => log.readAllSync({ from, limit: to - from + 1 });
+    const used: number[] = [];
+    for (const p of [699, 700, 1024, 1025, 2800, 3100, 4999]) {
+      const oracle = log.readAllSync({ limit: p }).reduce<CounterState>((st, e) => counterProjectionPerEvent.evolve(st, e), counterProjectionPerEvent.initialState);
+      const at = stateAt(range, counterProjection, p, new SqliteSnapshotStore(runs.db));
+      used.push(at.fromSnapshot);
+      expect(at.state).toEqual(oracle);
+    }
+    expect(used).toEqual([0, 0, 0, 0, 2800, 2800, 4900]);
+    runs.close();
+    single.close();
     void log.close();
   });
 

@@ -3,12 +3,15 @@ import { canonicalJson } from '../events/canonical.js';
 import { CorruptLogError, ValidationError } from '../events/errors.js';
 import { GENESIS_HASH, sha256Hex } from '../events/hash.js';
 import type { StoredEvent } from '../events/envelope.js';
-import type { Projection } from './projection.js';
+import { evolveRun, type Projection } from './projection.js';
 import { makeSnapshot, openSnapshot, SqliteSnapshotStore, type SnapshotStore } from './snapshots.js';
 import { createTableSql, dumpTable, quoteIdent, TableWriter } from './tables.js';
 
 /** Older snapshots are kept every SNAPSHOT_STRIDE × snapshotEvery events (time travel replays at most that many). */
 const SNAPSHOT_STRIDE = 4;
+
+/** Events a rebuild folds per run (one `evolveMany` call where the projection has it). */
+const RUN_EVENTS = 1024;
 
 /** A snapshot of this many bytes or fewer is taken every interval; a larger one proportionally less often. */
 const SNAPSHOT_BYTES = 1 << 20;
@@ -203,11 +206,18 @@ export class ProjectionStore {
           Object.assign(r, { state: r.projection.initialState, memPosition: 0, memHash: GENESIS_HASH, storedPosition: 0, storedHash: GENESIS_HASH });
           this.stmts.setPosition.run(r.projection.name, 0, GENESIS_HASH, r.fingerprint);
         }
-        // Fold everything, then write the difference from the initial state once.
+        // Fold everything in runs, then write the difference from the initial state once.
+        let run: StoredEvent[] = [];
+        const foldRun = (): void => {
+          for (const r of this.runtimes) this.foldRun(r, run, 0, run.length);
+          run = [];
+        };
         for (const e of allEvents) {
           count += 1;
-          for (const r of this.runtimes) this.fold(r, e);
+          run.push(e);
+          if (run.length === RUN_EVENTS) foldRun();
         }
+        if (run.length > 0) foldRun();
         for (const r of this.runtimes) this.writeUpTo(r, r.projection.initialState);
       }).immediate();
     });
@@ -226,21 +236,26 @@ export class ProjectionStore {
         for (const r of this.runtimes) {
           const known = folded?.get(r.projection.name);
           if (known !== undefined && this.adoptFolded(r, batch, known)) continue;
-          // The state the tables currently mirror; set once folding passes the stored position.
+          // Events this projection has not folded yet (a restore from a snapshot older than the
+          // tables refolds up to the stored position without writing).
+          let from = 0;
+          while (from < batch.length && batch[from]!.position <= r.memPosition) from += 1;
+          if (from === batch.length) continue;
+          // The state the tables currently mirror; set once folding reaches the stored position.
           let base: unknown = r.memPosition === r.storedPosition ? r.state : undefined;
-          let advanced = false;
-          for (const e of batch) {
-            if (e.position <= r.memPosition) continue;
-            this.fold(r, e);
-            advanced = true;
+          let upTo = from;
+          if (base === undefined) {
+            while (upTo < batch.length && batch[upTo]!.position <= r.storedPosition) upTo += 1;
+            this.foldRun(r, batch, from, upTo);
             if (r.memPosition === r.storedPosition) {
               if (r.memHash !== r.storedHash) {
-                throw new CorruptLogError(e.position, `projection ${r.projection.name} was built from a different log (event hash differs from the one its tables saw); run \`longbuild rebuild\``);
+                throw new CorruptLogError(r.memPosition, `projection ${r.projection.name} was built from a different log (event hash differs from the one its tables saw); run \`longbuild rebuild\``);
               }
               base = r.state;
             }
           }
-          if (advanced && base !== undefined && r.memPosition > r.storedPosition) this.writeUpTo(r, base);
+          this.foldRun(r, batch, upTo, batch.length);
+          if (base !== undefined && r.memPosition > r.storedPosition) this.writeUpTo(r, base);
         }
       }).immediate();
     });
@@ -284,19 +299,33 @@ export class ProjectionStore {
     this.snapshots.thin?.(name, position - this.snapshotEvery, this.snapshotEvery * SNAPSHOT_STRIDE);
   }
 
-  /** Fold one event into a projection's memory, checking it continues the chain. */
-  private fold(r: Runtime, e: StoredEvent): void {
-    if (e.position !== r.memPosition + 1) {
-      throw new CorruptLogError(r.memPosition + 1, `projection ${r.projection.name} expected position ${r.memPosition + 1}, got ${e.position}`);
-    }
-    if (e.prevHash !== r.memHash) {
-      throw new CorruptLogError(e.position, `projection ${r.projection.name}: event does not follow the chain the projection has seen (prevHash mismatch); run \`longbuild rebuild\``);
-    }
-    r.state = r.projection.evolve(r.state, e);
-    r.memPosition = e.position;
-    r.memHash = e.hash;
-    if (this.snapshotEvery > 0 && e.position % this.snapshotEvery === 0 && e.position > r.storedPosition) {
-      this.putSnapshot(r.projection.name, e.position, e.hash, r.state);
+  /**
+   * Fold `events[from..to)` into a projection's memory, checking each continues the chain. The
+   * run is cut at snapshot positions (the state there is snapshotted); each piece is one
+   * `evolveRun`. On a broken link it throws before folding further (callers roll memory back).
+   */
+  private foldRun(r: Runtime, events: readonly StoredEvent[], from: number, to: number): void {
+    let position = r.memPosition;
+    let hash = r.memHash;
+    let start = from;
+    for (let i = from; i < to; i++) {
+      const e = events[i]!;
+      if (e.position !== position + 1) {
+        throw new CorruptLogError(position + 1, `projection ${r.projection.name} expected position ${position + 1}, got ${e.position}`);
+      }
+      if (e.prevHash !== hash) {
+        throw new CorruptLogError(e.position, `projection ${r.projection.name}: event does not follow the chain the projection has seen (prevHash mismatch); run \`longbuild rebuild\``);
+      }
+      position = e.position;
+      hash = e.hash;
+      const snapshot = this.snapshotEvery > 0 && position % this.snapshotEvery === 0 && position > r.storedPosition;
+      if (snapshot || i === to - 1) {
+        r.state = evolveRun(r.projection, r.state, events, start, i + 1);
+        r.memPosition = position;
+        r.memHash = hash;
+        start = i + 1;
+        if (snapshot) this.putSnapshot(r.projection.name, position, hash, r.state);
+      }
     }
   }
 

@@ -1,3 +1,4 @@
+import { produce, type Draft } from 'immer';
 import type { StoredEvent } from '../events/envelope.js';
 
 /** One SQLite read-model table fed from a collection inside a projection's state. */
@@ -29,5 +30,42 @@ export interface Projection<S> {
   readonly name: string;
   readonly initialState: S;
   evolve(state: S, event: StoredEvent): S;
+  /**
+   * Optional: fold a run of consecutive events at once; must equal folding them one by one with
+   * `evolve`. The engine and time travel use it for runs between snapshot boundaries.
+   */
+  evolveMany?(state: S, events: readonly StoredEvent[]): S;
   readonly tables: readonly TableSpec<S>[];
+}
+
+/**
+ * A projection written as one immer recipe: `evolve` drafts one event, `evolveMany` drafts a
+ * whole run in one `produce` (one proxy tree, one finalisation and one freeze per run instead of
+ * per event; ~5x cheaper on a rebuild). The recipe mutates the draft and returns nothing; it must
+ * not read `original()`/`current()` of the draft, which would see the run's start, not the event's.
+ */
+export function immerProjection<S>(spec: {
+  readonly name: string;
+  readonly initialState: S;
+  readonly recipe: (draft: Draft<S>, event: StoredEvent) => void;
+  readonly tables: readonly TableSpec<S>[];
+}): Projection<S> {
+  const { recipe } = spec;
+  return {
+    name: spec.name,
+    initialState: spec.initialState,
+    tables: spec.tables,
+    evolve: (state, event) => produce(state, (draft: Draft<S>) => { recipe(draft, event); }),
+    evolveMany: (state, events) => produce(state, (draft: Draft<S>) => { for (const e of events) recipe(draft, e); }),
+  };
+}
+
+/** Fold `events[from..to)` into `state`: one `evolveMany` call where the projection has it. */
+export function evolveRun<S>(projection: Projection<S>, state: S, events: readonly StoredEvent[], from: number, to: number): S {
+  if (to - from > 1 && projection.evolveMany !== undefined) {
+    return projection.evolveMany(state, from === 0 && to === events.length ? events : events.slice(from, to));
+  }
+  let s = state;
+  for (let i = from; i < to; i++) s = projection.evolve(s, events[i]!);
+  return s;
 }
