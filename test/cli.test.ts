@@ -180,4 +180,12 @@ describe('CLI: usage and exit codes', () => {
     const bad = spawnSync(process.execPath, [bin, 'nope'], { encoding: 'utf8' });
     expect(bad.status).toBe(2);
   });
+
+  it('a reader that stops early (`log --json | head -c 10`) ends the command quietly, exit 0', () => {
+    const b = buildWithEvents(3000); // ~400 KB of output: far past a pipe's buffer
+    const bin = join(root, 'bin/longbuild.js');
+    const r = spawnSync('bash', ['-c', 'set -o pipefail; "$0" "$1" log --json --dir "$2" | head -c 10 >/dev/null', process.execPath, bin, b.dir], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
 });
