@@ -130,8 +130,10 @@ describe('SQLite log writer thread', () => {
         // Read now (the holder's events are not committed): revision 99, head 100. The thread
         // waits for the lock, finds the head at 105 and the batch is stale.
         if (expected === 'any') {
-          const r = log.appendSync('s', many(3000, 100), 'any');
-          expect(r).toMatchObject({ position: 3105, nextRevision: 3104 });
+          // 30 hand-overs of 1,024 rows while the thread waits for the lock: the caller stops at
+          // 16 in flight until the lock frees and the stale batch is dropped, then seals again.
+          const r = log.appendSync('s', many(30_000, 100), 'any');
+          expect(r).toMatchObject({ position: 30_105, nextRevision: 30_104 });
           expect(r.events[0]).toMatchObject({ position: 106, revision: 105 });
           expect(log.readAllSync({ from: 101, limit: 5 }).map((e) => e.type)).toEqual(Array(5).fill('TestHeld'));
         } else {

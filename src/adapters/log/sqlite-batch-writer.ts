@@ -44,6 +44,14 @@ type Reply =
 /** How long past the busy timeout the caller waits for an answer before giving the thread up. */
 const ANSWER_GRACE_MS = 120_000;
 
+/** Hand-overs the thread may hold unstored before `rows` waits: bounds memory if it falls behind. */
+const MAX_IN_FLIGHT = 16;
+
+/** Slots of the shared signal: answers given, start state (0 starting, 1 ready, 2 failed), hand-overs done. */
+const ANSWERS = 0;
+const STATE = 1;
+const HANDED = 2;
+
 /**
  * A second thread that stores one big append's rows while the caller's thread validates,
  * encodes and hashes the next ones (docs/decisions/0005). Only `commit` and `rollback` wait:
@@ -59,9 +67,11 @@ export class SqliteBatchWriter {
   private readonly signal: Int32Array;
   private readonly answerTimeoutMs: number;
   private broken: Error | undefined;
+  /** Hand-overs posted over the thread's life (compared with the HANDED slot). */
+  private posted = 0;
 
   constructor(options: BatchWriterOptions) {
-    const shared = new SharedArrayBuffer(8);
+    const shared = new SharedArrayBuffer(12);
     this.signal = new Int32Array(shared);
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
@@ -82,9 +92,21 @@ export class SqliteBatchWriter {
     this.port.postMessage({ op: 'begin', streamId, current, head });
   }
 
-  /** Hand over sealed rows (columns × n values, in insert order); errors surface at commit. */
+  /**
+   * Hand over sealed rows (columns × n values, in insert order); errors surface at commit. Waits
+   * only while the thread holds MAX_IN_FLIGHT hand-overs it has not stored yet.
+   */
   rows(params: (string | number)[]): void {
+    const deadline = Date.now() + this.answerTimeoutMs;
+    for (;;) {
+      const handled = Atomics.load(this.signal, HANDED);
+      if (this.posted - handled < MAX_IN_FLIGHT || this.failedToStart()) break;
+      const left = deadline - Date.now();
+      if (left <= 0) throw this.giveUp('rows');
+      Atomics.wait(this.signal, HANDED, handled, Math.min(left, 1000));
+    }
     this.port.postMessage({ op: 'rows', params });
+    this.posted += 1;
   }
 
   /**
@@ -112,7 +134,15 @@ export class SqliteBatchWriter {
 
   /** signal[1] is 2 once the thread has reported that it cannot start (it has exited then). */
   private failedToStart(): boolean {
-    return Atomics.load(this.signal, 1) === 2;
+    return Atomics.load(this.signal, STATE) === 2;
+  }
+
+  /** The thread stopped answering: it is not used again, and the outcome of the batch is unknown. */
+  private giveUp(op: string): BatchWriterError {
+    this.broken = new Error(`no answer to '${op}' within ${this.answerTimeoutMs} ms`);
+    void this.worker.terminate();
+    // Not a refusal: a commit may still have landed, so the caller must not retry blindly.
+    return new BatchWriterError(`the log's batch writer thread did not answer '${op}' within ${this.answerTimeoutMs} ms; whether the batch was stored is unknown (read the log's head)`, undefined);
   }
 
   private brokenError(): BatchWriterError {
@@ -127,7 +157,7 @@ export class SqliteBatchWriter {
     for (;;) {
       // Load the counter before looking for the answer: the thread posts first and counts
       // after, so an answer missed here wakes the wait below.
-      const seen = Atomics.load(this.signal, 0);
+      const seen = Atomics.load(this.signal, ANSWERS);
       reply = receiveMessageOnPort(this.port) as { message: Reply } | undefined;
       if (reply !== undefined) break;
       if (this.failedToStart()) {
@@ -135,13 +165,8 @@ export class SqliteBatchWriter {
         throw new BatchWriterError("the log's batch writer thread could not start", undefined, true);
       }
       const left = deadline - Date.now();
-      if (left <= 0) {
-        this.broken = new Error(`no answer to '${message.op}' within ${this.answerTimeoutMs} ms`);
-        void this.worker.terminate();
-        // Not a refusal: a commit may still have landed, so the caller must not retry blindly.
-        throw new BatchWriterError(`the log's batch writer thread did not answer '${message.op}' within ${this.answerTimeoutMs} ms; whether the batch was stored is unknown (read the log's head)`, undefined);
-      }
-      Atomics.wait(this.signal, 0, seen, Math.min(left, 1000));
+      if (left <= 0) throw this.giveUp(message.op);
+      Atomics.wait(this.signal, ANSWERS, seen, Math.min(left, 1000));
     }
     const r = reply.message;
     if (r.ok || 'stale' in r) return r;

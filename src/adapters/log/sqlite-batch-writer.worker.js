@@ -14,7 +14,8 @@ const data = /** @type {WriterData} */ (workerData);
 const signal = new Int32Array(data.signal);
 const port = data.port;
 
-/** signal[1]: 0 while starting, 1 ready, 2 could not start (the caller stops waiting then). */
+// signal[0] counts answers, signal[2] hand-overs done; signal[1] is the start state:
+/** 0 while starting, 1 ready, 2 could not start (the caller stops waiting then). */
 function started(/** @type {1 | 2} */ state) {
   Atomics.store(signal, 1, state);
   Atomics.notify(signal, 1);
@@ -25,7 +26,7 @@ function started(/** @type {1 | 2} */ state) {
 /** @type {typeof import('better-sqlite3')} */
 let Database;
 try {
-  // Fault injection (CLI.md): the thread fails to start, as if its driver could not load.
+  // Fault injection (docs/cli-extensions.md): the thread fails to start, as if its driver could not load.
   if (process.env.LONGBUILD_FAULT_WRITER === 'startup') throw new Error('LONGBUILD_FAULT_WRITER=startup: the writer thread refuses to start');
   Database = (await import('better-sqlite3')).default;
 } catch (err) {
@@ -104,8 +105,8 @@ function handle(m) {
       return;
     }
     case 'rows': {
-      if (failure !== undefined) return;
       try {
+        if (failure !== undefined) return;
         if (conn === undefined || !conn.db.inTransaction) throw new Error('rows arrived outside a batch');
         const stmts = conn.stmts;
         const per = data.rowsPerInsert * data.columns;
@@ -116,6 +117,10 @@ function handle(m) {
       } catch (err) {
         failure = { ok: false, error: describe(err) };
         try { rollback(); } catch { /* reported through failure */ }
+      } finally {
+        // Stored or dropped, this hand-over is done: the caller may post another.
+        Atomics.add(signal, 2, 1);
+        Atomics.notify(signal, 2);
       }
       return;
     }
