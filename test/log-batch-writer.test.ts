@@ -201,6 +201,23 @@ describe('SQLite log writer thread', () => {
     }
   });
 
+  it('a writer thread that cannot start, met by a batch that is refused: the refusal is the error, and later batches are appended in-thread', async () => {
+    const path = freshPath();
+    process.env.LONGBUILD_FAULT_WRITER = 'startup';
+    const log = new SqliteEventLog({ path, catalogue: testCatalogue, parallelAppend: 10 });
+    try {
+      const bad = many(3000);
+      bad[2500] = { type: 'TestAdded', data: { n: Number.POSITIVE_INFINITY }, metadata: meta };
+      expect(() => log.appendSync('s', bad, 'no-stream')).toThrow(ValidationError);
+      expect(log.appendSync('s', many(3000), 'no-stream').position).toBe(3000);
+      expect(log.batchWriterUnavailable).toMatch(/could not start|refuses to start/);
+      expect(log.verifyChainSync()).toMatchObject({ ok: true, events: 3000 });
+    } finally {
+      delete process.env.LONGBUILD_FAULT_WRITER;
+      await log.close();
+    }
+  });
+
   it('a closed log stops its thread; the file opens again with every batch in it', async () => {
     const path = freshPath();
     const log = new SqliteEventLog({ path, catalogue: testCatalogue, parallelAppend: 10 });

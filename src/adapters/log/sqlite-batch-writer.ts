@@ -145,8 +145,13 @@ export class SqliteBatchWriter {
     return new BatchWriterError(`the log's batch writer thread did not answer '${op}' within ${this.answerTimeoutMs} ms; whether the batch was stored is unknown (read the log's head)`, undefined);
   }
 
+  /** Why the thread is not used any more (it could not start, stopped answering, or was closed). */
+  get failure(): string | undefined {
+    return this.broken?.message;
+  }
+
   private brokenError(): BatchWriterError {
-    return new BatchWriterError(`the log's batch writer thread failed earlier: ${this.broken?.message}`, undefined);
+    return new BatchWriterError(`the log's batch writer thread failed earlier: ${this.broken?.message}`, undefined, this.failedToStart());
   }
 
   private ask(message: { op: string; [k: string]: unknown }): { ok: true } | { ok: false; stale: StaleView } {

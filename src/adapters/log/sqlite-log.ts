@@ -223,8 +223,17 @@ export class SqliteEventLog implements EventLog {
     for (let k = 0; k < params.length; k += COLUMNS) this.stmts.insert.run(params.slice(k, k + COLUMNS));
   }
 
-  /** The writer thread, started on the first big batch; undefined where it cannot run. */
+  /**
+   * The writer thread, started on the first big batch; undefined where it cannot run. A thread
+   * that failed (could not start, or stopped answering) is not used again: later batches are
+   * appended in-thread, under the lock, from the head as it is.
+   */
   private batchWriter(): SqliteBatchWriter | undefined {
+    if (this.writer?.failure !== undefined) {
+      this.writerUnavailable = this.writer.failure;
+      void this.writer.close();
+      this.writer = undefined;
+    }
     if (this.writerUnavailable !== undefined) return undefined;
     this.writer ??= new SqliteBatchWriter({
       path: this.path,
