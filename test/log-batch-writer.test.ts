@@ -45,6 +45,18 @@ function rowsOf(path: string): unknown[] {
   }
 }
 
+/** A fresh log (thread for batches of 10+) whose writer thread fails to start (LONGBUILD_FAULT_WRITER). */
+async function withWriterThatCannotStart(check: (log: SqliteEventLog) => void): Promise<void> {
+  process.env.LONGBUILD_FAULT_WRITER = 'startup'; // read by the thread as it starts
+  const log = new SqliteEventLog({ path: freshPath(), catalogue: testCatalogue, parallelAppend: 10 });
+  try {
+    check(log);
+  } finally {
+    delete process.env.LONGBUILD_FAULT_WRITER;
+    await log.close();
+  }
+}
+
 describe('SQLite log writer thread', () => {
   it('R-2 (property) for all sequences of appends, the writer thread stores exactly the rows the in-thread path stores', async () => {
     // Appends of 1..3 random events plus, now and then, a big one; the threshold varies so any
@@ -187,35 +199,23 @@ describe('SQLite log writer thread', () => {
   });
 
   it('a writer thread that cannot start is given up: the batch and the next ones are appended in-thread, nothing lost or doubled', async () => {
-    const path = freshPath();
-    process.env.LONGBUILD_FAULT_WRITER = 'startup'; // read by the thread as it starts
-    const log = new SqliteEventLog({ path, catalogue: testCatalogue, parallelAppend: 10 });
-    try {
+    await withWriterThatCannotStart((log) => {
       expect(log.appendSync('s', many(3000), 'no-stream').position).toBe(3000);
       expect(log.batchWriterUnavailable).toMatch(/refuses to start/);
       expect(log.appendSync('s', many(3000, 3000), 2999).position).toBe(6000);
       expect(log.verifyChainSync()).toMatchObject({ ok: true, events: 6000 });
-    } finally {
-      delete process.env.LONGBUILD_FAULT_WRITER;
-      await log.close();
-    }
+    });
   });
 
   it('a writer thread that cannot start, met by a batch that is refused: the refusal is the error, and later batches are appended in-thread', async () => {
-    const path = freshPath();
-    process.env.LONGBUILD_FAULT_WRITER = 'startup';
-    const log = new SqliteEventLog({ path, catalogue: testCatalogue, parallelAppend: 10 });
-    try {
+    await withWriterThatCannotStart((log) => {
       const bad = many(3000);
       bad[2500] = { type: 'TestAdded', data: { n: Number.POSITIVE_INFINITY }, metadata: meta };
       expect(() => log.appendSync('s', bad, 'no-stream')).toThrow(ValidationError);
       expect(log.appendSync('s', many(3000), 'no-stream').position).toBe(3000);
       expect(log.batchWriterUnavailable).toMatch(/could not start|refuses to start/);
       expect(log.verifyChainSync()).toMatchObject({ ok: true, events: 3000 });
-    } finally {
-      delete process.env.LONGBUILD_FAULT_WRITER;
-      await log.close();
-    }
+    });
   });
 
   it('a closed log stops its thread; the file opens again with every batch in it', async () => {

@@ -69,7 +69,7 @@ export class ChainSealer {
   private readonly streamIdJson: string;
   private readonly typeJson = new Map<string, string>();
 
-  constructor(readonly streamId: string, head: LogHead | null, currentRevision: number) {
+  constructor(streamId: string, head: LogHead | null, currentRevision: number) {
     this.position = head?.position ?? 0;
     this.revision = currentRevision;
     this.hash = head?.hash ?? GENESIS_HASH;

@@ -3,15 +3,12 @@ import { canonicalJson } from '../events/canonical.js';
 import { CorruptLogError, ValidationError } from '../events/errors.js';
 import { GENESIS_HASH, sha256Hex } from '../events/hash.js';
 import type { StoredEvent } from '../events/envelope.js';
-import { evolveRun, type Projection } from './projection.js';
+import { FOLD_RUN_EVENTS, evolveRun, type Projection } from './projection.js';
 import { makeSnapshot, openSnapshot, SqliteSnapshotStore, type SnapshotStore } from './snapshots.js';
 import { createTableSql, dumpTable, quoteIdent, TableWriter } from './tables.js';
 
 /** Older snapshots are kept every SNAPSHOT_STRIDE × snapshotEvery events (time travel replays at most that many). */
 const SNAPSHOT_STRIDE = 4;
-
-/** Events a rebuild folds per run (one `evolveMany` call where the projection has it). */
-const RUN_EVENTS = 1024;
 
 /** A snapshot of this many bytes or fewer is taken every interval; a larger one proportionally less often. */
 const SNAPSHOT_BYTES = 1 << 20;
@@ -208,16 +205,16 @@ export class ProjectionStore {
         }
         // Fold everything in runs, then write the difference from the initial state once.
         let run: StoredEvent[] = [];
-        const foldRun = (): void => {
+        const flush = (): void => {
           for (const r of this.runtimes) this.foldRun(r, run, 0, run.length);
           run = [];
         };
         for (const e of allEvents) {
           count += 1;
           run.push(e);
-          if (run.length === RUN_EVENTS) foldRun();
+          if (run.length === FOLD_RUN_EVENTS) flush();
         }
-        if (run.length > 0) foldRun();
+        if (run.length > 0) flush();
         for (const r of this.runtimes) this.writeUpTo(r, r.projection.initialState);
       }).immediate();
     });

@@ -60,6 +60,9 @@ export function immerProjection<S>(spec: {
   };
 }
 
+/** Events folded per run by the engine and by time travel (one `evolveMany` call each). */
+export const FOLD_RUN_EVENTS = 1024;
+
 /** Fold `events[from..to)` into `state`: one `evolveMany` call where the projection has it. */
 export function evolveRun<S>(projection: Projection<S>, state: S, events: readonly StoredEvent[], from: number, to: number): S {
   if (to - from > 1 && projection.evolveMany !== undefined) {

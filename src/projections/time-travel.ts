@@ -1,7 +1,7 @@
 import type { StoredEvent } from '../events/envelope.js';
 import { CorruptLogError, NotFoundError, ValidationError } from '../events/errors.js';
 import { GENESIS_HASH } from '../events/hash.js';
-import { evolveRun, type Projection } from './projection.js';
+import { FOLD_RUN_EVENTS, evolveRun, type Projection } from './projection.js';
 import { openSnapshot, type SnapshotStore } from './snapshots.js';
 
 /** Reads log events with positions in [from, to], in order (e.g. `log.readAllSync({ from, limit })`). */
@@ -14,9 +14,6 @@ export interface StateAt<S> {
   readonly fromSnapshot: number;
 }
 
-/** Events folded per run (one `evolveMany` call where the projection has it). */
-const RUN_EVENTS = 1024;
-
 /** Fold events into a state, checking positions are contiguous and the chain links (R-4). */
 export function foldEvents<S>(projection: Projection<S>, start: { state: S; position: number; hash: string }, events: Iterable<StoredEvent>, until: number): { state: S; position: number; hash: string } {
   let { state, position, hash } = start;
@@ -28,7 +25,7 @@ export function foldEvents<S>(projection: Projection<S>, start: { state: S; posi
     position = e.position;
     hash = e.hash;
     run.push(e);
-    if (run.length === RUN_EVENTS) {
+    if (run.length === FOLD_RUN_EVENTS) {
       state = evolveRun(projection, state, run, 0, run.length);
       run = [];
     }

@@ -8,7 +8,7 @@ import type { NewEvent, StoredEvent } from '../../events/envelope.js';
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
 import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions } from '../../events/log.js';
 import { prepareNewEvents } from './prepare.js';
-import { checkExpected, verifyRawRows, type RawEventRow } from './sqlite-log.js';
+import { checkExpected, verifyRawRows, type RawEventRow } from './chain.js';
 import { sealPrepared } from './seal.js';
 import { prepareVerbatim, rawRowToEvent, type VerbatimImportable } from './verbatim.js';
 

@@ -2,7 +2,7 @@ import type { StoredEvent } from '../../events/envelope.js';
 import { ChainSealer } from '../../events/envelope.js';
 import type { LogHead } from '../../events/log.js';
 import type { PreparedEvent } from './prepare.js';
-import type { RawEventRow } from './sqlite-log.js';
+import type { RawEventRow } from './chain.js';
 
 export interface SealedBatch {
   /** Canonical text rows, ready to store. */

@@ -97,10 +97,11 @@ export class SqliteBatchWriter {
    * only while the thread holds MAX_IN_FLIGHT hand-overs it has not stored yet.
    */
   rows(params: (string | number)[]): void {
-    const deadline = Date.now() + this.answerTimeoutMs;
+    let deadline: number | undefined;
     for (;;) {
       const handled = Atomics.load(this.signal, HANDED);
       if (this.posted - handled < MAX_IN_FLIGHT || this.failedToStart()) break;
+      deadline ??= Date.now() + this.answerTimeoutMs;
       const left = deadline - Date.now();
       if (left <= 0) throw this.giveUp('rows');
       Atomics.wait(this.signal, HANDED, handled, Math.min(left, 1000));

@@ -1,10 +1,10 @@
 import Database from 'better-sqlite3';
-import { canonicalJson, type JsonValue } from '../../events/canonical.js';
-import { ConcurrencyError, CorruptLogError, ValidationError } from '../../events/errors.js';
-import { ChainSealer, EventMetadataSchema, computeEventHash, type NewEvent, type StoredEvent } from '../../events/envelope.js';
-import { GENESIS_HASH } from '../../events/hash.js';
-import { domainCatalogue, formatZodError, type EventCatalogue } from '../../events/catalogue.js';
-import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions, VerifyProblem } from '../../events/log.js';
+import type { JsonValue } from '../../events/canonical.js';
+import { CorruptLogError } from '../../events/errors.js';
+import { ChainSealer, type NewEvent, type StoredEvent } from '../../events/envelope.js';
+import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
+import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions } from '../../events/log.js';
+import { checkExpected, verifyRawRows, type RawEventRow } from './chain.js';
 import { checkAppendShape, newBatchMemo, prepareNewEvent } from './prepare.js';
 import { BatchWriterError, SqliteBatchWriter } from './sqlite-batch-writer.js';
 import { prepareVerbatim } from './verbatim.js';
@@ -179,10 +179,15 @@ export class SqliteEventLog implements EventLog {
   /** A writer thread that could not start is given up for this log (nothing was written). */
   private writerFailedToStart(err: unknown): boolean {
     if (!(err instanceof BatchWriterError) || !err.startup) return false;
-    this.writerUnavailable = err.message;
+    this.dropWriter(err.message);
+    return true;
+  }
+
+  /** Stop using the writer thread: later big batches are appended in-thread. */
+  private dropWriter(reason: string): void {
+    this.writerUnavailable = reason;
     void this.writer?.close();
     this.writer = undefined;
-    return true;
   }
 
   /**
@@ -229,11 +234,7 @@ export class SqliteEventLog implements EventLog {
    * appended in-thread, under the lock, from the head as it is.
    */
   private batchWriter(): SqliteBatchWriter | undefined {
-    if (this.writer?.failure !== undefined) {
-      this.writerUnavailable = this.writer.failure;
-      void this.writer.close();
-      this.writer = undefined;
-    }
+    if (this.writer?.failure !== undefined) this.dropWriter(this.writer.failure);
     if (this.writerUnavailable !== undefined) return undefined;
     this.writer ??= new SqliteBatchWriter({
       path: this.path,
@@ -325,16 +326,6 @@ export class SqliteEventLog implements EventLog {
   }
 }
 
-export function checkExpected(streamId: string, expected: ExpectedRevision, current: number): void {
-  if (expected === 'any') return;
-  if (expected === 'no-stream') {
-    if (current !== -1) throw new ConcurrencyError(streamId, 'no-stream', current);
-    return;
-  }
-  if (!Number.isInteger(expected) || expected < -1) throw new ValidationError(`expected revision must be an integer ≥ -1, 'no-stream' or 'any', got ${String(expected)}`, 'R-3');
-  if (expected !== current) throw new ConcurrencyError(streamId, String(expected), current);
-}
-
 /** A row as an array, in the column order of the read statements. */
 type RawRow = [number, string, number, string, number, string, string, string, string];
 
@@ -378,94 +369,6 @@ function parseStored(text: string, position: number, field: string): unknown {
   } catch {
     throw new CorruptLogError(position, `${field} is not valid JSON`);
   }
-}
-
-/** A stored row in the shape every backend can hand to the chain verifier. */
-export interface RawEventRow {
-  position: number;
-  streamId: string;
-  revision: number;
-  type: string;
-  schemaVersion: number;
-  dataJson: string;
-  metadataJson: string;
-  prevHash: string;
-  hash: string;
-}
-
-/**
- * Walk rows in position order and check every link (R-4): contiguous positions,
- * per-stream contiguous revisions, canonical bytes, prev-hash links, own hash,
- * and the tail against the anchor. Stops at the first bad position.
- */
-export function verifyRawRows(rows: Iterable<RawEventRow>, anchor: LogHead | undefined): ChainReport {
-  const problems: VerifyProblem[] = [];
-  let expectedPosition = 1;
-  let prevHash = GENESIS_HASH;
-  const streamRevs = new Map<string, number>();
-  let count = 0;
-  for (const row of rows) {
-    const problem = checkRow(row, expectedPosition, prevHash, streamRevs);
-    if (problem) {
-      problems.push({ position: row.position === expectedPosition ? row.position : expectedPosition, problem });
-      break;
-    }
-    count += 1;
-    prevHash = row.hash;
-    expectedPosition += 1;
-  }
-  if (problems.length === 0) {
-    const last = count === 0 ? undefined : { position: expectedPosition - 1, hash: prevHash };
-    if (anchor && (!last || anchor.position > last.position)) {
-      problems.push({ position: (last?.position ?? 0) + 1, problem: `log truncated: the chain head anchor names position ${anchor.position}, but the log ends at ${last?.position ?? 0}` });
-    } else if (anchor && last && (anchor.position !== last.position || anchor.hash !== last.hash)) {
-      problems.push({ position: last.position, problem: `chain head anchor (${anchor.position}, ${anchor.hash.slice(0, 12)}) does not match the last event` });
-    } else if (!anchor && last) {
-      problems.push({ position: last.position, problem: 'chain head anchor is missing' });
-    }
-  }
-  return { ok: problems.length === 0, events: count, headHash: prevHash, problems };
-}
-
-function checkRow(row: RawEventRow, expectedPosition: number, prevHash: string, streamRevs: Map<string, number>): string | null {
-  if (row.position !== expectedPosition) {
-    return row.position > expectedPosition ? `event missing: expected position ${expectedPosition}, found ${row.position}` : `position ${row.position} out of order`;
-  }
-  const expectedRev = (streamRevs.get(row.streamId) ?? -1) + 1;
-  if (row.revision !== expectedRev) return `stream '${row.streamId}' revision ${row.revision}, expected ${expectedRev} (reordered or removed event)`;
-  streamRevs.set(row.streamId, row.revision);
-  if (row.prevHash !== prevHash) return 'previous-hash link broken (an earlier event was edited, removed or reordered)';
-  let data: unknown;
-  let metadata: unknown;
-  try {
-    data = JSON.parse(row.dataJson);
-    metadata = JSON.parse(row.metadataJson);
-  } catch {
-    return 'stored JSON is not parseable';
-  }
-  let canonicalData: string;
-  let canonicalMeta: string;
-  try {
-    canonicalData = canonicalJson(data);
-    canonicalMeta = canonicalJson(metadata);
-  } catch (err) {
-    return `stored JSON is not canonical: ${(err as Error).message}`;
-  }
-  if (canonicalData !== row.dataJson || canonicalMeta !== row.metadataJson) return 'stored bytes are not canonical JSON (edited)';
-  const meta = EventMetadataSchema.safeParse(metadata);
-  if (!meta.success) return `metadata invalid: ${formatZodError(meta.error)}`;
-  const hash = computeEventHash({
-    position: row.position,
-    streamId: row.streamId,
-    revision: row.revision,
-    type: row.type,
-    schemaVersion: row.schemaVersion,
-    data: data as JsonValue,
-    metadata: meta.data,
-    prevHash: row.prevHash,
-  });
-  if (hash !== row.hash) return 'hash mismatch (event edited)';
-  return null;
 }
 
 function verifyRows(rows: Iterable<EventRow>, anchor: LogHead | undefined): ChainReport {
