@@ -17,12 +17,12 @@ const INTEGRATION_REF = 'refs/heads/longbuild/integration';
 const VERIFY = ['node', '-e', 'const fs=require("fs");const bad=fs.existsSync("test")?fs.readdirSync("test").filter((f)=>f.startsWith("longbuild-fail-")):[];if(bad.length){console.error("failing: "+bad.join(","));process.exit(1)}console.log("ok")'];
 
 /** n independent writable nodes n1..nN in one milestone; `bad` nodes fail their first attempt. */
-function blueprint(dir: string, n: number, opts: { maxBatch: number; bad?: string[]; verify?: string[][] }): string {
+function blueprint(dir: string, n: number, opts: { maxBatch: number; bad?: string[]; verify?: string[][]; sandbox?: 'off' }): string {
   const nodes = Array.from({ length: n }, (_, i) => {
     const id = `n${i + 1}`;
     return { id, kind: 'writable', deps: [], files: { [`src/${id}.txt`]: `${id}\n` }, ...(opts.bad?.includes(id) ? { failAttempts: 1 } : {}) };
   });
-  const bp = { request: { title: 'batch' }, verify: opts.verify ?? [VERIFY], detailedWindow: 1, maxBatch: opts.maxBatch, milestones: [{ id: 'm1', title: 'M1', nodes }] };
+  const bp = { request: { title: 'batch' }, verify: opts.verify ?? [VERIFY], detailedWindow: 1, maxBatch: opts.maxBatch, ...(opts.sandbox ? { sandbox: opts.sandbox } : {}), milestones: [{ id: 'm1', title: 'M1', nodes }] };
   const path = join(dir, 'bp.json');
   writeFileSync(path, JSON.stringify(bp));
   return path;
@@ -126,7 +126,9 @@ describe('batch integration (SPEC R-25, R-12, R-24)', () => {
     const repo = tempDir();
     const marker = join(tempDir('lb-flaky-'), 'failed-once');
     const flaky = ['node', '-e', `const fs=require("fs");if(!fs.existsSync(${JSON.stringify(marker)})){fs.writeFileSync(${JSON.stringify(marker)},"x");console.error("flaky failure");process.exit(1)}console.log("ok")`];
-    cliJson(['init', '--blueprint', blueprint(repo, 4, { maxBatch: 4, verify: [flaky] })], { cwd: repo });
+    // The flake keeps its state in a file outside the workspace, which a sandboxed command cannot
+    // reach (R-30); this test is about retesting, so it runs its verification unsandboxed.
+    cliJson(['init', '--blueprint', blueprint(repo, 4, { maxBatch: 4, verify: [flaky], sandbox: 'off' })], { cwd: repo });
     expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
     const evs = events(repo);
     expect(evs.filter((e) => e.type === 'BatchSplit' || e.type === 'IntegrationFailed')).toEqual([]);

@@ -4,7 +4,7 @@
  * Real git repositories, real child processes, real SIGKILL.
  */
 import { spawn, execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { takeControllerLease } from '../src/adapters/controller/lease.js';
@@ -13,14 +13,14 @@ import { BIN, cliJson, HELIOS, ROOT, runCli, tempDir } from './support/cli.js';
 const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8' }).trim();
 const types = (repo: string): string[] => runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l).type);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const alive = (pid: number): boolean => {
+/** Live processes whose command line contains `marker`. */
+const withMarker = (marker: string): number[] => readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
   try {
-    process.kill(pid, 0);
-    return !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+    return readFileSync(`/proc/${p}/cmdline`, 'latin1').includes(marker) && !readFileSync(`/proc/${p}/stat`, 'utf8').includes(') Z ');
   } catch {
     return false;
   }
-};
+}).map(Number);
 
 /** The tree and checkpoints of an uninterrupted helios run, for comparison. */
 function cleanHelios(): { tree: string; checkpoints: string[] } {
@@ -102,22 +102,22 @@ describe('harder faults (issue 7)', () => {
     }
   }, 60_000);
 
-  it('SIGKILL inside git operations: a stale index.lock, a half-created locked worktree and a stale ref lock are cleaned; only longbuild\'s own things are touched', () => {
+  it('SIGKILL inside git operations: a damaged attempt clone and stale ref locks (integrator and published) are cleaned; only longbuild\'s own things are touched', () => {
     const clean = cleanHelios();
     const repo = tempDir();
     cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
     git(repo, 'branch', 'user-feature'); // the user's: must survive
     writeFileSync(join(repo, '.git', 'refs', 'heads', 'user-feature.lock'), ''); // the user's lock: not ours to remove
-    // Killed right before the worker: the attempt's worktree exists and AttemptStarted is recorded.
+    // Killed right before the worker: the attempt's clone exists and AttemptStarted is recorded.
     expect(runCli(['run'], { cwd: repo, env: { LONGBUILD_CRASH_AT: 'before-effect:worker:1' } }).signal).toBe('SIGKILL');
     const wt = join(repo, '.longbuild', 'worktrees', 'catalog-api.1');
-    const admin = join(repo, '.git', 'worktrees', 'catalog-api.1');
-    expect(existsSync(admin)).toBe(true);
-    // What a `git add` or `git worktree add` killed half-way leaves: index.lock, a locked entry, missing files.
-    writeFileSync(join(admin, 'index.lock'), '');
-    git(repo, 'worktree', 'lock', wt);
-    rmSync(join(wt, '.git'), { force: true });
-    // What a `git update-ref` killed between lock and rename leaves on a ref longbuild owns.
+    expect(existsSync(join(wt, '.git'))).toBe(true);
+    // What a `git add` killed half-way leaves in the clone, and missing files.
+    writeFileSync(join(wt, '.git', 'index.lock'), '');
+    rmSync(join(wt, '.git', 'HEAD'), { force: true });
+    // What a `git update-ref` killed between lock and rename leaves on refs longbuild owns: the
+    // integrator's ref, and the one published in the user's repository.
+    writeFileSync(join(repo, '.longbuild', 'integrator.git', 'refs', 'heads', 'longbuild', 'integration.lock'), '');
     writeFileSync(join(repo, '.git', 'refs', 'heads', 'longbuild', 'integration.lock'), '');
     const resumed = runCli(['run', '--verbose'], { cwd: repo });
     expect(resumed.code, resumed.stderr).toBe(0);
@@ -129,44 +129,62 @@ describe('harder faults (issue 7)', () => {
     expect(cliJson(['verify'], { cwd: repo }).ok).toBe(true);
   }, 60_000);
 
-  it('an orphan worker still running after its controller\'s SIGKILL is fenced (killed with its group) before the resumed controller settles', async () => {
+  /**
+   * A command-driven build whose worker, under LONGBUILD_TEST_SLOW=1, keeps working for 3 s before
+   * it writes into its clone; its argv carries `marker`, so the test finds it in /proc from outside
+   * any sandbox.
+   */
+  function slowWorkerBuild(sandbox: 'bwrap' | 'off', marker: string): string {
     const repo = tempDir();
     const cfg = tempDir('longbuild-cfg-');
-    const marks = tempDir('longbuild-marks-');
     cpSync(join(ROOT, 'examples', 'scripts'), cfg, { recursive: true });
     const worker = readFileSync(join(cfg, 'worker.mjs'), 'utf8');
-    // The first invocation announces itself, then keeps working for 3 s before writing into its
-    // worktree: an orphan once its controller is killed. Later invocations are the plain worker.
     writeFileSync(join(cfg, 'worker.mjs'), worker.replace(
       "const packet = JSON.parse(readFileSync(0, 'utf8'));",
       `const packet = JSON.parse(readFileSync(0, 'utf8'));
-import { existsSync as __e, writeFileSync as __w } from 'node:fs';
-if (!__e(${JSON.stringify(join(marks, 'started'))})) {
-  __w(${JSON.stringify(join(marks, 'started'))}, String(process.pid));
+import { writeFileSync as __w } from 'node:fs';
+if (process.env.LONGBUILD_TEST_SLOW === '1') {
   await new Promise((r) => setTimeout(r, 3000));
   __w('orphan-wrote-this.txt', 'late\\n');
-  __w(${JSON.stringify(join(marks, 'late'))}, 'late');
 }`,
     ));
+    const config = JSON.parse(readFileSync(join(cfg, 'longbuild.config.json'), 'utf8'));
+    config.worker.command = [...config.worker.command, marker];
+    config.sandbox = sandbox;
+    config.env = { allow: ['LONGBUILD_TEST_SLOW'] };
+    writeFileSync(join(cfg, 'longbuild.config.json'), JSON.stringify(config));
     mkdirSync(join(repo), { recursive: true });
     cliJson(['init', '--request', join(cfg, 'request.json'), '--config', join(cfg, 'longbuild.config.json')], { cwd: repo });
-    const controller = spawn(process.execPath, [BIN, 'run', '--json'], { cwd: repo, stdio: 'ignore' });
-    const gone = new Promise((r) => controller.on('close', r));
-    while (!existsSync(join(marks, 'started'))) await sleep(10);
-    controller.kill('SIGKILL');
-    await gone;
-    const orphan = Number(readFileSync(join(marks, 'started'), 'utf8'));
-    expect(alive(orphan)).toBe(true); // its own process group: the SIGKILL did not reach it
-    const resumed = runCli(['run', '--verbose'], { cwd: repo });
-    expect(resumed.code, resumed.stderr).toBe(0);
-    expect(resumed.stderr).toMatch(/fenced 1 orphan process/);
-    expect(alive(orphan)).toBe(false);
-    // Outlive the orphan's schedule: it never wrote, and nothing it would have written was committed.
-    await sleep(Math.max(0, 3300));
-    expect(existsSync(join(marks, 'late'))).toBe(false);
-    expect(git(repo, 'ls-tree', '-r', '--name-only', 'refs/heads/longbuild/integration')).not.toContain('orphan-wrote-this.txt');
-    const status = cliJson(['status'], { cwd: repo });
-    expect(status.completed).toBe(true);
-    expect(status.calls.worker).toBe(4); // three nodes, plus the one in-doubt re-invocation
-  }, 60_000);
+    return repo;
+  }
+
+  for (const sandbox of ['off', 'bwrap'] as const) {
+    it(`R-30 a worker still running when its controller is SIGKILLed ${sandbox === 'bwrap' ? 'dies with it (the sandbox ends with its parent)' : 'is fenced (killed with its group) before the resumed controller settles'} (sandbox ${sandbox})`, async () => {
+      const marker = `longbuild-orphan-marker-${process.pid}-${sandbox}-${Date.now()}`;
+      const repo = slowWorkerBuild(sandbox, marker);
+      // Only the first controller's worker is slow: the resumed one's re-invocation is the plain worker.
+      const controller = spawn(process.execPath, [BIN, 'run', '--json'], { cwd: repo, stdio: 'ignore', env: { ...process.env, LONGBUILD_TEST_SLOW: '1' } });
+      const gone = new Promise((r) => controller.on('close', r));
+      while (withMarker(marker).length === 0) await sleep(10);
+      await sleep(200);
+      controller.kill('SIGKILL');
+      await gone;
+      if (sandbox === 'off') {
+        expect(withMarker(marker).length).toBeGreaterThan(0); // its own process group: the SIGKILL did not reach it
+      } else {
+        for (let i = 0; i < 100 && withMarker(marker).length > 0; i++) await sleep(20);
+        expect(withMarker(marker)).toEqual([]); // no process of the call outlives the controller
+      }
+      const resumed = runCli(['run', '--verbose'], { cwd: repo });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      if (sandbox === 'off') expect(resumed.stderr).toMatch(/fenced \d+ orphan process/);
+      expect(withMarker(marker)).toEqual([]);
+      // Outlive the worker's schedule: nothing it would have written was committed.
+      await sleep(3300);
+      expect(git(repo, 'ls-tree', '-r', '--name-only', 'refs/heads/longbuild/integration')).not.toContain('orphan-wrote-this.txt');
+      const status = cliJson(['status'], { cwd: repo });
+      expect(status.completed).toBe(true);
+      expect(status.calls.worker).toBe(4); // three nodes, plus the one in-doubt re-invocation
+    }, 60_000);
+  }
 });

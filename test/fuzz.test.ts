@@ -27,12 +27,14 @@ describe('longbuild fuzz (issue 7)', () => {
     expect(report.seed).toBe(7);
   }, 300_000);
 
-  it('R-18 R-19 in-doubt calls: a crash between the planner call and its result re-invokes it once (counted), nothing else is made twice', () => {
-    const { code, report } = fuzzJson(['--blueprint', HELIOS, '--only', 'after-effect:planner:1', '--only', 'before-append:HorizonSealed:1', '--only', 'after-effect:worker:1', '--only', 'after-effect:promote:1', '--jobs', '2']);
+  it('R-18 R-19 in-doubt calls: a crash between a call and its recorded result re-invokes it once (counted), nothing else is made twice', () => {
+    const { code, report } = fuzzJson(['--blueprint', HELIOS, '--only', 'after-effect:planner:1', '--only', 'before-append:HorizonSealed:1', '--only', 'after-effect:worker:1', '--only', 'before-append:AttemptFinished:1', '--only', 'after-effect:promote:1', '--jobs', '2']);
     expect(report.failed).toEqual([]);
     expect(code).toBe(0);
-    // Both planner crashes leave the call in doubt; the worker commit and the promotion are adopted.
-    expect(report.inDoubtByPoint).toEqual({ 'after-effect:planner:1': 1, 'before-append:HorizonSealed:1': 1 });
+    // Both planner crashes leave the call in doubt, and so does a crash after the worker returned
+    // but before the host committed its clone (the clone's own git is never trusted, R-31). The
+    // host's commit on the attempt branch and the promotion are adopted.
+    expect(report.inDoubtByPoint).toEqual({ 'after-effect:planner:1': 1, 'before-append:HorizonSealed:1': 1, 'after-effect:worker:1': 1 });
     expect(report.duplicateCalls).toBe(0);
   }, 300_000);
 
@@ -46,18 +48,19 @@ describe('longbuild fuzz (issue 7)', () => {
 
   it('R-18 a planted resume bug (skip in-doubt adoption) is reported, with the command that reproduces it', () => {
     const { code, report } = fuzzJson(
-      ['--blueprint', HELIOS, '--only', 'after-effect:promote:1', '--only', 'after-effect:worker:1', '--only', 'after-append:CheckpointWritten:1', '--jobs', '2'],
+      ['--blueprint', HELIOS, '--only', 'after-effect:promote:1', '--only', 'before-append:AttemptFinished:1', '--only', 'after-append:CheckpointWritten:1', '--jobs', '2'],
       { LONGBUILD_FUZZ_PLANT_BUG: 'skip-adoption' },
     );
     expect(code).toBe(1);
     expect(report.points).toBe(3);
     expect(report.passed).toBe(1); // a crash after a checkpoint needs no adoption: the bug is invisible there
     const byPoint = Object.fromEntries(report.failed.map((f: any) => [`${f.point}:${f.occurrence}`, f]));
-    // Promotion not adopted: the CAS fails, the node goes back to revising — the build diverges.
-    expect(byPoint['after-effect:promote:1'].divergences.map((d: any) => d.what)).toContain('accepted commits');
+    // Promotion not adopted: the CAS fails on the build's own promotion, which is then taken for a
+    // stray ref and "repaired" (R-33) — a repair an untampered build never records.
+    expect(byPoint['after-effect:promote:1'].divergences.map((d: any) => d.what)).toContain('ref repairs');
     expect(byPoint['after-effect:promote:1'].reproduce).toBe(`LONGBUILD_FUZZ_PLANT_BUG=skip-adoption longbuild fuzz --blueprint ${HELIOS} --only after-effect:promote:1`);
     // Worker commit not adopted: the worker is called again although its commit sat on the branch.
-    expect(byPoint['after-effect:worker:1'].duplicates).toEqual([
+    expect(byPoint['before-append:AttemptFinished:1'].duplicates).toEqual([
       expect.objectContaining({ kind: 'worker', rule: 'R-18', problem: expect.stringContaining('observable') }),
     ]);
     expect(report.duplicateCalls).toBe(1);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,8 +7,8 @@ import {
   attemptBranch,
   assertNoProtectedChanges,
   changedPaths,
+  commitAttempt,
   commitParents,
-  commitWorktree,
   ensureRepo,
   findAttemptCommit,
   git,
@@ -18,9 +19,11 @@ import {
   protectedPathViolations,
   readRef,
   removeWorkspace,
-  runVerification,
   treeOf,
 } from '../src/adapters/git/git.js';
+import { verifyWithCache } from '../src/adapters/cache/cached-verification.js';
+import { attemptCommit, commitOpts, newRepo } from './support/git-fixture.js';
+import { runProcess } from '../src/adapters/process/run-process.js';
 import { ValidationError } from '../src/events/errors.js';
 
 const DATE = '2025-01-01T00:00:00Z';
@@ -31,23 +34,7 @@ function tmp(): string {
   return mkdtempSync(join(tmpdir(), 'lb-git-'));
 }
 
-async function newRepo(): Promise<{ repo: string; head: string; wt: string; ws: string }> {
-  const repo = tmp();
-  const head = await ensureRepo(repo, DATE);
-  return { repo, head, wt: join(repo, '.longbuild', 'worktrees'), ws: join(repo, '.longbuild', 'workspaces') };
-}
-
-/** Make an attempt commit writing `files` on top of base. */
-async function attempt(repo: string, wt: string, id: string, base: string, files: Record<string, string>, date = DATE) {
-  const p = await prepareAttemptWorktree(repo, wt, id, attemptBranch(id), base);
-  for (const [f, c] of Object.entries(files)) {
-    mkdirSync(join(p.worktree, f, '..'), { recursive: true });
-    writeFileSync(join(p.worktree, f), c);
-  }
-  const c = await commitWorktree(p.worktree, `longbuild: ${id}`, date);
-  if (c === null) throw new Error('nothing committed');
-  return c;
-}
+const attempt = attemptCommit;
 
 describe('git adapter (R-24, R-18, R-29)', () => {
   it('R-24 the same inputs give the same commit SHAs in different repositories', async () => {
@@ -61,9 +48,9 @@ describe('git adapter (R-24, R-18, R-29)', () => {
     const log = (await git(a.repo, ['log', '-1', '--format=%an <%ae> %ad | %cn <%ce> %cd', '--date=iso-strict', ca.commit])).stdout.trim();
     expect(log).toBe('longbuild <longbuild@localhost> 2025-01-01T00:00:00+00:00 | longbuild <longbuild@localhost> 2025-01-01T00:00:00+00:00');
     // ensureRepo is idempotent and hides the build dir.
-    expect(await ensureRepo(a.repo, DATE2)).toBe(a.head);
-    expect(readFileSync(join(a.repo, '.git', 'info', 'exclude'), 'utf8').split('\n').filter((l) => l === '/.longbuild/')).toHaveLength(1);
-    expect((await git(a.repo, ['status', '--porcelain'])).stdout).toBe('');
+    expect(await ensureRepo(a.user, DATE2)).toBe(a.head);
+    expect(readFileSync(join(a.user, '.git', 'info', 'exclude'), 'utf8').split('\n').filter((l) => l === '/.longbuild/')).toHaveLength(1);
+    expect((await git(a.user, ['status', '--porcelain'])).stdout).toBe('');
   });
 
   it('R-24 ensureRepo never sweeps a user\'s staged files into the initial commit', async () => {
@@ -76,10 +63,16 @@ describe('git adapter (R-24, R-18, R-29)', () => {
     expect((await newRepo()).head).toBe(head);
   });
 
-  it('R-24 commitWorktree returns null when nothing changed', async () => {
+  it('R-24 commitAttempt reports an unchanged clone, and refuses special and oversized files (R-31)', async () => {
     const { repo, head, wt } = await newRepo();
     const p = await prepareAttemptWorktree(repo, wt, 'n.1', attemptBranch('n.1'), head);
-    expect(await commitWorktree(p.worktree, 'msg', DATE)).toBeNull();
+    expect(await commitAttempt(repo, p.worktree, p.branch, head, 'msg', DATE, commitOpts())).toEqual({ kind: 'unchanged' });
+    writeFileSync(join(p.worktree, 'big.bin'), Buffer.alloc(2 * 1024 * 1024));
+    expect(await commitAttempt(repo, p.worktree, p.branch, head, 'msg', DATE, commitOpts())).toMatchObject({ kind: 'refused', rule: 'R-31', reason: expect.stringMatching(/big\.bin is 2097152 bytes, over the limit/) });
+    rmSync(join(p.worktree, 'big.bin'));
+    execFileSync('mkfifo', [join(p.worktree, 'pipe')]);
+    expect(await commitAttempt(repo, p.worktree, p.branch, head, 'msg', DATE, commitOpts())).toMatchObject({ kind: 'refused', reason: expect.stringMatching(/pipe is not a regular file/) });
+    expect(await readRef(repo, p.branch)).toBeNull();
   });
 
   it('R-24 promote is one compare-and-set: a stale old value is refused', async () => {
@@ -100,25 +93,23 @@ describe('git adapter (R-24, R-18, R-29)', () => {
     await expect(promote(repo, 'refs/heads/main', 'HEAD', head)).rejects.toThrow(/object id/);
   });
 
-  it('R-18 a half-created worktree (stray dir + stale index.lock) is recovered', async () => {
+  it('R-18 a half-created clone (stray files + stale index.lock) is recovered', async () => {
     const { repo, head, wt } = await newRepo();
     const p1 = await prepareAttemptWorktree(repo, wt, 'node-x.1', attemptBranch('node-x.1'), head);
     writeFileSync(join(p1.worktree, 'half-written.js'), 'partial');
-    const admin = (await git(p1.worktree, ['rev-parse', '--git-dir'])).stdout.trim();
-    writeFileSync(join(admin, 'index.lock'), '');
-    writeFileSync(join(admin, 'locked'), 'initializing');
+    writeFileSync(join(p1.worktree, '.git', 'index.lock'), '');
     const p2 = await prepareAttemptWorktree(repo, wt, 'node-x.1', attemptBranch('node-x.1'), head);
     expect(p2.adoptable).toBeNull();
     expect(existsSync(join(p2.worktree, 'half-written.js'))).toBe(false);
-    const c = await commitWorktree(p2.worktree, 'ok', DATE);
-    expect(c).toBeNull(); // clean checkout, and the lock no longer blocks git
+    expect(existsSync(join(p2.worktree, '.git', 'index.lock'))).toBe(false);
+    expect(await commitAttempt(repo, p2.worktree, p2.branch, head, 'ok', DATE, commitOpts())).toEqual({ kind: 'unchanged' });
     // A directory that was never registered (killed before `worktree add` finished).
     const stray = join(wt, 'node-y.1');
     mkdirSync(stray, { recursive: true });
     writeFileSync(join(stray, 'junk'), 'x');
     const p3 = await prepareAttemptWorktree(repo, wt, 'node-y.1', 'longbuild/attempts/node-y.1', head);
     expect(existsSync(join(p3.worktree, 'junk'))).toBe(false);
-    expect(await readRef(repo, p3.branch)).toBe(head);
+    expect(await readRef(p3.worktree, 'HEAD')).toBe(head);
   });
 
   it('R-18 a committed attempt branch is adopted, not deleted', async () => {
@@ -170,16 +161,8 @@ describe('git adapter (R-24, R-18, R-29)', () => {
 
   it('R-29 a candidate touching the build dir or a protected path is refused', async () => {
     const { repo, head, wt } = await newRepo();
-    // .longbuild is excluded from `git add -A`, so force it in as a hostile worker would.
-    const p = await prepareAttemptWorktree(repo, wt, 'evil.1', attemptBranch('evil.1'), head);
-    mkdirSync(join(p.worktree, '.longbuild'), { recursive: true });
-    writeFileSync(join(p.worktree, '.longbuild', 'log.sqlite'), 'x');
-    mkdirSync(join(p.worktree, 'ci'));
-    writeFileSync(join(p.worktree, 'ci', 'verify.sh'), 'x');
-    writeFileSync(join(p.worktree, 'ok.js'), 'x');
-    await git(p.worktree, ['add', '-f', '.']);
-    const evil = await commitWorktree(p.worktree, 'evil', DATE);
-    if (!evil) throw new Error('no commit');
+    // A hostile worker writes into a .longbuild directory of its own clone.
+    const evil = await attempt(repo, wt, 'evil.1', head, { '.longbuild/log.sqlite': 'x', 'ci/verify.sh': 'x', 'ok.js': 'x' });
     expect((await changedPaths(repo, head, evil.commit)).sort()).toEqual(['.longbuild/log.sqlite', 'ci/verify.sh', 'ok.js']);
     expect(await protectedPathViolations(repo, head, evil.commit, ['ci/'])).toEqual(['.longbuild/log.sqlite', 'ci/verify.sh']);
     await expect(assertNoProtectedChanges(repo, head, evil.commit, ['ci'])).rejects.toThrow(/protected paths: \.longbuild\/log\.sqlite, ci\/verify\.sh.*R-29/);
@@ -196,6 +179,8 @@ describe('git adapter (R-24, R-18, R-29)', () => {
     const job = await integrateCandidates(repo, ws, 'job-v', head, [a.commit], DATE);
     if (job.kind !== 'applied') throw new Error('conflict');
     const env = { PATH };
+    const runVerification = (workspace: string, commands: string[][], e: Record<string, string>, timeoutMs: number) =>
+      verifyWithCache({ workspace, gitDir: job.gitDir, tree: job.tree, commands, env: e, timeoutMs, cache: null, run: (o) => runProcess(o) });
     const ok = await runVerification(job.workspace, [['node', '--test']], env, 30_000);
     expect(ok.passed).toBe(true);
     expect(ok.commands[0]?.exitCode).toBe(0);

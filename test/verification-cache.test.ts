@@ -2,9 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { commitWorktree, ensureRepo, integrateCandidates, prepareAttemptWorktree, attemptBranch, removeWorkspace } from '../src/adapters/git/git.js';
+import { integrateCandidates } from '../src/adapters/git/git.js';
+import { attemptCommit, directRunner, newRepo } from './support/git-fixture.js';
 import { verifyWithCache } from '../src/adapters/cache/cached-verification.js';
 import { VerificationCache } from '../src/adapters/cache/verification-cache.js';
+import { CACHE_POLICY_VERSION } from '../src/commands/verification-cache.js';
 import { gitBinding } from '../src/adapters/controller/git-binding.js';
 import { sha256Hex } from '../src/events/hash.js';
 import { ReceiptSchema } from '../src/events/catalogue.js';
@@ -16,7 +18,9 @@ const ENV = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
 const RANDOM = ['node', '-e', 'process.stdout.write("out " + Math.random()); process.stderr.write("err " + Math.random())'];
 
 interface Fixture {
+  /** The integrator's repository; `user` the user's. */
   readonly repo: string;
+  readonly user: string;
   readonly cacheDir: string;
   readonly workspaces: string;
   /** Two commits with different trees. */
@@ -24,32 +28,24 @@ interface Fixture {
 }
 
 async function fixture(): Promise<Fixture> {
-  const repo = mkdtempSync(join(tmpdir(), 'lb-cache-'));
-  const head = await ensureRepo(repo, DATE);
-  const worktrees = join(repo, '.longbuild', 'worktrees');
+  const { repo, user, head, wt, ws } = await newRepo();
   const commits: { commit: string; tree: string }[] = [];
-  for (const [i, content] of ['one\n', 'two\n'].entries()) {
-    const id = `a${i}.1`;
-    const p = await prepareAttemptWorktree(repo, worktrees, id, attemptBranch(id), head);
-    writeFileSync(join(p.worktree, 'file.txt'), content);
-    commits.push((await commitWorktree(p.worktree, `c${i}`, DATE))!);
-    await removeWorkspace(repo, p.worktree);
-  }
-  return { repo, cacheDir: join(repo, '.longbuild', 'cache'), workspaces: join(repo, '.longbuild', 'workspaces'), commits };
+  for (const [i, content] of ['one\n', 'two\n'].entries()) commits.push(await attemptCommit(repo, wt, `a${i}.1`, head, { 'file.txt': content }));
+  return { repo, user, cacheDir: join(user, '.longbuild', 'cache'), workspaces: ws, commits };
 }
 
 /** A clean detached workspace at commit `i` of the fixture. */
-async function workspace(f: Fixture, i: number, name = `ws${i}`): Promise<{ workspace: string; tree: string }> {
+async function workspace(f: Fixture, i: number, name = `ws${i}`): Promise<{ workspace: string; gitDir: string; tree: string }> {
   const c = f.commits[i]!;
   const r = await integrateCandidates(f.repo, f.workspaces, name, c.commit, [c.commit], DATE);
   if (r.kind !== 'applied') throw new Error('fixture did not apply');
-  return { workspace: r.workspace, tree: r.tree };
+  return { workspace: r.workspace, gitDir: r.gitDir, tree: r.tree };
 }
 
-async function verify(f: Fixture, ws: { workspace: string; tree: string }, opts: { commands?: string[][]; env?: Record<string, string>; cache?: VerificationCache | null } = {}) {
+async function verify(f: Fixture, ws: { workspace: string; gitDir: string; tree: string }, opts: { commands?: string[][]; env?: Record<string, string>; cache?: VerificationCache | null } = {}) {
   return verifyWithCache({
-    workspace: ws.workspace, tree: ws.tree, commands: opts.commands ?? [RANDOM], env: opts.env ?? ENV, timeoutMs: 20_000,
-    cache: opts.cache === undefined ? new VerificationCache(f.cacheDir) : opts.cache,
+    workspace: ws.workspace, gitDir: ws.gitDir, tree: ws.tree, commands: opts.commands ?? [RANDOM], env: opts.env ?? ENV, timeoutMs: 20_000,
+    cache: opts.cache === undefined ? new VerificationCache(f.cacheDir) : opts.cache, run: directRunner,
   });
 }
 
@@ -112,7 +108,7 @@ describe('verification cache (SPEC R-27)', () => {
     const f = await fixture();
     const ws = await workspace(f, 0);
     await verify(f, ws);
-    const v2 = await verify(f, ws, { cache: new VerificationCache(f.cacheDir, { policyVersion: 2 }) });
+    const v2 = await verify(f, ws, { cache: new VerificationCache(f.cacheDir, { policyVersion: CACHE_POLICY_VERSION + 1 }) });
     expect(v2.commands[0]!.cacheHit).toBe(false);
   });
 
@@ -199,7 +195,10 @@ describe('verification cache (SPEC R-27)', () => {
   it('R-25/R-27 the git binding integrates and verifies through the cache: the second job on the same tree is a hit', async () => {
     const f = await fixture();
     const cache = new VerificationCache(f.cacheDir);
-    const port = gitBinding({ repo: f.repo, worktreesDir: join(f.repo, '.longbuild', 'worktrees'), workspacesDir: f.workspaces, verifyEnv: ENV, verifyTimeoutMs: 20_000, cache });
+    const port = gitBinding({
+      repo: f.user, integratorRepo: f.repo, worktreesDir: join(f.user, '.longbuild', 'worktrees'), workspacesDir: f.workspaces, indexDir: join(f.user, '.longbuild', 'index'),
+      verifyEnv: ENV, verifyTimeoutMs: 20_000, cache, runVerification: directRunner, limits: { maxFileBytes: 1 << 20, protectedPaths: [], verify: [] },
+    });
     const c = f.commits[0]!;
     const parent = (await import('../src/adapters/git/git.js')).commitParents;
     const head = (await parent(f.repo, c.commit))[0]!;

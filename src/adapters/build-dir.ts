@@ -23,6 +23,12 @@ export interface BuildPaths {
   readonly worktrees: string;
   readonly workspaces: string;
   readonly cache: string;
+  /** The integrator's own repository (R-31), private to the host. */
+  readonly integrator: string;
+  /** The sandbox's init binary lives here (R-30). */
+  readonly sandbox: string;
+  /** Private index files of the host's attempt commits. */
+  readonly index: string;
 }
 
 /** Resolve the build paths from `--repo` (default cwd) and `--dir` (default `<repo>/.longbuild`). */
@@ -43,6 +49,9 @@ export function buildPaths(optsOrDir: string | { repo?: string; dir?: string; cw
     worktrees: join(dir, 'worktrees'),
     workspaces: join(dir, 'workspaces'),
     cache: join(dir, 'cache'),
+    integrator: join(dir, 'integrator.git'),
+    sandbox: join(dir, 'sandbox'),
+    index: join(dir, 'index'),
   };
 }
 
@@ -62,7 +71,7 @@ export function recordedLogSpec(paths: BuildPaths): string | null {
 
 /** Record which log the build uses, so every later command opens the same backend. */
 export function recordLogSpec(paths: BuildPaths, spec: string): void {
-  writeFileSync(paths.logSpec, `${JSON.stringify({ log: spec })}\n`);
+  writeFileSync(paths.logSpec, `${JSON.stringify({ log: spec })}\n`, { mode: 0o600 });
 }
 
 /** Whether the build directory holds a build (a recorded remote log, or the SQLite file). */

@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { canonicalJson, type JsonValue } from '../events/canonical.js';
 import { canonicalSha256, sha256Hex } from '../events/hash.js';
 import { CorruptLogError, ValidationError } from '../events/errors.js';
-import type { BuildSettings } from '../events/catalogue.js';
+import type { BuildSettings, SandboxSettings } from '../events/catalogue.js';
 import type { Planner, Worker } from '../commands/ports.js';
 import type { TransferableEventLog } from './log/verbatim.js';
 import { openEventLog } from './log/open-log.js';
@@ -17,7 +17,12 @@ import { Controller } from './controller/controller.js';
 import { gitBinding } from './controller/git-binding.js';
 import { verificationCacheFor } from './cache/setting.js';
 import { FileEvidenceStore } from './evidence-store.js';
-import { ensureRepo, promote, readRef } from './git/git.js';
+import { ensureIntegratorRepo, ensureRepo, promote, readRef } from './git/git.js';
+import { BWRAP_MISSING, bwrapVersion, ensureSandboxInit, findBwrap, runSandboxed, type SandboxPolicy } from './sandbox/sandbox.js';
+import { DEFAULT_MAX_FILE_BYTES, normalizeSandbox, type SandboxSetting } from './sandbox/settings.js';
+import { redactor } from './sandbox/redact.js';
+import type { SandboxedRun } from './sandbox/sandbox.js';
+import type { ProcessResult } from './process/run-process.js';
 import { blueprintSha256, loadBlueprint, parseBlueprint, type Blueprint } from './blueprint/blueprint.js';
 import { ScriptedPlanner } from './blueprint/scripted-planner.js';
 import { ScriptedWorker } from './blueprint/scripted-worker.js';
@@ -49,6 +54,8 @@ export interface OpenOptions {
   readonly log?: string;
   /** Checked atomically with every append (a PostgreSQL log): the controller lease's fencing token. */
   readonly appendFence?: AppendFence;
+  /** Checked before every append: the controller lease is still held (the SQLite lock file). */
+  readonly beforeAppend?: () => void;
 }
 
 /** An open build: its log, projections and controller. Close it when done. */
@@ -65,6 +72,8 @@ export interface InitResult {
   readonly requestSha256: string;
   readonly position: number;
   readonly paths: BuildPaths;
+  /** One line to show the user (the sandbox is off on this machine, say). */
+  readonly notice?: string;
 }
 
 function blueprintSettings(bp: Blueprint): BuildSettings {
@@ -92,7 +101,28 @@ function configSettings(c: LongbuildConfig): BuildSettings {
 /** `longbuild init --blueprint FILE`: a build driven by the scripted planner and worker. */
 export async function initFromBlueprint(blueprintPath: string, opts: OpenOptions = {}): Promise<InitResult> {
   const blueprint = loadBlueprint(blueprintPath);
-  return initBuild({ kind: 'blueprint', blueprint }, blueprint.request as JsonValue, blueprint.verify, blueprintSettings(blueprint), logicalClock(), opts);
+  const sandbox = decideSandbox(blueprint.sandbox, blueprint.maxFileBytes, opts.env ?? process.env, 'blueprint');
+  return initBuild({ kind: 'blueprint', blueprint }, blueprint.request as JsonValue, blueprint.verify, blueprintSettings(blueprint), logicalClock(), sandbox, opts);
+}
+
+/**
+ * The sandbox a new build records (R-30). A command-driven build needs bubblewrap unless its
+ * config says "off". A blueprint build's workers are longbuild's own; when bubblewrap is missing
+ * and the blueprint does not ask for it, its verification runs unsandboxed and says so.
+ */
+function decideSandbox(setting: SandboxSetting | undefined, maxFileBytes: number | undefined, env: NodeJS.ProcessEnv, kind: 'blueprint' | 'command'): { settings: SandboxSettings; notice?: string } {
+  const n = normalizeSandbox(setting);
+  const base = { network: n.network, maxFileBytes: maxFileBytes ?? DEFAULT_MAX_FILE_BYTES };
+  if (n.mode === 'off') return { settings: { mode: 'off', bwrapVersion: null, reason: `"sandbox": "off" in the ${kind === 'blueprint' ? 'blueprint' : 'config'}`, ...base }, notice: 'longbuild: the sandbox is off for this build ("sandbox": "off"): planner, worker and verification run unsandboxed (recorded in the log)' };
+  const bwrap = findBwrap(env);
+  if (bwrap === null) {
+    if (kind === 'command' || setting !== undefined) throw new ValidationError(BWRAP_MISSING, 'R-30');
+    return {
+      settings: { mode: 'off', bwrapVersion: null, reason: 'blueprint build: bubblewrap is not installed', ...base },
+      notice: 'longbuild: bubblewrap is not installed: this blueprint build verifies unsandboxed (recorded in the log; apt-get install bubblewrap to sandbox it)',
+    };
+  }
+  return { settings: { mode: 'bwrap', bwrapVersion: bwrapVersion(bwrap), ...base } };
 }
 
 /** `longbuild init --request FILE [--config FILE]`: a build driven by configured commands. */
@@ -109,10 +139,14 @@ export async function initFromRequest(requestPath: string, configPath: string, o
   }
   canonicalJson(request); // refuses non-canonical numbers early, with the path
   const config = loadConfig(configPath);
-  return initBuild({ kind: 'command', config, request: request as JsonValue }, request as JsonValue, config.verify, configSettings(config), systemClock, { ...opts, log: opts.log ?? config.log });
+  const sandbox = decideSandbox(config.sandbox, config.maxFileBytes, opts.env ?? process.env, 'command');
+  return initBuild({ kind: 'command', config, request: request as JsonValue }, request as JsonValue, config.verify, configSettings(config), systemClock, sandbox, { ...opts, log: opts.log ?? config.log });
 }
 
-async function initBuild(driver: DriverFile, request: JsonValue, verify: readonly (readonly string[])[], settings: BuildSettings, clock: Clock, opts: OpenOptions): Promise<InitResult> {
+async function initBuild(
+  driver: DriverFile, request: JsonValue, verify: readonly (readonly string[])[], settings: BuildSettings, clock: Clock,
+  sandbox: { settings: SandboxSettings; notice?: string }, opts: OpenOptions,
+): Promise<InitResult> {
   const paths = buildPaths(opts);
   const logSpec = opts.log ?? 'sqlite';
   if (buildExists(paths)) {
@@ -127,7 +161,10 @@ async function initBuild(driver: DriverFile, request: JsonValue, verify: readonl
     if (r !== 'promoted') throw new ValidationError(`could not create ${INTEGRATION_REF}`);
     integrationHead = head;
   }
-  mkdirSync(paths.dir, { recursive: true });
+  // The build directory is private (R-30): the log, the driver, evidence and the cache key live here.
+  mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+  chmodSync(paths.dir, 0o700);
+  await ensureIntegratorRepo(paths.integrator, paths.repo, INTEGRATION_REF);
   // The log is reached before the build directory records anything, and must be empty: a shared
   // schema or stream that already holds another build's events is refused.
   const log = await openEventLog(logSpec, { defaultSqlitePath: paths.events });
@@ -140,7 +177,7 @@ async function initBuild(driver: DriverFile, request: JsonValue, verify: readonl
   }
   if (logSpec !== 'sqlite') recordLogSpec(paths, logSpec);
   const driverJson = canonicalJson(driver);
-  writeFileSync(paths.driver, driverJson);
+  writeFileSync(paths.driver, driverJson, { mode: 0o600 });
   const sourceSha256 = sha256Hex(driverJson);
   const requestSha256 = canonicalSha256(request);
   const buildId = `b-${sha256Hex(`${driver.kind === 'blueprint' ? blueprintSha256(driver.blueprint) : sourceSha256}:${integrationHead}`).slice(0, 16)}`;
@@ -149,7 +186,7 @@ async function initBuild(driver: DriverFile, request: JsonValue, verify: readonl
       type: 'BuildInitialized',
       data: {
         buildId, request, requestSha256, integrationRef: INTEGRATION_REF, baseHead: integrationHead,
-        verify: verify.map((c) => [...c]), settings, driver: { kind: driver.kind, sourceSha256 },
+        verify: verify.map((c) => [...c]), settings, driver: { kind: driver.kind, sourceSha256 }, sandbox: sandbox.settings,
       },
       metadata: { recordedAt: clock.now(1), correlationId: buildId },
     }], 'no-stream');
@@ -159,7 +196,7 @@ async function initBuild(driver: DriverFile, request: JsonValue, verify: readonl
     } finally {
       store.close();
     }
-    return { buildId, requestSha256, position: result.position, paths };
+    return { buildId, requestSha256, position: result.position, paths, ...(sandbox.notice === undefined ? {} : { notice: sandbox.notice }) };
   } finally {
     await log.close();
   }
@@ -183,18 +220,29 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     await catchUpFromLog(store, log);
     const first = (await log.readAll({ from: 1, limit: 1 }))[0];
     if (!first || first.type !== 'BuildInitialized') throw new CorruptLogError(1, 'the log does not start with BuildInitialized');
-    const pinned = (first.data as { driver: { sourceSha256: string } }).driver.sourceSha256;
-    const driver = readDriver(paths, pinned);
-    const allow = driver.kind === 'command' ? driver.config.env.allow : [];
+    const initData = first.data as { driver: { sourceSha256: string }; sandbox?: SandboxSettings; verify: string[][]; integrationRef: string };
+    const driver = readDriver(paths, initData.driver.sourceSha256);
+    const allow = driver.kind === 'command' ? [...driver.config.env.allow, ...driver.config.env.secret] : [];
+    const secrets = driver.kind === 'command' ? driver.config.env.secret.map((n) => env[n]).filter((v): v is string => v !== undefined && v !== '') : [];
+    await ensureIntegratorRepo(paths.integrator, paths.repo, initData.integrationRef);
+    const sandbox = sandboxPolicies(paths, initData.sandbox, env);
+    const redact = redactor(secrets);
+    const run = (policy: SandboxPolicy): Runner => async (o) => redact(await runSandboxed(policy, o));
+    const protectedPaths = ['.longbuild', relativeBuildDir(paths), ...(driver.kind === 'command' ? driver.config.protectedPaths : driver.blueprint.protectedPaths ?? [])];
     const controller = await Controller.open({
       log,
       clock: driver.kind === 'blueprint' ? logicalClock() : systemClock,
-      planner: opts.planner ?? plannerFor(driver, paths, env),
-      worker: opts.worker ?? workerFor(driver, env),
-      git: gitBinding({ repo: paths.repo, worktreesDir: paths.worktrees, workspacesDir: paths.workspaces, verifyEnv: trustedVerifyEnv(env, allow), verifyTimeoutMs: 10 * 60_000, cache: verificationCacheFor(paths, env) }),
+      planner: opts.planner ?? plannerFor(driver, paths, env, run(sandbox.planner)),
+      worker: opts.worker ?? workerFor(driver, env, run(sandbox.worker)),
+      git: gitBinding({
+        repo: paths.repo, integratorRepo: paths.integrator, worktreesDir: paths.worktrees, workspacesDir: paths.workspaces, indexDir: paths.index,
+        verifyEnv: trustedVerifyEnv(env, allow), verifyTimeoutMs: 10 * 60_000, cache: verificationCacheFor(paths, env),
+        runVerification: (o) => run(sandbox.verify)({ ...o, rw: [o.cwd] }),
+        limits: { maxFileBytes: initData.sandbox?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, protectedPaths, verify: initData.verify },
+      }),
       evidence: new FileEvidenceStore(paths.evidence),
       faults: opts.faults ?? faultsFromEnv(env),
-      protectedPaths: ['.longbuild', relativeBuildDir(paths), ...(driver.kind === 'command' ? driver.config.protectedPaths : driver.blueprint.protectedPaths ?? [])],
+      ...(opts.beforeAppend ? { beforeAppend: opts.beforeAppend } : {}),
       onAppended: (events, state) => store.catchUp(events, new Map([[buildProjection.name, state]])),
       // Issue 7: a deliberate resume bug, only ever set by the fuzz test to prove fuzz can fail.
       ...(env.LONGBUILD_FUZZ_PLANT_BUG === 'skip-adoption' ? { plantedBug: 'skip-adoption' as const } : {}),
@@ -213,19 +261,41 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
   }
 }
 
-function plannerFor(driver: DriverFile, paths: BuildPaths, env: NodeJS.ProcessEnv): Planner {
+type Runner = (o: SandboxedRun) => Promise<ProcessResult>;
+
+/**
+ * The sandbox of each role (R-30), from what the build recorded. Every role hides the repository,
+ * the build directory and the cache; bubblewrap recorded but missing now is refused.
+ */
+function sandboxPolicies(paths: BuildPaths, recorded: SandboxSettings | undefined, env: NodeJS.ProcessEnv): { planner: SandboxPolicy; worker: SandboxPolicy; verify: SandboxPolicy } {
+  const mode = recorded?.mode ?? 'off';
+  const network = recorded?.network ?? { planner: true, worker: true, verify: true };
+  let bwrap = '';
+  let initPath = '';
+  if (mode === 'bwrap') {
+    const found = findBwrap(env);
+    if (found === null) throw new ValidationError(`this build was initialised with the bubblewrap sandbox, but ${BWRAP_MISSING.replace(/ or set .*$/, '')}`, 'R-30');
+    bwrap = found;
+    initPath = ensureSandboxInit(paths.sandbox);
+  }
+  const hide = [paths.repo, paths.dir, paths.cache];
+  const policy = (net: boolean): SandboxPolicy => ({ mode, hide, network: net, initPath, bwrap });
+  return { planner: policy(network.planner), worker: policy(network.worker), verify: policy(network.verify) };
+}
+
+function plannerFor(driver: DriverFile, paths: BuildPaths, env: NodeJS.ProcessEnv, run: Runner): Planner {
   if (driver.kind === 'blueprint') return new ScriptedPlanner(driver.blueprint);
   const c = driver.config;
   return new CommandPlanner({
     argv: c.planner.command, route: c.planner.route ?? `command:${c.planner.command[0]}`, timeoutMs: c.planner.timeoutSeconds * 1000,
-    repo: paths.repo, env, allowEnv: c.env.allow,
+    repo: paths.integrator, env, allowEnv: [...c.env.allow, ...c.env.secret], run,
   });
 }
 
-function workerFor(driver: DriverFile, env: NodeJS.ProcessEnv): Worker {
+function workerFor(driver: DriverFile, env: NodeJS.ProcessEnv, run: Runner): Worker {
   if (driver.kind === 'blueprint') return new ScriptedWorker(driver.blueprint, env.LONGBUILD_EFFECTS_LEDGER ? { ledgerPath: env.LONGBUILD_EFFECTS_LEDGER } : {});
   const c = driver.config;
-  return new CommandWorker({ argv: c.worker.command, timeoutMs: c.worker.timeoutSeconds * 1000, env, allowEnv: c.env.allow });
+  return new CommandWorker({ argv: c.worker.command, timeoutMs: c.worker.timeoutSeconds * 1000, env, allowEnv: [...c.env.allow, ...c.env.secret], run });
 }
 
 function relativeBuildDir(paths: BuildPaths): string {

@@ -33,6 +33,8 @@ export interface BuildFingerprint {
   readonly summaryContents: Readonly<Record<string, string>>;
   /** Evidence SHA-256s the summaries keep, by alias (reproducible only if verification output is). */
   readonly summaryEvidence: Readonly<Record<string, string>>;
+  /** Refs repaired from the log (R-33): a build nobody tampered with repairs none. */
+  readonly refRepairs: readonly string[];
 }
 
 /**
@@ -47,6 +49,7 @@ interface Folded {
   /** Per checkpoint milestone: the graph SHA-256 at that checkpoint with summary ids aliased. */
   checkpointGraphs: Record<string, string>;
   aliases: Record<string, string>;
+  refRepairs: string[];
 }
 
 const SUMMARY_ID = /summary-[0-9a-f]{16}/g;
@@ -58,8 +61,13 @@ export function foldLog(events: Iterable<StoredEvent>): Folded {
   const readySequence: { revision: number; ready: string }[] = [];
   const checkpointGraphs: Record<string, string> = {};
   const aliases: Record<string, string> = {};
+  const refRepairs: string[] = [];
   for (const e of events) {
     const before = state.graphRevision;
+    if (e.type === 'RefRepaired') {
+      const d = e.data as { where: string; ref: string; found: string | null };
+      refRepairs.push(`${d.where} ${d.ref} at ${d.found ?? '(missing)'}`);
+    }
     if (e.type === 'MilestoneCompacted') {
       const d = e.data as { summaryId: string; summary: { milestoneId: string } };
       aliases[d.summaryId] = `summary(${d.summary.milestoneId})`;
@@ -71,12 +79,12 @@ export function foldLog(events: Iterable<StoredEvent>): Folded {
       checkpointGraphs[m] = sha256Hex(aliasIn(canonicalGraph(state.nodes), aliases));
     }
   }
-  return { state, readySequence, checkpointGraphs, aliases };
+  return { state, readySequence, checkpointGraphs, aliases, refRepairs };
 }
 
 /** The fingerprint of a folded build (R-19's comparable parts). */
 export function fingerprintOf(folded: Folded): BuildFingerprint {
-  const { state, readySequence, checkpointGraphs, aliases } = folded;
+  const { state, readySequence, checkpointGraphs, aliases, refRepairs } = folded;
   const alias = (id: string): string => aliases[id] ?? id;
   const accepted = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'accepted').map(alias).sort(compareCodePoints);
   const acceptedCommits: Record<string, string | null> = {};
@@ -111,6 +119,7 @@ export function fingerprintOf(folded: Folded): BuildFingerprint {
     graphRevision: state.graphRevision,
     summaryContents,
     summaryEvidence,
+    refRepairs,
   };
 }
 
@@ -173,6 +182,7 @@ export function compareBuilds(clean: ObservedBuild, resumed: ObservedBuild): Div
   // Reproducibility: with the logical clock the same work gives the same commits.
   differ('integration head commit', 'R-19', a.integrationHead, b.integrationHead);
   differ('accepted commits', 'R-19', a.acceptedCommits, b.acceptedCommits);
+  differ('ref repairs', 'R-33', a.refRepairs, b.refRepairs);
   return out;
 }
 

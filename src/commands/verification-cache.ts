@@ -4,10 +4,14 @@
  * src/adapters/cache/verification-cache.ts; nothing here reads files, clocks or the environment.
  */
 import { canonicalJson } from '../events/canonical.js';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { canonicalSha256, sha256Hex } from '../events/hash.js';
 
-/** Bump when what a cached pass means changes (e.g. what "clean" covers); old entries then miss. */
-export const CACHE_POLICY_VERSION = 1;
+/**
+ * Bump when what a cached pass means changes (e.g. what "clean" covers); old entries then miss.
+ * 2: entries are authenticated (HMAC-SHA-256, R-32) and keys cover the files an argv names.
+ */
+export const CACHE_POLICY_VERSION = 2;
 
 export interface CacheKeyInput {
   /** The exact git tree the command ran on. */
@@ -16,6 +20,8 @@ export interface CacheKeyInput {
   readonly argv: readonly string[];
   /** SHA-256 of the trusted environment (trustedEnvSha256). */
   readonly envSha256: string;
+  /** SHA-256 of every file outside the tree that the argv names (a verification script): path -> hex. */
+  readonly argvFiles: Readonly<Record<string, string>>;
   readonly policyVersion: number;
 }
 
@@ -24,9 +30,9 @@ export function trustedEnvSha256(env: Readonly<Record<string, string>>): string 
   return canonicalSha256(env);
 }
 
-/** The cache key (R-27): SHA-256 of canonical {tree, argv, envSha256, policyVersion}. */
+/** The cache key (R-27): SHA-256 of canonical {tree, argv, envSha256, argvFiles, policyVersion}. */
 export function verificationCacheKey(input: CacheKeyInput): string {
-  return canonicalSha256({ tree: input.tree, argv: [...input.argv], envSha256: input.envSha256, policyVersion: input.policyVersion });
+  return canonicalSha256({ tree: input.tree, argv: [...input.argv], envSha256: input.envSha256, argvFiles: { ...input.argvFiles }, policyVersion: input.policyVersion });
 }
 
 /** A passed command run as the cache keeps it: the exact transport, bytes as base64. */
@@ -35,11 +41,20 @@ export interface CacheEntry {
   readonly tree: string;
   readonly argv: readonly string[];
   readonly envSha256: string;
+  readonly argvFiles: Readonly<Record<string, string>>;
   readonly policyVersion: number;
   readonly exitCode: 0;
   readonly durationMs: number;
   readonly stdout: string;
   readonly stderr: string;
+  /** HMAC-SHA-256 (hex) of the entry's other fields under the host's cache key (R-32). */
+  readonly mac: string;
+}
+
+/** The MAC of an entry (every field but `mac`) under `key`: only the host holds the key (R-32). */
+export function entryMac(entry: Omit<CacheEntry, 'mac'>, key: Uint8Array): string {
+  const { mac: _ignored, ...rest } = entry as CacheEntry;
+  return createHmac('sha256', key).update(canonicalJson(rest)).digest('hex');
 }
 
 /** The entry's one byte form (canonical JSON); its SHA-256 is the entry's address. */
@@ -56,7 +71,7 @@ export function entrySha256(entry: CacheEntry): string {
  * Why stored entry bytes are not a usable hit for `key`, or null when they are: the bytes must
  * hash to their address, parse as an entry of exactly this key and identity, and be a pass.
  */
-export function entryProblem(bytes: Uint8Array, address: string, expected: CacheKeyInput & { key: string }): string | null {
+export function entryProblem(bytes: Uint8Array, address: string, expected: CacheKeyInput & { key: string }, macKey: Uint8Array): string | null {
   if (sha256Hex(bytes) !== address) return 'bytes do not hash to the entry address (corrupt or truncated)';
   let raw: unknown;
   try {
@@ -67,10 +82,14 @@ export function entryProblem(bytes: Uint8Array, address: string, expected: Cache
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return 'entry is not an object';
   const e = raw as Record<string, unknown>;
   const keys = Object.keys(e).sort().join(',');
-  if (keys !== 'argv,durationMs,envSha256,exitCode,key,policyVersion,stderr,stdout,tree') return `unexpected entry fields ${keys}`;
+  if (keys !== 'argv,argvFiles,durationMs,envSha256,exitCode,key,mac,policyVersion,stderr,stdout,tree') return `unexpected entry fields ${keys}`;
+  if (typeof e.mac !== 'string' || !/^[0-9a-f]{64}$/.test(e.mac)) return 'entry is not authenticated';
+  const want = Buffer.from(entryMac(e as unknown as CacheEntry, macKey), 'hex');
+  if (!timingSafeEqual(want, Buffer.from(e.mac, 'hex'))) return 'entry fails authentication (forged, or written under another key)';
   if (e.key !== expected.key) return 'entry belongs to another key';
   if (e.tree !== expected.tree || e.envSha256 !== expected.envSha256 || e.policyVersion !== expected.policyVersion) return 'entry identity differs from the key';
   if (!Array.isArray(e.argv) || canonicalJson(e.argv as string[]) !== canonicalJson([...expected.argv])) return 'entry argv differs';
+  if (canonicalJson(e.argvFiles) !== canonicalJson({ ...expected.argvFiles })) return 'entry argv files differ';
   if (e.exitCode !== 0) return 'entry is not a pass';
   if (typeof e.durationMs !== 'number' || !Number.isFinite(e.durationMs) || e.durationMs < 0) return 'bad duration';
   if (typeof e.stdout !== 'string' || typeof e.stderr !== 'string') return 'bad output fields';

@@ -97,6 +97,19 @@ const BuildSettingsSchema = z.strictObject({
 });
 export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
 
+/** The sandbox a build runs its planner, worker and verification processes in (R-30). */
+export const SandboxSettingsSchema = z.strictObject({
+  mode: z.enum(['bwrap', 'off']),
+  /** `bwrap --version` when the build was initialised; null when off. */
+  bwrapVersion: z.string().nullable(),
+  network: z.strictObject({ planner: z.boolean(), worker: z.boolean(), verify: z.boolean() }),
+  /** Why the sandbox is off (e.g. "blueprint build: bubblewrap not installed"), when it is. */
+  reason: z.string().optional(),
+  /** Largest file a candidate may add or change (R-31). */
+  maxFileBytes: z.number().int().positive(),
+});
+export type SandboxSettings = z.infer<typeof SandboxSettingsSchema>;
+
 const e = <T extends string, S extends z.ZodTypeAny>(type: T, data: S) => z.strictObject({ type: z.literal(type), data });
 
 export const BuildInitialized = e('BuildInitialized', z.strictObject({
@@ -108,6 +121,8 @@ export const BuildInitialized = e('BuildInitialized', z.strictObject({
   verify: z.array(z.array(z.string()).min(1)),
   settings: BuildSettingsSchema,
   driver: z.strictObject({ kind: z.enum(['blueprint', 'command']), sourceSha256: Sha256Schema }),
+  /** How untrusted processes run (R-30); absent in builds from before the sandbox (unsandboxed). */
+  sandbox: SandboxSettingsSchema.optional(),
 }));
 
 export const PlannerInvoked = e('PlannerInvoked', z.strictObject({
@@ -265,6 +280,19 @@ export const EffectReinvoked = e('EffectReinvoked', z.strictObject({
   key: z.string(),
 }));
 
+/**
+ * A ref that disagreed with the log was reset to what the log says (R-33), before anything else
+ * happened. `found` names the stray commit (null: the ref was missing); `expected` null: the ref
+ * should not exist and was deleted.
+ */
+export const RefRepaired = e('RefRepaired', z.strictObject({
+  ref: z.string().min(1),
+  where: z.enum(['integrator', 'published']),
+  found: GitShaSchema.nullable(),
+  expected: GitShaSchema.nullable(),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
 /** Every domain event, one discriminated union (ARCHITECTURE pattern 2). */
 export const DomainEventSchema = z.discriminatedUnion('type', [
   BuildInitialized,
@@ -285,6 +313,7 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   BuildBlocked,
   EffectReinvoked,
   MilestoneCompacted,
+  RefRepaired,
 ]);
 export type DomainEvent = z.infer<typeof DomainEventSchema>;
 export type DomainEventType = DomainEvent['type'];
@@ -309,6 +338,7 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   CheckpointWritten: 1,
   BuildCompleted: 1,
   BuildBlocked: 1,
+  RefRepaired: 1,
   EffectReinvoked: 1,
   MilestoneCompacted: 1,
 };

@@ -1,7 +1,7 @@
 /** The records a build's state holds (plain data; see build-state.ts for the fold). */
 import type { JsonValue } from '../events/canonical.js';
 import type {
-  BuildSettings, CommandEvidence, HorizonPins, MilestoneRef, NodeKind, NodeState, Receipt,
+  BuildSettings, CommandEvidence, HorizonPins, SandboxSettings, MilestoneRef, NodeKind, NodeState, Receipt,
 } from '../events/catalogue.js';
 
 export interface NodeRecord {
@@ -83,4 +83,6 @@ export interface BuildInfo {
   readonly verify: readonly (readonly string[])[];
   readonly settings: BuildSettings;
   readonly driver: { kind: 'blueprint' | 'command'; sourceSha256: string };
+  /** Absent for builds from before the sandbox (they ran unsandboxed). */
+  readonly sandbox?: SandboxSettings;
 }

@@ -134,6 +134,7 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       draft.build = {
         buildId: d.buildId, request: d.request as Draft<JsonValue>, requestSha256: d.requestSha256, integrationRef: d.integrationRef,
         baseHead: d.baseHead, verify: d.verify, settings: d.settings, driver: d.driver,
+        ...(d.sandbox === undefined ? {} : { sandbox: d.sandbox }),
       };
       draft.integrationHead = d.baseHead;
       return;
@@ -283,6 +284,8 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
     case 'BuildBlocked':
       draft.blocked = { reason: event.data.reason, nodeIds: event.data.nodeIds };
       return;
+    case 'RefRepaired':
+      return; // the refs were made to agree with the log; the log's state does not change
     default: {
       // Exhaustive over the catalogue; an event type this build does not know is ignored.
       const unknown: never = event;

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { SandboxSettingSchema } from '../sandbox/settings.js';
 import { canonicalSha256 } from '../../events/hash.js';
 import { ValidationError } from '../../events/errors.js';
 import { SafeIdSchema } from '../../events/ids.js';
@@ -70,6 +71,9 @@ export const BlueprintSchema = z.strictObject({
   maxAttempts: z.number().int().min(1).max(100).optional(),
   compaction: z.boolean().optional(),
   protectedPaths: z.array(RelativePathSchema).optional(),
+  /** Blueprint workers are longbuild's own; only verification is sandboxed. Default: bwrap when installed, else off (said and recorded). */
+  sandbox: SandboxSettingSchema.optional(),
+  maxFileBytes: z.number().int().positive().optional(),
   milestones: z.array(BlueprintMilestoneSchema),
 });
 export type Blueprint = z.infer<typeof BlueprintSchema>;

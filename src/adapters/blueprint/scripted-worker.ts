@@ -1,13 +1,12 @@
 /**
  * The scripted worker: implements a node by writing the blueprint's files into the attempt's own
- * worktree (R-24, R-29) and committing them with the packet's fixed date, so the same packet
+ * clone (R-24, R-29); the host commits them with the packet's fixed date, so the same packet
  * gives the same commit. A node's first `failAttempts` attempts write `failFiles` (default: a
  * `node --test` file that fails) so verification fails; a read-only node records its decision.
  */
 import { lstatSync, mkdirSync, realpathSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import type { WorkPacket, Worker, WorkerResult } from '../../commands/ports.js';
-import { commitParents, commitWorktree, git } from '../git/git.js';
 import { findBlueprintNode, relativePathProblem, type Blueprint, type BlueprintNode } from './blueprint.js';
 import { appendLedger, ledgerPathFrom } from './effects-ledger.js';
 
@@ -73,16 +72,8 @@ export class ScriptedWorker implements Worker {
       if (lstatSync(dest, { throwIfNoEntry: false })?.isSymbolicLink() === true) unlinkSync(dest);
       writeFileSync(dest, content);
     }
-    const message = `longbuild: ${node.title ?? node.id}\n\nnode ${node.id}, attempt ${packet.attemptId}`;
-    const commit = await commitWorktree(worktree, message, packet.commitDate);
+    // The host commits what the worker left in its clone (R-24): the worker only writes files.
     const names = Object.keys(files).sort().join(', ');
-    if (commit !== null) return { outcome: 'committed', stdout: `wrote ${names}\ncommitted ${commit.commit}\n`, stderr: '' };
-    // Nothing changed: a re-invocation after the commit was already made (same key) is still committed.
-    const head = (await git(worktree, ['rev-parse', '--verify', 'HEAD'])).stdout.trim();
-    if (head !== packet.baseHead) {
-      const parents = await commitParents(worktree, head);
-      if (parents.length === 1 && parents[0] === packet.baseHead) return { outcome: 'committed', stdout: `already committed ${head}\n`, stderr: '' };
-    }
-    return failed(`node '${node.id}': writing ${names} changed nothing on ${packet.baseHead}`);
+    return { outcome: 'committed', stdout: `wrote ${names}\n`, stderr: '' };
   }
 }

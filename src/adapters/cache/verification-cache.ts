@@ -10,10 +10,12 @@
  * truncated or mismatching entry is a miss and is removed. Writes go through a temp file and a
  * rename, entry first, so a crash leaves no key pointing at half an entry.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ValidationError } from '../../events/errors.js';
 import {
-  CACHE_POLICY_VERSION, entryBytes, entryProblem, entrySha256, verificationCacheKey, type CacheEntry, type CacheKeyInput,
+  CACHE_POLICY_VERSION, entryBytes, entryMac, entryProblem, entrySha256, verificationCacheKey, type CacheEntry, type CacheKeyInput,
 } from '../../commands/verification-cache.js';
 
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -37,6 +39,8 @@ export interface CacheStats {
   readonly misses: number;
   readonly stored: number;
   readonly corruptRemoved: number;
+  /** Entries that failed authentication (R-32): forged or written under another key. */
+  readonly forgedRemoved: number;
 }
 
 export interface CacheProblem {
@@ -48,12 +52,24 @@ export class VerificationCache {
   readonly policyVersion: number;
   private readonly keysDir: string;
   private readonly entriesDir: string;
-  private counters = { hits: 0, misses: 0, stored: 0, corruptRemoved: 0 };
+  private readonly statsPath: string;
+  private readonly macKey: Buffer;
+  private counters = { hits: 0, misses: 0, stored: 0, corruptRemoved: 0, forgedRemoved: 0 };
 
+  /**
+   * The cache in `dir` (created 0700). Its MAC key is `<dir>/hmac.key` (32 random bytes, 0600),
+   * made on first use; `dir` is hidden from every sandboxed process (R-30, R-32). Hit, miss and
+   * removal counts are kept for the cache's lifetime in `<dir>/stats.json`.
+   */
   constructor(readonly dir: string, opts: { policyVersion?: number } = {}) {
     this.policyVersion = opts.policyVersion ?? CACHE_POLICY_VERSION;
     this.keysDir = join(dir, 'keys');
     this.entriesDir = join(dir, 'entries');
+    this.statsPath = join(dir, 'stats.json');
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
+    this.macKey = loadOrCreateKey(join(dir, 'hmac.key'));
+    this.counters = { ...this.counters, ...readStats(this.statsPath) };
   }
 
   /** The key of a command run on a tree under this cache's policy. */
@@ -72,7 +88,8 @@ export class VerificationCache {
     const entryPath = join(this.entriesDir, address);
     if (!existsSync(entryPath)) return this.corrupt(keyPath, null);
     const bytes = readFileSync(entryPath);
-    if (entryProblem(bytes, address, k) !== null) return this.corrupt(keyPath, entryPath);
+    const problem = entryProblem(bytes, address, k, this.macKey);
+    if (problem !== null) return this.corrupt(keyPath, entryPath, /authentic/.test(problem));
     const e = JSON.parse(bytes.toString('utf8')) as CacheEntry;
     const now = new Date();
     try {
@@ -80,7 +97,7 @@ export class VerificationCache {
     } catch {
       /* a concurrent gc removed it: the bytes we hold are still verified */
     }
-    this.counters.hits += 1;
+    this.count('hits');
     return {
       key: k.key, entrySha256: address, argv: [...e.argv], exitCode: 0,
       stdout: Buffer.from(e.stdout, 'base64'), stderr: Buffer.from(e.stderr, 'base64'), durationMs: e.durationMs,
@@ -90,21 +107,22 @@ export class VerificationCache {
   /** Store a PASSED run (the caller checks exit 0, no leftover, clean workspace). Returns the entry address. */
   store(input: Omit<CacheKeyInput, 'policyVersion'>, run: { stdout: Uint8Array; stderr: Uint8Array; durationMs: number }): string {
     const k = this.keyOf(input);
-    const entry: CacheEntry = {
-      key: k.key, tree: k.tree, argv: [...k.argv], envSha256: k.envSha256, policyVersion: k.policyVersion, exitCode: 0,
+    const unsigned = {
+      key: k.key, tree: k.tree, argv: [...k.argv], envSha256: k.envSha256, argvFiles: { ...k.argvFiles }, policyVersion: k.policyVersion, exitCode: 0 as const,
       durationMs: Math.max(0, Math.round(run.durationMs)),
       stdout: Buffer.from(run.stdout).toString('base64'), stderr: Buffer.from(run.stderr).toString('base64'),
     };
+    const entry: CacheEntry = { ...unsigned, mac: entryMac(unsigned, this.macKey) };
     const address = entrySha256(entry);
     mkdirSync(this.entriesDir, { recursive: true });
     mkdirSync(this.keysDir, { recursive: true });
     atomicWrite(join(this.entriesDir, address), entryBytes(entry));
     atomicWrite(join(this.keysDir, k.key), `${address}\n`);
-    this.counters.stored += 1;
+    this.count('stored');
     return address;
   }
 
-  /** Counts on disk plus this process's hit/miss counters. */
+  /** Counts on disk plus the cache's lifetime hit/miss/removal counters. */
   stats(): CacheStats {
     const keys = listHex(this.keysDir);
     const entries = listHex(this.entriesDir);
@@ -164,23 +182,33 @@ export class VerificationCache {
     } catch {
       return `entry ${address} is not JSON (corrupt or truncated)`;
     }
-    const identity = { key, tree: String(parsed.tree), argv: Array.isArray(parsed.argv) ? parsed.argv : [], envSha256: String(parsed.envSha256), policyVersion: Number(parsed.policyVersion) };
-    const problem = entryProblem(bytes, address, identity);
+    const argvFiles = parsed.argvFiles !== null && typeof parsed.argvFiles === 'object' ? parsed.argvFiles : {};
+    const identity = { key, tree: String(parsed.tree), argv: Array.isArray(parsed.argv) ? parsed.argv : [], envSha256: String(parsed.envSha256), argvFiles, policyVersion: Number(parsed.policyVersion) };
+    const problem = entryProblem(bytes, address, identity, this.macKey);
     if (problem !== null) return `entry ${address}: ${problem}`;
     if (verificationCacheKey(identity) !== key) return `entry ${address} does not derive key ${key}`;
     return { address, tree: identity.tree };
   }
 
   private miss(): null {
-    this.counters.misses += 1;
+    this.count('misses');
     return null;
   }
 
-  private corrupt(keyPath: string, entryPath: string | null): null {
+  private corrupt(keyPath: string, entryPath: string | null, forged = false): null {
     rmSync(keyPath, { force: true });
     if (entryPath !== null) rmSync(entryPath, { force: true });
-    this.counters.corruptRemoved += 1;
+    this.count(forged ? 'forgedRemoved' : 'corruptRemoved');
     return this.miss();
+  }
+
+  private count(what: 'hits' | 'misses' | 'stored' | 'corruptRemoved' | 'forgedRemoved'): void {
+    this.counters[what] += 1;
+    try {
+      atomicWrite(this.statsPath, `${JSON.stringify(this.counters)}\n`);
+    } catch {
+      /* counts are advisory: a full disk must not fail a verification */
+    }
   }
 }
 
@@ -191,6 +219,33 @@ function listHex(dir: string): string[] {
 
 function atomicWrite(path: string, data: string): void {
   const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, data);
+  writeFileSync(tmp, data, { mode: 0o600 });
   renameSync(tmp, path);
+}
+
+function loadOrCreateKey(path: string): Buffer {
+  if (!existsSync(path)) {
+    const tmp = `${path}.${process.pid}.tmp`;
+    writeFileSync(tmp, randomBytes(32).toString('hex') + '\n', { mode: 0o600 });
+    try {
+      // Link, not rename: two processes creating the key at once both end up with the first one.
+      linkSync(tmp, path);
+    } catch {
+      /* another process made it first */
+    } finally {
+      rmSync(tmp, { force: true });
+    }
+  }
+  const hex = readFileSync(path, 'utf8').trim();
+  if (!/^[0-9a-f]{64}$/.test(hex)) throw new ValidationError(`the cache key ${path} is damaged (expected 64 hex digits); delete it and the cache will start over`);
+  return Buffer.from(hex, 'hex');
+}
+
+function readStats(path: string): Partial<Record<string, number>> {
+  try {
+    const raw = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+    return Object.fromEntries(Object.entries(raw).filter(([, v]) => Number.isInteger(v) && (v as number) >= 0)) as Record<string, number>;
+  } catch {
+    return {};
+  }
 }

@@ -1,4 +1,6 @@
 import { ControllerBusyError, takeControllerLease, waitForGitIn, type ControllerLease } from '../controller/lease.js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { clearStaleOwnedLocks } from '../git/stale-locks.js';
 import { buildExists, recordedLogSpec, type BuildPaths } from '../build-dir.js';
 import { postgresTarget } from '../log/open-log.js';
@@ -18,7 +20,9 @@ export async function withControl<T>(ctx: CommandContext, fn: (lease: Controller
   try {
     // Leftovers of a git command SIGKILLed with its controller: only longbuild's own refs and worktrees.
     await waitForGitIn(paths.repo);
+    await waitForGitIn(paths.dir);
     const locks = await clearStaleOwnedLocks(paths.repo, [paths.worktrees, paths.workspaces]);
+    if (existsSync(join(paths.integrator, 'HEAD'))) locks.push(...await clearStaleOwnedLocks(paths.integrator, [paths.workspaces]));
     if (locks.length > 0 && ctx.verbose) ctx.stderr(`longbuild: removed stale git locks: ${locks.join(', ')}\n`);
     if (lease.fenced.length > 0 && ctx.verbose) {
       ctx.stderr(`longbuild: fenced ${lease.fenced.length} orphan process(es) of a dead controller: ${lease.fenced.map((o) => `${o.pid} in ${o.cwd}`).join(', ')}\n`);

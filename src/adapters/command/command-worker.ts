@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkPacket, Worker, WorkerResult } from '../../commands/ports.js';
-import { runProcess } from '../process/run-process.js';
+import type { ProcessResult } from '../process/run-process.js';
+import type { SandboxedRun } from '../sandbox/sandbox.js';
 import { commandEnv } from './command-env.js';
 
 export interface CommandWorkerOptions {
@@ -10,13 +11,16 @@ export interface CommandWorkerOptions {
   readonly timeoutMs: number;
   readonly env: NodeJS.ProcessEnv;
   readonly allowEnv: readonly string[];
+  /** Runs the command in the sandbox (R-30) with the given read-write directories. */
+  readonly run: (o: SandboxedRun) => Promise<ProcessResult>;
 }
 
 /**
- * A worker that is any command (a coding agent's CLI, a script). It runs in the attempt's own
- * worktree with the work packet as JSON on stdin and its idempotency key in the environment.
- * Exit 0: the host commits whatever changed (if the worker did not commit itself). Non-zero or a
- * timeout: the attempt fails, and its output is kept as evidence. The process group is reaped.
+ * A worker that is any command (a coding agent's CLI, a script). It runs in the sandbox (R-30),
+ * in the attempt's own clone (its only writable place), with the work packet as JSON on stdin
+ * and its idempotency key in the environment. Exit 0: the host commits whatever the clone's
+ * files now hold. Non-zero or a timeout: the attempt fails, and its output is kept as evidence.
+ * When the call ends every process it started ends with it.
  */
 export class CommandWorker implements Worker {
   constructor(private readonly o: CommandWorkerOptions) {}
@@ -32,9 +36,10 @@ export class CommandWorker implements Worker {
   }
 
   private async run(packet: WorkPacket, cwd: string): Promise<WorkerResult> {
-    const result = await runProcess({
+    const result = await this.o.run({
       argv: this.o.argv,
       cwd,
+      rw: [cwd],
       env: commandEnv(this.o.env, this.o.allowEnv, {
         LONGBUILD_IDEMPOTENCY_KEY: packet.idempotencyKey,
         LONGBUILD_NODE_ID: packet.nodeId,
@@ -47,6 +52,7 @@ export class CommandWorker implements Worker {
     });
     const stdout = result.stdout.toString('utf8');
     const stderr = result.stderr.toString('utf8');
+    if (result.spawnError !== undefined) return { outcome: 'failed', reason: `worker command could not start: ${result.spawnError}`, stdout, stderr };
     if (result.timedOut) return { outcome: 'failed', reason: `worker timed out after ${this.o.timeoutMs} ms`, stdout, stderr };
     if (result.exitCode !== 0) {
       return { outcome: 'failed', reason: `worker exited ${result.exitCode ?? result.signal}`, stdout, stderr };

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ValidationError } from '../../events/errors.js';
 import { formatZodError } from '../../events/catalogue.js';
+import { DEFAULT_MAX_FILE_BYTES, SandboxSettingSchema } from '../sandbox/settings.js';
 
 const Argv = z.array(z.string().min(1).refine((s) => !s.includes('\u0000'), 'NUL byte in argument')).min(1, 'a command needs at least an executable');
 
@@ -24,7 +25,11 @@ export const ConfigSchema = z.strictObject({
   verify: z.array(Argv).default([]).describe('trusted verification commands, each an argv array (no shell)'),
   env: z.strictObject({
     allow: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')).default([]),
-  }).default({ allow: [] }).describe('environment variables passed through to planner, worker and verification (PATH always is)'),
+    secret: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')).default([])
+      .describe('passed through like `allow`, but their values are redacted (***) in evidence and cache entries'),
+  }).default({ allow: [], secret: [] }).describe('environment variables passed through to planner, worker and verification (PATH always is)'),
+  sandbox: SandboxSettingSchema.default('bwrap'),
+  maxFileBytes: z.number().int().positive().default(DEFAULT_MAX_FILE_BYTES).describe('largest file a worker may add or change (R-31), bytes'),
   protectedPaths: z.array(z.string().min(1)).default([]).describe('repository paths a worker commit must not touch (R-29); the build directory always is'),
   detailedWindow: z.union([z.literal(1), z.literal(2)]).default(2),
   coarseWindow: z.number().int().min(0).max(12).default(12),

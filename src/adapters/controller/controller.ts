@@ -10,6 +10,7 @@ import { isBatchMode, shouldSplit, splitData } from '../../commands/batch.js';
 import { validateProposal, validateRenewal } from '../../commands/horizon.js';
 import { acceptedVersions, deriveCheckpoint } from '../../commands/checkpoint.js';
 import { compactMilestone } from '../../commands/compaction.js';
+import { decideRefRepairs } from '../../commands/refs.js';
 import type { Planner, Worker } from '../../commands/ports.js';
 import { plannerInputOf, workPacketOf } from '../../commands/effect-inputs.js';
 import type { Clock } from '../clock.js';
@@ -38,8 +39,8 @@ export interface ControllerDeps {
   readonly git: GitPort;
   readonly evidence: EvidenceStore;
   readonly faults: FaultInjector;
-  /** Paths a worker commit must not touch (R-29), e.g. the build directory. */
-  readonly protectedPaths: readonly string[];
+  /** Checked before every append: the controller still holds its lease (throws ConcurrencyError). */
+  readonly beforeAppend?: () => void;
   /** Called after every append with the new events (projections catch up here). */
   readonly onAppended?: (events: readonly StoredEvent[], state: BuildState) => void;
   /**
@@ -58,8 +59,10 @@ export class Controller {
   private streamId = '';
   private streamRevision = -1;
   private prevHash: string | null = null;
-  /** EffectReinvoked events so far: recovery-only events that an uninterrupted run never appends. */
+  /** EffectReinvoked and RefRepaired events so far: out-of-band events an uninterrupted, untampered run never appends. */
   private reinvocations = 0;
+  /** Attempt branches are compared with the log once per open (R-33); the integration ref every step. */
+  private attemptRefsChecked = false;
 
   private constructor(private readonly deps: ControllerDeps) {}
 
@@ -93,12 +96,13 @@ export class Controller {
     if (this.streamId === '') this.streamId = e.streamId;
     if (e.streamId === this.streamId) this.streamRevision = e.revision;
     this.prevHash = e.hash;
-    if (e.type === 'EffectReinvoked') this.reinvocations += 1;
+    if (e.type === 'EffectReinvoked' || e.type === 'RefRepaired') this.reinvocations += 1;
     this.state = evolveBuild(this.state, e);
   }
 
   private async append(events: readonly DomainEvent[], causationId: string): Promise<void> {
     for (const e of events) this.deps.faults.reach(`before-append:${e.type}`);
+    this.deps.beforeAppend?.();
     const position = this.state.position + 1;
     const recordedAt = this.now(position);
     const result = await this.deps.log.append(
@@ -134,6 +138,8 @@ export class Controller {
   /** Perform exactly one controller event (R-17). */
   async advance(): Promise<StepResult> {
     await this.catchUp();
+    const repaired = await this.repairRefs();
+    if (repaired !== null) return repaired;
     const action = nextAction(this.state);
     switch (action.kind) {
       case 'uninitialized':
@@ -169,6 +175,22 @@ export class Controller {
         throw new Error(`unhandled action ${JSON.stringify(never)}`);
       }
     }
+  }
+
+  /**
+   * R-33: the refs must agree with the log before anything else happens. Each disagreement is
+   * repaired from the log and recorded (one step); it never blames an attempt.
+   */
+  private async repairRefs(): Promise<StepResult | null> {
+    if (!this.state.build || this.state.integrationHead === null) return null;
+    const observed = await this.deps.git.observeRefs(this.state.build.integrationRef, !this.attemptRefsChecked);
+    this.attemptRefsChecked = true;
+    const repairs = decideRefRepairs(this.state, observed);
+    if (repairs.length === 0) return null;
+    for (const r of repairs) await this.deps.git.repairRef(r);
+    await this.append(repairs.map((r) => ({ type: 'RefRepaired' as const, data: { ...r, graphRevision: this.state.graphRevision } })), 'refs');
+    const what = repairs.map((r) => `${r.where} ${r.ref}: ${r.found ?? '(missing)'} -> ${r.expected ?? '(deleted)'}`).join('; ');
+    return this.result('recovered', `refs disagreed with the log and were repaired (R-33): ${what}`);
   }
 
   // ---- planning ---------------------------------------------------------------
@@ -276,10 +298,19 @@ export class Controller {
       await this.append([{ type: 'AttemptFinished', data: finished }], a.attemptId);
       return;
     }
-    let commit = out.outcome === 'failed' ? null : await this.deps.git.findAttemptCommit(a.branch, a.baseHead);
-    if (out.outcome !== 'failed' && !commit) commit = await this.deps.git.commitWorktree(worktree, `longbuild: ${a.nodeId} (attempt ${a.attempt})`, a.commitDate);
+    if (out.outcome === 'failed') {
+      await this.deps.git.removeAttemptWorktree(a.attemptId);
+      await this.finishWritable(a, null, base, out.reason ?? 'worker failed');
+      return;
+    }
+    // The host commits what the worker left in its clone (R-24); nothing of the clone's .git is used.
+    const made = await this.deps.git.commitAttempt(a.branch, a.baseHead, worktree, `longbuild: ${a.nodeId} (attempt ${a.attempt})`, a.commitDate);
     await this.deps.git.removeAttemptWorktree(a.attemptId);
-    await this.finishWritable(a, commit, base, out.outcome === 'failed' ? out.reason ?? 'worker failed' : 'worker produced no change');
+    if (made.kind === 'refused') {
+      await this.append([{ type: 'AttemptFinished', data: { ...base, outcome: 'failed', reason: `${made.rule}: ${made.reason}` } }], a.attemptId);
+      return;
+    }
+    await this.finishWritable(a, made.kind === 'committed' ? made : null, base, 'worker produced no change');
   }
 
   private async finishWritable(
@@ -292,10 +323,9 @@ export class Controller {
       await this.append([{ type: 'AttemptFinished', data: { ...base, outcome: 'failed', reason: noCommitReason } }], a.attemptId);
       return;
     }
-    const touched = await this.deps.git.changedPaths(a.baseHead, commit.commit);
-    const violation = touched.find((p) => this.deps.protectedPaths.some((pp) => p === pp || p.startsWith(pp.endsWith('/') ? pp : `${pp}/`)));
-    if (violation !== undefined) {
-      await this.append([{ type: 'AttemptFinished', data: { ...base, outcome: 'failed', reason: `R-29: the commit touches protected path '${violation}'` } }], a.attemptId);
+    const refused = await this.deps.git.candidateProblem(a.baseHead, commit.commit);
+    if (refused !== null) {
+      await this.append([{ type: 'AttemptFinished', data: { ...base, outcome: 'failed', reason: `${refused.rule}: ${refused.reason}` } }], a.attemptId);
       return;
     }
     await this.append([{ type: 'AttemptFinished', data: { ...base, outcome: 'committed', commit: commit.commit, tree: commit.tree } }], a.attemptId);
@@ -361,11 +391,17 @@ export class Controller {
     let adopted = false;
     if (now === v.resultCommit && this.deps.plantedBug !== 'skip-adoption') {
       adopted = true; // the ref already moved before the crash: adopt the promotion (R-18)
+      await this.deps.git.repairRef({ ref, where: 'published', found: null, expected: v.resultCommit! }); // and publish it, idempotently
     } else {
-      const promoted = await this.effect('promote', () => this.deps.git.promote(ref, v.resultCommit!, job.baseHead));
+      let promoted = await this.effect('promote', () => this.deps.git.promote(ref, v.resultCommit!, job.baseHead));
       if (!promoted.ok) {
-        await this.append([{ type: 'IntegrationFailed', data: { jobId: job.jobId, nodeIds: [...job.nodeIds], reason: `integration ref moved to ${promoted.actual ?? 'nothing'} (expected ${job.baseHead}); only the integrator may move it (R-29)`, graphRevision: this.state.graphRevision } }], job.jobId);
-        return this.result('revising', `${ids}: promotion refused, the integration ref moved`, { nodeId: job.nodeIds[0]! });
+        // Someone else moved the ref (R-29): reset it to the logged head, record the stray commit
+        // (R-33), and promote again. Nobody is blamed for it.
+        const repair = { ref, where: 'integrator' as const, found: promoted.actual, expected: job.baseHead };
+        await this.deps.git.repairRef(repair);
+        await this.append([{ type: 'RefRepaired', data: { ...repair, graphRevision: this.state.graphRevision } }], job.jobId);
+        promoted = await this.effect('promote', () => this.deps.git.promote(ref, v.resultCommit!, job.baseHead));
+        if (!promoted.ok) throw new EffectError(`the integration ref ${ref} keeps moving behind the integrator's back (now at ${promoted.actual ?? 'nothing'}); stop whatever moves it, then run again`);
       }
     }
     await this.append([{ type: 'IntegrationPromoted', data: { jobId: job.jobId, receipt, adopted, graphRevision: this.state.graphRevision } }], job.jobId);

@@ -1,51 +1,66 @@
 import { join } from 'node:path';
 import {
-  changedPaths, commitWorktree, findAttemptCommit, integrateCandidates, prepareAttemptWorktree, promote, readRef, removeWorkspace,
+  ATTEMPT_BRANCH_PREFIX, candidateProblem, commitAttempt, findAttemptCommit, git, integrateCandidates, prepareAttemptWorktree, promote, publishRef, readRef,
+  removeWorkspace, type CandidateLimits,
 } from '../git/git.js';
-import { verifyWithCache } from '../cache/cached-verification.js';
+import { verifyWithCache, type VerificationRunner } from '../cache/cached-verification.js';
 import type { VerificationCache } from '../cache/verification-cache.js';
 import type { GitPort, VerificationRun } from './ports.js';
 
 export interface GitBindingOptions {
+  /** The user's repository: the integration head is published there (R-33). */
   readonly repo: string;
-  /** `<build dir>/worktrees` and `<build dir>/workspaces`. */
+  /** The integrator's own repository (R-31): `<build dir>/integrator.git`. */
+  readonly integratorRepo: string;
+  /** `<build dir>/worktrees` (attempt clones) and `<build dir>/workspaces` (integration). */
   readonly worktreesDir: string;
   readonly workspacesDir: string;
+  /** Private index files of the host's attempt commits. */
+  readonly indexDir: string;
   /** The trusted verification environment, passed verbatim (R-26). */
   readonly verifyEnv: Readonly<Record<string, string>>;
   readonly verifyTimeoutMs: number;
+  /** Runs one verification command (in the sandbox, R-30). */
+  readonly runVerification: VerificationRunner;
+  /** What every candidate is checked against (R-29, R-31). */
+  readonly limits: CandidateLimits;
   /** The verification cache (R-27); null or absent: off (receipts keep their shape, cacheHit false). */
   readonly cache?: VerificationCache | null;
 }
 
-/** The controller's GitPort over real git: worktrees per attempt, detached integration workspaces. */
+/** The controller's GitPort over real git: the integrator's private repository, a clone per attempt. */
 export function gitBinding(o: GitBindingOptions): GitPort {
+  const I = o.integratorRepo;
   return {
     async prepareAttemptWorktree(attemptId, branch, baseHead) {
-      const prepared = await prepareAttemptWorktree(o.repo, o.worktreesDir, attemptId, branch, baseHead);
+      const prepared = await prepareAttemptWorktree(I, o.worktreesDir, attemptId, branch, baseHead);
       return prepared.worktree;
     },
-    findAttemptCommit: (branch, baseHead) => findAttemptCommit(o.repo, branch, baseHead),
-    commitWorktree: (worktree, message, date) => commitWorktree(worktree, message, date),
-    removeAttemptWorktree: (attemptId) => removeWorkspace(o.repo, join(o.worktreesDir, attemptId)),
-    changedPaths: (base, commit) => changedPaths(o.repo, base, commit),
+    findAttemptCommit: (branch, baseHead) => findAttemptCommit(I, branch, baseHead),
+    commitAttempt: (branch, baseHead, worktree, message, date) =>
+      commitAttempt(I, worktree, branch, baseHead, message, date, { maxFileBytes: o.limits.maxFileBytes, indexFile: join(o.indexDir, `${branch.slice(ATTEMPT_BRANCH_PREFIX.length)}.index`) }),
+    removeAttemptWorktree: (attemptId) => removeWorkspace(I, join(o.worktreesDir, attemptId)),
+    candidateProblem: (base, commit) => candidateProblem(I, base, commit, o.limits),
     async integrateAndVerify(jobId, head, candidates, date, commands, opts = {}) {
       // One pass: apply onto head in a fresh detached workspace, verify there (cache first), clean up.
       const once = async () => {
-        const applied = await integrateCandidates(o.repo, o.workspacesDir, jobId, head, candidates, date);
+        const applied = await integrateCandidates(I, o.workspacesDir, jobId, head, candidates, date);
         if (applied.kind === 'conflict') {
           return { ok: false as const, reason: `candidate ${applied.candidate.slice(0, 12)} does not apply onto ${head.slice(0, 12)}: ${applied.detail.split('\n')[0] ?? ''}` };
         }
         try {
-          const run = await verifyWithCache({ workspace: applied.workspace, tree: applied.tree, commands, env: o.verifyEnv, timeoutMs: o.verifyTimeoutMs, cache: o.cache ?? null });
+          const run = await verifyWithCache({
+            workspace: applied.workspace, gitDir: applied.gitDir, tree: applied.tree, commands, env: o.verifyEnv, timeoutMs: o.verifyTimeoutMs,
+            cache: o.cache ?? null, run: o.runVerification,
+          });
           const verification: VerificationRun = {
             passed: run.passed,
             ...(run.reason !== undefined ? { reason: run.reason } : {}),
-            commands: run.commands.map((c) => ({ argv: c.argv, exitCode: c.exitCode, stdout: c.stdout, stderr: c.stderr, durationMs: c.durationMs, cacheHit: c.cacheHit })),
+            commands: run.commands,
           };
           return { ok: true as const, resultCommit: applied.resultCommit, tree: applied.tree, verification };
         } finally {
-          await removeWorkspace(o.repo, applied.workspace);
+          await removeWorkspace(I, applied.workspace);
         }
       };
       const first = await once();
@@ -64,10 +79,34 @@ export function gitBinding(o: GitBindingOptions): GitPort {
         },
       };
     },
-    readRef: (ref) => readRef(o.repo, ref),
+    readRef: (ref) => readRef(I, ref),
     async promote(ref, newCommit, expectedOld) {
-      const r = await promote(o.repo, ref, newCommit, expectedOld);
-      return r === 'promoted' ? { ok: true } : { ok: false, actual: r.conflict };
+      const r = await promote(I, ref, newCommit, expectedOld);
+      if (r !== 'promoted') return { ok: false, actual: r.conflict };
+      // A user ref elsewhere is left for the next step's R-33 check, which records the repair.
+      await publishRef(o.repo, I, ref, newCommit, expectedOld);
+      return { ok: true };
+    },
+    async observeRefs(ref, withAttempts) {
+      const integration = await readRef(I, ref);
+      const published = await readRef(o.repo, ref);
+      if (!withAttempts) return { integration, published };
+      const out = (await git(I, ['for-each-ref', '--format=%(objectname) %(refname)', ATTEMPT_BRANCH_PREFIX])).stdout;
+      const attempts: Record<string, string> = {};
+      for (const line of out.split('\n')) {
+        const [sha, name] = line.split(' ');
+        if (sha && name) attempts[name.slice(ATTEMPT_BRANCH_PREFIX.length)] = sha;
+      }
+      return { integration, published, attempts };
+    },
+    async repairRef(repair) {
+      if (repair.where === 'published') {
+        if (repair.expected === null) await git(o.repo, ['update-ref', '-d', repair.ref]);
+        else await publishRef(o.repo, I, repair.ref, repair.expected, null);
+        return;
+      }
+      if (repair.expected === null) await git(I, ['update-ref', '-d', repair.ref]);
+      else await git(I, ['update-ref', '-m', 'longbuild: repair (R-33)', repair.ref, repair.expected]);
     },
   };
 }

@@ -14,10 +14,17 @@
  * the new controller re-creates, commit to an attempt branch, or be adopted half-done.
  */
 import Database from 'better-sqlite3';
-import { mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { LongbuildError } from '../../events/errors.js';
 import type { AppendFence } from '../log/postgres-log.js';
+
+/** The lock file this controller locked was removed or replaced: another controller may hold a new one. */
+export class LeaseLostError extends LongbuildError {
+  constructor(path: string) {
+    super('CONCURRENCY', `the controller lease ${path} was removed or replaced while this controller held it; stopping before the next append (another controller may be running); nothing more was changed`, 'R-3');
+  }
+}
 
 export class ControllerBusyError extends LongbuildError {
   constructor(dir: string) {
@@ -35,13 +42,16 @@ export interface ControllerLease {
   readonly fenced: readonly { pid: number; pgid: number; cwd: string }[];
   /** A remote log's check of the fencing token, run inside every append transaction (issue 8). */
   readonly appendFence?: AppendFence;
+  /** Throws (ConcurrencyError, exit 3) when the lease is no longer this controller's; run before every append. */
+  readonly assertHeld?: () => void;
   release(): void | Promise<void>;
 }
 
 /** Take the build's controller lease (or throw ControllerBusyError), then fence orphans. */
 export async function takeControllerLease(dir: string, fencedDirs: readonly string[]): Promise<ControllerLease> {
   mkdirSync(dir, { recursive: true });
-  const db = new Database(join(dir, 'controller.lock'), { timeout: 0 });
+  const lockPath = join(dir, 'controller.lock');
+  const db = new Database(lockPath, { timeout: 0 });
   try {
     db.pragma('locking_mode = EXCLUSIVE');
     db.exec('BEGIN EXCLUSIVE');
@@ -57,12 +67,29 @@ export async function takeControllerLease(dir: string, fencedDirs: readonly stri
     db.close();
     throw err;
   }
+  // The lock lives on the file's inode: a `rm` of the path would let a second controller lock a
+  // new file. Every append first checks that the path still names the inode we locked.
+  const held = inodeOf(lockPath);
   return {
     fenced,
+    assertHeld() {
+      const now = inodeOf(lockPath);
+      if (now === null || held === null || now.ino !== held.ino || now.dev !== held.dev) throw new LeaseLostError(lockPath);
+    },
     release() {
       if (db.open) db.close();
     },
   };
+}
+
+/** The lock file's inode, by stat: opening and closing the file would drop this process's POSIX locks on it. */
+function inodeOf(path: string): { ino: number; dev: number } | null {
+  try {
+    const st = statSync(path);
+    return { ino: st.ino, dev: st.dev };
+  } catch {
+    return null;
+  }
 }
 
 function procStat(pid: number): { pgid: number } | null {

@@ -2,6 +2,8 @@
  * What the controller needs from git and from the evidence store. The real bindings live in
  * git-binding.ts; keeping the port narrow lets tests and benchmarks swap in instant effects.
  */
+import type { ObservedRefs, RefRepair } from '../../commands/refs.js';
+
 export interface AttemptCommit {
   readonly commit: string;
   readonly tree: string;
@@ -27,17 +29,23 @@ export interface GitPort {
   prepareAttemptWorktree(attemptId: string, branch: string, baseHead: string): Promise<string>;
   /** The attempt's commit on its branch, if one exists on top of baseHead (adoption, R-18). */
   findAttemptCommit(branch: string, baseHead: string): Promise<AttemptCommit | null>;
-  /** Commit everything in the worktree (host commits for a worker that did not). */
-  commitWorktree(worktree: string, message: string, date: string): Promise<AttemptCommit | null>;
+  /** The host commits what the worker left in its clone onto the attempt branch (R-24, R-31). */
+  commitAttempt(branch: string, baseHead: string, worktree: string, message: string, date: string):
+    Promise<{ kind: 'committed'; commit: string; tree: string } | { kind: 'unchanged' } | { kind: 'refused'; rule: string; reason: string }>;
   removeAttemptWorktree(attemptId: string): Promise<void>;
-  /** Paths a candidate commit changes relative to its base. */
-  changedPaths(base: string, commit: string): Promise<string[]>;
+  /** Why a candidate commit is refused (protected paths R-29; symlinks, sizes, verified files R-31), or null. */
+  candidateProblem(base: string, commit: string): Promise<{ rule: string; reason: string } | null>;
   /** Apply candidates onto head in a clean detached workspace, verify there, clean up. */
   integrateAndVerify(jobId: string, head: string, candidates: readonly string[], date: string, commands: readonly (readonly string[])[], opts?: { retestOnFailure?: boolean }):
     Promise<{ ok: true; resultCommit: string; tree: string; verification: VerificationRun } | { ok: false; reason: string }>;
+  /** The integration ref in the integrator's repository. */
   readRef(ref: string): Promise<string | null>;
-  /** One compare-and-set ref update (R-24). */
+  /** One compare-and-set ref update in the integrator's repository (R-24), then published to the user's. */
   promote(ref: string, newCommit: string, expectedOld: string): Promise<{ ok: true } | { ok: false; actual: string | null }>;
+  /** The refs R-33 compares with the log (attempt branches too when `withAttempts`). */
+  observeRefs(ref: string, withAttempts: boolean): Promise<ObservedRefs>;
+  /** Set a ref to `expected` (null: delete it) in the integrator's repository or the user's (R-33). */
+  repairRef(repair: RefRepair): Promise<void>;
 }
 
 /** Content-addressed evidence bytes (stdout/stderr) under the build directory. */

@@ -42,7 +42,8 @@ export async function observeCrash(repo: string): Promise<CrashState & { state: 
   const observable = new Set<string>();
   for (const a of shardValues(state.attempts)) {
     if (a.status !== 'started' || state.nodes[a.nodeId]?.kind !== 'writable') continue;
-    if (await findAttemptCommit(repo, a.branch, a.baseHead)) observable.add(`${state.build!.buildId}:${a.attemptId}`);
+    // Attempt branches live in the integrator's repository (R-31).
+    if (await findAttemptCommit(buildPaths({ repo }).integrator, a.branch, a.baseHead)) observable.add(`${state.build!.buildId}:${a.attemptId}`);
   }
   return { state, recorded: recordedCallKeys(state), observable };
 }

@@ -20,6 +20,12 @@ const FIXED_CONFIG: readonly string[] = [
   'core.safecrlf=false',
   'core.quotePath=false',
   'core.fsmonitor=false',
+  // No attribute or ignore file from outside the repository; filters need a driver in
+  // config, and longbuild's repositories define none.
+  'core.attributesFile=/dev/null',
+  'core.excludesFile=/dev/null',
+  'protocol.allow=never',
+  'protocol.file.allow=always',
   'core.untrackedCache=false',
   'rerere.enabled=false',
   'advice.detachedHead=false',
@@ -69,6 +75,8 @@ export interface GitOptions {
   /** Return a non-zero exit instead of throwing. */
   readonly allowFail?: boolean;
   readonly timeoutMs?: number;
+  /** Extra environment (GIT_INDEX_FILE, GIT_DIR, GIT_WORK_TREE, an author's identity). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export interface GitOutput {
@@ -82,7 +90,7 @@ export async function git(cwd: string, args: readonly string[], opts: GitOptions
   const r = await runProcess({
     argv: ['git', ...FIXED_CONFIG, ...args],
     cwd,
-    env: gitEnv(opts.date),
+    env: { ...gitEnv(opts.date), ...opts.env },
     ...(opts.input === undefined ? {} : { input: opts.input }),
     timeoutMs: opts.timeoutMs ?? 120_000,
   });

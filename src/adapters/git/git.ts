@@ -17,7 +17,11 @@
  *   commitParents(repo, commit) -> string[]
  *   isAncestor(repo, ancestor, descendant) -> boolean
  *
- * Attempts (one worktree per attempt, R-24)
+ * The integrator's repository (R-31): `<build dir>/integrator.git`, bare, private to the host;
+ *   the integration ref and attempt branches live there; `publishRef` mirrors the integration
+ *   head into the user's repository. `repo` below is that repository unless said otherwise.
+ *
+ * Attempts (one clone per attempt, R-24, R-30)
  *   attemptBranch(attemptId) -> 'refs/heads/longbuild/attempts/<attemptId>'   (sync)
  *   isSafeEffectId(id) -> boolean   safe id, or safe id + '.<n>' (attempt/job ids)   (sync)
  *   prepareAttemptWorktree(repo, worktreesDir, attemptId, branch, baseHead)
@@ -27,7 +31,9 @@
  *       already holds exactly one commit on baseHead, returns it as `adoptable` (don't invoke the
  *       worker; R-18) and leaves everything untouched. Other history on the branch -> EffectError.
  *   findAttemptCommit(repo, branch, baseHead) -> {commit, tree} | null    adoption check only
- *   commitWorktree(worktree, message, date) -> {commit, tree} | null      null: nothing changed
+ *   commitAttempt(repo, clone, branch, baseHead, message, date, {maxFileBytes, indexFile})
+ *       -> committed {commit, tree} | unchanged | refused {rule, reason}: the host reads the
+ *       clone's files with its own git directory and index; nothing of the clone's .git is used.
  *
  * Integration
  *   changedPaths(repo, base, commit) -> string[]
@@ -38,12 +44,10 @@
  *        | { kind: 'conflict', candidate, index, detail }   (workspace already removed)
  *       Clean detached workspace <workspacesDir>/<jobId> at head; single candidate whose parent
  *       is head = fast-forward; else cherry-pick each in order with committer date `date`.
- *   runVerification(workspace, commands, env, timeoutMs, { includeIgnored = true }?)
- *       -> { passed, reason?, commands: [{argv, exitCode, signal, stdout, stderr, durationMs,
- *            timedOut, leftover}], cleanBefore, cleanAfter, dirty }
- *       Each command re-parsed with parseTrustedCommand; `env` is passed verbatim (include PATH);
- *       stops at the first failing command; clean = `git status --porcelain` (untracked and
- *       ignored files included) empty before and after.
+ *   workspaceStatus(workspace, { gitDir, includeIgnored = true }) -> porcelain entries
+ *   candidateProblem(repo, base, commit, limits) -> {rule, reason} | null   (R-29, R-31)
+ *   publishRef(userRepo, repo, ref, commit, expectedOld | null) -> boolean
+ *   (Verification itself: cache/cached-verification.ts, the one pipeline.)
  *   commandEvidence(run, cacheHit?) -> CommandEvidence   (sync; SHA-256 of the exact bytes)
  *   promote(repo, ref, newCommit, expectedOld | null) -> 'promoted' | { conflict: actual | null }
  *       One compare-and-set `git update-ref ref new old`.
@@ -59,25 +63,29 @@ export { commitParents, ensureRepo, INITIAL_COMMIT_MESSAGE, isAncestor, readRef,
 export {
   ATTEMPT_BRANCH_PREFIX,
   attemptBranch,
-  commitWorktree,
+  commitAttempt,
   findAttemptCommit,
   isSafeEffectId,
   prepareAttemptWorktree,
   pruneWorktrees,
   removeWorkspace,
 } from './worktrees.js';
-export type { CommitAndTree, PreparedAttempt } from './worktrees.js';
+export type { AttemptCommitResult, CommitAndTree, PreparedAttempt } from './worktrees.js';
 export {
   ALWAYS_PROTECTED,
   assertNoProtectedChanges,
+  candidateProblem,
   changedPaths,
   commandEvidence,
   integrateCandidates,
   isPromoted,
   promote,
   protectedPathViolations,
-  runVerification,
+  publishRef,
+  verifyNamedPaths,
+  workspaceGitDir,
   workspaceStatus,
   verificationResult,
 } from './integrate.js';
-export type { CommandRun, IntegrationResult, VerificationResult } from './integrate.js';
+export type { CandidateLimits, CommandRun, IntegrationResult, VerificationResult } from './integrate.js';
+export { ensureIntegratorRepo, INTEGRATOR_ATTRIBUTES } from './integrator-repo.js';

@@ -1,9 +1,10 @@
 /** Integration: protected paths, candidates onto head, verification, CAS promotion. See git.ts. */
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, posix, resolve } from 'node:path';
 import { sha256Hex } from '../../events/hash.js';
 import { EffectError, ValidationError } from '../../events/errors.js';
 import type { CommandEvidence } from '../../events/catalogue.js';
-import { parseTrustedCommand, runProcess, type ProcessResult } from '../process/run-process.js';
+import type { ProcessResult } from '../process/run-process.js';
 import { assertRefName, assertSha, git } from './exec.js';
 import { commitParents, isAncestor, readRef, treeOf } from './repo.js';
 import { addDetachedWorkspace, assertEffectId, removeWorkspace } from './worktrees.js';
@@ -41,7 +42,7 @@ export async function assertNoProtectedChanges(repo: string, base: string, commi
 }
 
 export type IntegrationResult =
-  | { readonly kind: 'applied'; readonly workspace: string; readonly resultCommit: string; readonly tree: string; readonly fastForward: boolean }
+  | { readonly kind: 'applied'; readonly workspace: string; readonly gitDir: string; readonly resultCommit: string; readonly tree: string; readonly fastForward: boolean }
   | { readonly kind: 'conflict'; readonly candidate: string; readonly index: number; readonly detail: string };
 
 /**
@@ -65,12 +66,15 @@ export async function integrateCandidates(
   candidates.forEach((c, i) => assertSha(c, `candidate ${i}`));
   const workspace = resolve(workspacesDir, jobId);
   await addDetachedWorkspace(repo, workspace, head);
+  // Read while the workspace is still the host's alone: later git calls name this directory
+  // explicitly instead of following a `.git` file the verified code could rewrite (R-31).
+  const gitDir = workspaceGitDir(workspace);
   const only = candidates.length === 1 ? candidates[0] : undefined;
   if (only !== undefined) {
     const parents = await commitParents(repo, only);
     if (parents.length === 1 && parents[0] === head) {
       await git(workspace, ['checkout', '-q', '--detach', only]);
-      return { kind: 'applied', workspace, resultCommit: only, tree: await treeOf(repo, only), fastForward: true };
+      return { kind: 'applied', workspace, gitDir, resultCommit: only, tree: await treeOf(repo, only), fastForward: true };
     }
   }
   for (const [index, candidate] of candidates.entries()) {
@@ -82,7 +86,7 @@ export async function integrateCandidates(
     }
   }
   const resultCommit = (await git(workspace, ['rev-parse', '--verify', 'HEAD'])).stdout.trim();
-  return { kind: 'applied', workspace, resultCommit, tree: await treeOf(repo, resultCommit), fastForward: false };
+  return { kind: 'applied', workspace, gitDir, resultCommit, tree: await treeOf(repo, resultCommit), fastForward: false };
 }
 
 /** One verification command's run: the process runner's result (R-26). */
@@ -100,45 +104,23 @@ export interface VerificationResult {
   readonly dirty: readonly string[];
 }
 
-/** `git status --porcelain` entries, untracked and ignored files included ("ignoring nothing"). */
-export async function workspaceStatus(workspace: string, opts: { includeIgnored?: boolean } = {}): Promise<string[]> {
-  const args = ['status', '--porcelain=v1', '-z', '--untracked-files=all'];
-  if (opts.includeIgnored !== false) args.push('--ignored=matching');
-  return (await git(workspace, args)).stdout.split('\0').filter((l) => l !== '');
+/** The git directory of a linked workspace, from its `.git` file (read before anything untrusted ran there). */
+export function workspaceGitDir(workspace: string): string {
+  const text = readFileSync(join(workspace, '.git'), 'utf8');
+  const m = /^gitdir: (.+)$/m.exec(text);
+  if (m === null) throw new EffectError(`${workspace}/.git does not name a git directory`);
+  return resolve(workspace, m[1]!.trim());
 }
 
 /**
- * Run the trusted verification commands (each parsed again with parseTrustedCommand, R-26) in
- * `workspace` with exactly `env`, one after the other, stopping at the first failing command.
- * The workspace must be clean (ignored files count) before and after.
+ * `git status --porcelain` entries of a workspace, untracked files included, and ignored ones
+ * unless `includeIgnored` is false. The git directory is given explicitly, never discovered.
  */
-export async function runVerification(
-  workspace: string,
-  commands: readonly (readonly string[])[],
-  env: Readonly<Record<string, string>>,
-  timeoutMs: number,
-  opts: { includeIgnored?: boolean } = {},
-): Promise<VerificationResult> {
-  const argvs = commands.map((c) => parseTrustedCommand(c));
-  const before = await workspaceStatus(workspace, opts);
-  if (before.length > 0) {
-    return { passed: false, reason: `workspace not clean before verification: ${before.slice(0, 5).join('; ')}`, commands: [], cleanBefore: false, cleanAfter: false, dirty: before };
-  }
-  const runs: CommandRun[] = [];
-  let reason: string | undefined;
-  for (const argv of argvs) {
-    const r = await runProcess({ argv, cwd: workspace, env, timeoutMs });
-    runs.push({ argv, exitCode: r.exitCode, signal: r.signal, stdout: r.stdout, stderr: r.stderr, durationMs: r.durationMs, timedOut: r.timedOut, leftover: r.leftover });
-    const label = JSON.stringify(argv);
-    if (r.spawnError !== undefined) reason = `${label} could not start: ${r.spawnError}`;
-    else if (r.timedOut) reason = `${label} timed out after ${timeoutMs} ms`;
-    else if (r.exitCode !== 0) reason = `${label} exited with ${r.exitCode === null ? `signal ${r.signal}` : r.exitCode}`;
-    else if (r.leftover) reason = `${label} left processes behind (killed)`;
-    if (reason !== undefined) break;
-  }
-  const after = await workspaceStatus(workspace, opts);
-  if (reason === undefined && after.length > 0) reason = `workspace not clean after verification: ${after.slice(0, 5).join('; ')}`;
-  return verificationResult(runs, reason, after);
+export async function workspaceStatus(workspace: string, opts: { gitDir: string; includeIgnored?: boolean }): Promise<string[]> {
+  const args = ['status', '--porcelain=v1', '-z', '--untracked-files=all'];
+  if (opts.includeIgnored !== false) args.push('--ignored=matching');
+  const env = { GIT_DIR: opts.gitDir, GIT_WORK_TREE: resolve(workspace) };
+  return (await git(workspace, args, { env })).stdout.split('\0').filter((l) => l !== '');
 }
 
 /** The result of a verification whose workspace was clean before: passed unless `reason`. */
@@ -193,4 +175,91 @@ export async function isPromoted(repo: string, ref: string, commit: string): Pro
   if (tip === commit) return true;
   const exists = await git(repo, ['cat-file', '-e', `${commit}^{commit}`], { allowFail: true });
   return exists.code === 0 && (await isAncestor(repo, commit, tip));
+}
+
+/** What the integrator checks on every candidate (R-31), besides protected paths. */
+export interface CandidateLimits {
+  /** Largest file a candidate may add or change, in bytes. */
+  readonly maxFileBytes: number;
+  /** Paths no candidate may touch (configured, plus the build directory). */
+  readonly protectedPaths: readonly string[];
+  /** The trusted verification commands: every in-tree file they name is protected too. */
+  readonly verify: readonly (readonly string[])[];
+}
+
+/**
+ * The in-tree files a verification argv names (R-31): every argument that is not an option and
+ * looks like a relative file path (`test/run.js`, `./verify.sh`), normalised, unless it names a
+ * directory of the base tree (a test directory stays open for new tests).
+ */
+export function verifyNamedPaths(verify: readonly (readonly string[])[]): string[] {
+  const out = new Set<string>();
+  for (const argv of verify) {
+    for (const a of argv.slice(1)) {
+      if (a.startsWith('-') || a.includes('=') || a.includes(':') || isAbsoluteLike(a)) continue;
+      if (!a.includes('/') && !/\.[A-Za-z0-9]+$/.test(a)) continue;
+      const p = posix.normalize(a).replace(/\/+$/, '');
+      if (p === '.' || p.startsWith('../') || p === '..') continue;
+      out.add(p);
+    }
+  }
+  return [...out].sort();
+}
+
+const isAbsoluteLike = (a: string): boolean => a.startsWith('/') || a.startsWith('~');
+
+/**
+ * Why a candidate commit is refused (R-29, R-31), or null: a changed path under a protected path
+ * or naming a file a verification command runs; a symlink whose target leaves the tree; a
+ * submodule (gitlink); a file over the size limit.
+ */
+export async function candidateProblem(repo: string, base: string, commit: string, limits: CandidateLimits): Promise<{ rule: string; reason: string } | null> {
+  assertSha(base, 'base');
+  assertSha(commit, 'commit');
+  const out = (await git(repo, ['diff-tree', '-r', '-z', '--no-renames', '--no-commit-id', base, commit])).stdout.split('\0');
+  const changed: { mode: string; sha: string; path: string }[] = [];
+  for (let i = 0; i + 1 < out.length; i += 2) {
+    const meta = out[i]!.split(' ');
+    changed.push({ mode: meta[1]!, sha: meta[3]!, path: out[i + 1]! });
+  }
+  const protectedPaths = [...ALWAYS_PROTECTED, ...limits.protectedPaths];
+  const baseDirs = new Set((await git(repo, ['ls-tree', '-r', '-d', '-z', '--name-only', base])).stdout.split('\0').filter((p) => p !== ''));
+  const named = verifyNamedPaths(limits.verify).filter((p) => !baseDirs.has(p));
+  for (const c of changed) {
+    const prot = protectedPaths.find((pp) => isUnder(c.path, pp));
+    if (prot !== undefined) return { rule: 'R-29', reason: `the candidate changes protected path '${c.path}'` };
+    if (named.includes(c.path)) return { rule: 'R-31', reason: `the candidate changes '${c.path}', which a verification command runs` };
+    if (c.mode === '000000') continue; // deleted
+    if (c.mode === '160000') return { rule: 'R-31', reason: `the candidate adds a submodule (gitlink) at '${c.path}'` };
+    if (c.mode === '120000') {
+      const target = (await git(repo, ['cat-file', 'blob', c.sha])).stdout;
+      const resolved = posix.normalize(posix.join(posix.dirname(c.path), target));
+      if (target.startsWith('/') || resolved === '..' || resolved.startsWith('../')) {
+        return { rule: 'R-31', reason: `the candidate's symlink '${c.path}' points outside the tree (${JSON.stringify(target)})` };
+      }
+      continue;
+    }
+    const size = Number((await git(repo, ['cat-file', '-s', c.sha])).stdout.trim());
+    if (size > limits.maxFileBytes) return { rule: 'R-31', reason: `the candidate's file '${c.path}' is ${size} bytes, over the limit of ${limits.maxFileBytes}` };
+  }
+  return null;
+}
+
+/**
+ * Publish the integration head to the user's repository (R-33): fetch its objects from the
+ * integrator's repository, then move the user's ref with one compare-and-set from `expectedOld`
+ * (null: force it, a repair). Returns false when the user's ref was elsewhere.
+ */
+export async function publishRef(userRepo: string, integratorRepo: string, ref: string, commit: string, expectedOld: string | null): Promise<boolean> {
+  await assertRefName(userRepo, ref);
+  assertSha(commit, 'commit');
+  const have = await git(userRepo, ['cat-file', '-e', `${commit}^{commit}`], { allowFail: true });
+  if (have.code !== 0) {
+    await git(userRepo, ['fetch', '-q', '--no-tags', '--no-write-fetch-head', resolve(integratorRepo), `+${commit}:refs/longbuild/incoming`]);
+    await git(userRepo, ['update-ref', '-d', 'refs/longbuild/incoming'], { allowFail: true });
+  }
+  const args = ['update-ref', '-m', 'longbuild: publish', ref, commit];
+  if (expectedOld !== null) args.push(expectedOld);
+  const r = await git(userRepo, args, { allowFail: true });
+  return r.code === 0;
 }

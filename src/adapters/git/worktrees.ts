@@ -1,5 +1,5 @@
 /** Attempt worktrees and integration workspaces. See git.ts for the public API summary. */
-import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, mkdirSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, rmSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { EffectError, ValidationError } from '../../events/errors.js';
 import { isSafeId } from '../../events/ids.js';
@@ -93,11 +93,8 @@ async function commonDir(repo: string): Promise<string> {
  */
 async function clearWorktreePath(repo: string, path: string): Promise<void> {
   const target = real(path);
-  for (const wt of await listWorktrees(repo)) {
-    if (real(wt.path) !== target) continue;
-    if (wt.locked) await git(repo, ['worktree', 'unlock', wt.path], { allowFail: true });
-    await git(repo, ['worktree', 'remove', '--force', '--force', wt.path], { allowFail: true });
-  }
+  // Removed first, without asking git: a git command run inside the workspace would read its
+  // `.git` file, which the verified code could have rewritten (R-31).
   rmSync(path, { recursive: true, force: true });
   await git(repo, ['worktree', 'prune']);
   // A locked admin entry survives prune: drop any admin dir whose gitdir points into `path`.
@@ -121,16 +118,19 @@ export interface PreparedAttempt {
   readonly worktree: string;
   readonly branch: string;
   /** Set when the branch already holds the attempt's single commit on top of baseHead (R-18):
-   *  adopt it instead of invoking the worker; the worktree was left untouched. */
+   *  adopt it instead of invoking the worker; the clone was left untouched. */
   readonly adoptable: CommitAndTree | null;
 }
 
 /**
- * Give an attempt its own worktree at `<worktreesDir>/<attemptId>` on its branch, checked out at
- * baseHead. Idempotent and crash-safe: a half-created worktree (stray directory, stale
- * index.lock, locked admin entry) is removed and recreated; a branch still at baseHead is reset.
- * A branch holding exactly one commit on top of baseHead is an adoptable result and is returned
- * untouched; any other history on the branch is refused (EffectError) rather than deleted.
+ * Give an attempt its own clone (R-24, R-30) at `<worktreesDir>/<attemptId>`: a new repository
+ * holding only baseHead and its history, checked out on `main`. Nothing the worker does to its
+ * git config, hooks or attributes reaches the integrator's repository, which is never the
+ * clone's remote. `repo` is the integrator's repository; the attempt branch lives there, written
+ * only by the host (commitAttempt). Idempotent: whatever a crashed run left at the path is removed.
+ * A branch holding exactly one commit on top of baseHead is an adoptable result: it is returned,
+ * and the branch left untouched; any other history on the branch is refused (EffectError)
+ * rather than deleted.
  */
 export async function prepareAttemptWorktree(
   repo: string,
@@ -144,16 +144,18 @@ export async function prepareAttemptWorktree(
   assertSha(baseHead, 'baseHead');
   const worktree = resolve(worktreesDir, attemptId);
   const found = await findAttemptCommit(repo, ref, baseHead);
-  if (found !== null) return { worktree, branch: ref, adoptable: found };
-  const tip = await readRef(repo, ref);
+  const tip = found === null ? await readRef(repo, ref) : null;
   if (tip !== null && tip !== baseHead) {
     throw new EffectError(`attempt branch ${ref} is at ${tip}, which is neither baseHead ${baseHead} nor one commit on top of it; refusing to delete it`);
   }
-  await clearWorktreePath(repo, worktree);
-  mkdirSync(worktreesDir, { recursive: true });
-  // -B: (re)create the branch at baseHead; it is at baseHead or absent, so nothing is lost.
-  await git(repo, ['worktree', 'add', '-q', '-B', ref.slice('refs/heads/'.length), worktree, baseHead]);
-  return { worktree, branch: ref, adoptable: null };
+  // A fresh clone in any case; an adoptable commit stays on the branch, untouched, for the caller.
+  rmSync(worktree, { recursive: true, force: true });
+  mkdirSync(worktreesDir, { recursive: true, mode: 0o700 });
+  await git(worktreesDir, ['init', '-q', '--template=', '-b', 'main', worktree]);
+  // The clone fetches from the integrator's repository (ours, trusted), never the reverse.
+  await git(worktree, ['fetch', '-q', '--no-tags', '--update-head-ok', resolve(repo), `${baseHead}:refs/heads/main`]);
+  await git(worktree, ['reset', '-q', '--hard', 'main']);
+  return { worktree, branch: ref, adoptable: found };
 }
 
 /** The attempt's commit if `branch` holds exactly one commit on top of baseHead (adoption, R-18), else null. */
@@ -167,19 +169,66 @@ export async function findAttemptCommit(repo: string, branch: string, baseHead: 
   return { commit: tip, tree: await treeOf(repo, tip) };
 }
 
+export type AttemptCommitResult =
+  | { readonly kind: 'committed'; readonly commit: string; readonly tree: string }
+  | { readonly kind: 'unchanged' }
+  | { readonly kind: 'refused'; readonly rule: string; readonly reason: string };
+
 /**
- * Stage everything in `worktree` (additions, changes, deletions; .gitignore respected) and commit
- * it with the fixed identity and `date`. Returns the new commit and tree, or null when nothing changed.
+ * The host commits what the worker left in its clone (R-24, R-31): the files are read as data
+ * with the integrator's own git directory and a private index, so nothing of the clone's `.git`
+ * (config, hooks, filters, attributes) is ever used. Special files and files over
+ * `maxFileBytes` are refused before anything is hashed. The commit (fixed identity and `date`,
+ * parent baseHead) is recorded on the attempt branch in the integrator's repository.
  */
-export async function commitWorktree(worktree: string, message: string, date: string): Promise<CommitAndTree | null> {
+export async function commitAttempt(
+  repo: string,
+  worktree: string,
+  branch: string,
+  baseHead: string,
+  message: string,
+  date: string,
+  opts: { maxFileBytes: number; indexFile: string },
+): Promise<AttemptCommitResult> {
+  const ref = normalizeAttemptBranch(branch);
+  assertSha(baseHead, 'baseHead');
   if (typeof message !== 'string' || message.trim() === '') throw new ValidationError('commit message must not be empty');
-  await git(worktree, ['add', '-A', '--', '.']);
-  const diff = await git(worktree, ['diff', '--cached', '--quiet'], { allowFail: true });
-  if (diff.code === 0) return null;
-  if (diff.code !== 1) throw new EffectError(`git diff --cached failed in ${worktree}: ${diff.stderr.trim()}`);
-  await git(worktree, ['commit', '-q', '--no-verify', '--cleanup=strip', '-m', message], { date });
-  const commit = (await git(worktree, ['rev-parse', '--verify', 'HEAD'])).stdout.trim();
-  return { commit, tree: await treeOf(worktree, commit) };
+  const problem = worktreeProblem(worktree, opts.maxFileBytes);
+  if (problem !== null) return { kind: 'refused', rule: 'R-31', reason: problem };
+  mkdirSync(dirname(opts.indexFile), { recursive: true, mode: 0o700 });
+  rmSync(opts.indexFile, { force: true });
+  const env = { GIT_INDEX_FILE: opts.indexFile, GIT_DIR: resolve(repo), GIT_WORK_TREE: resolve(worktree) };
+  try {
+    await git(worktree, ['read-tree', baseHead], { env });
+    const added = await git(worktree, ['add', '-A', '--', '.'], { env, allowFail: true });
+    if (added.code !== 0) return { kind: 'refused', rule: 'R-31', reason: `the worktree cannot be committed: ${added.stderr.trim().split('\n')[0] ?? ''}` };
+    const tree = (await git(worktree, ['write-tree'], { env })).stdout.trim();
+    if (tree === (await treeOf(repo, baseHead))) return { kind: 'unchanged' };
+    const commit = (await git(repo, ['commit-tree', tree, '-p', baseHead, '-m', message], { date })).stdout.trim();
+    assertSha(commit, 'attempt commit');
+    await git(repo, ['update-ref', '-m', 'longbuild: attempt', ref, commit]);
+    return { kind: 'committed', commit, tree };
+  } finally {
+    rmSync(opts.indexFile, { force: true });
+  }
+}
+
+/** Why the worker's files cannot be committed (a special file, an oversized file), or null. */
+function worktreeProblem(root: string, maxFileBytes: number): string | null {
+  const stack: string[] = [''];
+  while (stack.length > 0) {
+    const rel = stack.pop()!;
+    for (const name of readdirSync(join(root, rel))) {
+      if (rel === '' && name === '.git') continue;
+      const p = rel === '' ? name : `${rel}/${name}`;
+      const st = lstatSync(join(root, p));
+      if (st.isDirectory()) stack.push(p);
+      else if (st.isFile()) {
+        if (st.size > maxFileBytes) return `${p} is ${st.size} bytes, over the limit of ${maxFileBytes} (R-31)`;
+      } else if (!st.isSymbolicLink()) return `${p} is not a regular file, directory or symlink (R-31)`;
+    }
+  }
+  return null;
 }
 
 /** Remove a worktree or workspace we created (forced; also when half-created). Idempotent. */

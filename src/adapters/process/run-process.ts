@@ -29,6 +29,8 @@ export interface RunProcessOptions {
   /** Bytes written to stdin; without it stdin is /dev/null. */
   readonly input?: string | Uint8Array;
   readonly timeoutMs: number;
+  /** Capture a fourth pipe (fd 3) as `report` (the sandbox's init reports on it). */
+  readonly reportFd?: boolean;
 }
 
 export interface ProcessResult {
@@ -44,6 +46,8 @@ export interface ProcessResult {
   readonly leftover: boolean;
   /** Set when the process could not be started at all. */
   readonly spawnError?: string;
+  /** The bytes written to fd 3 (only with `reportFd`). */
+  readonly report?: Buffer;
 }
 
 /** Time we wait for a SIGKILLed group to disappear before giving up (reported, not thrown). */
@@ -75,10 +79,8 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessResult
     reject: false,
     encoding: 'buffer',
     stripFinalNewline: false,
-    stdin: opts.input === undefined ? 'ignore' : 'pipe',
     ...(opts.input === undefined ? {} : { input: typeof opts.input === 'string' ? Buffer.from(opts.input) : opts.input }),
-    stdout: 'pipe',
-    stderr: 'pipe',
+    stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(opts.reportFd === true ? ['pipe' as const] : [])],
     maxBuffer: 256 * 1024 * 1024,
   });
   const pid = child.pid;
@@ -126,6 +128,7 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessResult
     timedOut,
     leftover,
     ...(spawnFailed ? { spawnError: result.shortMessage ?? 'spawn failed' } : {}),
+    ...(opts.reportFd === true ? { report: toBuffer((result.stdio as unknown[])[3]) } : {}),
   };
 }
 

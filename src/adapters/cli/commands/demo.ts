@@ -38,7 +38,8 @@ export async function run(ctx: CommandContext): Promise<DemoOutput> {
   const isTty = process.stderr.isTTY === true;
   const progress = new Progress({ write: ctx.stderr, animate: isTty, color: useColor(ctx.env, isTty), quiet: ctx.json });
   if (!ctx.json) ctx.stderr(`longbuild demo: building "textkit" (4 milestones, 16 nodes) in ${dir}\n`);
-  await initFromBlueprint(blueprintPath, { repo: dir, env: ctx.env as NodeJS.ProcessEnv });
+  const init = await initFromBlueprint(blueprintPath, { repo: dir, env: ctx.env as NodeJS.ProcessEnv });
+  if (init.notice !== undefined && !ctx.json) ctx.stderr(`${init.notice}\n`);
   const s = await openBuild({ repo: dir, env: ctx.env as NodeJS.ProcessEnv });
   try {
     let steps = 0;

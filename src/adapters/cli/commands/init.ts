@@ -22,6 +22,7 @@ export async function run(ctx: CommandContext): Promise<InitOutput> {
   if (typeof blueprint === 'string') {
     if (request !== undefined || config !== undefined) throw new UsageError('init: give either --blueprint FILE or --request FILE [--config FILE], not both');
     const r = await initFromBlueprint(blueprint, opts);
+    if (r.notice !== undefined) ctx.stderr(`${r.notice}\n`);
     return { buildId: r.buildId, requestSha256: r.requestSha256, position: r.position, dir: r.paths.dir, driver: 'blueprint' };
   }
   if (typeof request === 'string') {
@@ -30,6 +31,7 @@ export async function run(ctx: CommandContext): Promise<InitOutput> {
       throw new UsageError(`init: --request needs a config: pass --config FILE or create ${configPath} (see examples/agent-wrapper)`);
     }
     const r = await initFromRequest(request, configPath, opts);
+    if (r.notice !== undefined) ctx.stderr(`${r.notice}\n`);
     return { buildId: r.buildId, requestSha256: r.requestSha256, position: r.position, dir: r.paths.dir, driver: 'command' };
   }
   throw new UsageError('init: --blueprint FILE or --request FILE is required (see `longbuild init --help`)');

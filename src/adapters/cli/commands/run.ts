@@ -49,7 +49,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
       ...(last?.reason !== undefined ? { reason: last.reason } : {}),
       outcomes,
     };
-  }, { appendFence: lease.appendFence }));
+  }, { appendFence: lease.appendFence, ...(lease.assertHeld ? { beforeAppend: lease.assertHeld } : {}) }));
 }
 
 function truncate(s: string, n: number): string {

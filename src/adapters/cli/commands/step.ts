@@ -8,7 +8,7 @@ export const flags: Record<string, FlagSpec> = { standby: { type: 'boolean' } };
 
 /** Perform exactly one controller event. */
 export async function run(ctx: CommandContext): Promise<StepResult> {
-  return withControl(ctx, (lease) => withBuild(ctx, (s) => s.controller.advance(), { appendFence: lease.appendFence }));
+  return withControl(ctx, (lease) => withBuild(ctx, (s) => s.controller.advance(), { appendFence: lease.appendFence, ...(lease.assertHeld ? { beforeAppend: lease.assertHeld } : {}) }));
 }
 
 export function render(d: StepResult): string {

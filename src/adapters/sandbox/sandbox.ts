@@ -1,0 +1,213 @@
+/**
+ * The sandbox for every untrusted process (R-30): planner and worker commands, and the trusted
+ * verification commands (which run untrusted code under test). Implemented with bubblewrap.
+ *
+ * Each call gets fresh user, mount, PID and IPC namespaces (and a network namespace unless the
+ * role is allowed the network): the root filesystem read-only, the build directory, the
+ * repository and the cache hidden under empty tmpfs mounts, a private /tmp, /var/tmp and /run,
+ * every capability dropped, and only the call's own space bound back (read-write for a worker's
+ * clone and a verification workspace, read-only for a planner's export).
+ *
+ * PID 1 of the sandbox is longbuild's own init (`INIT_SCRIPT`, run by a private copy of /bin/sh
+ * that is execute-only, so the kernel marks it non-dumpable: nothing in the sandbox can ptrace
+ * it, read its memory or open its file descriptors). It runs the command, and when the command
+ * exits it counts every other live process in the namespace, reports `exit=<rc> leftover=<n>` on
+ * a pipe only it holds (fd 3), and exits; the kernel then kills whatever is left, `setsid` or
+ * not. A missing, repeated or malformed report counts as a leftover: the call cannot pass.
+ * `--die-with-parent` ends the whole sandbox when the host process dies.
+ */
+import { accessSync, chmodSync, constants, copyFileSync, existsSync, mkdirSync, realpathSync, renameSync, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join, resolve, sep } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { ValidationError } from '../../events/errors.js';
+import { runProcess, type ProcessResult, type RunProcessOptions } from '../process/run-process.js';
+
+export type SandboxMode = 'bwrap' | 'off';
+
+/** What one sandboxed call may see. Paths are host paths, bound at the same place inside. */
+export interface SandboxPolicy {
+  readonly mode: SandboxMode;
+  /** Directories hidden under an empty tmpfs (the repository, the build directory, the cache). */
+  readonly hide: readonly string[];
+  /** The call's network: shared with the host (agents call model APIs) or none at all. */
+  readonly network: boolean;
+  /** The host path of the sandbox's init binary (see ensureSandboxInit). */
+  readonly initPath: string;
+  /** The bubblewrap executable. */
+  readonly bwrap: string;
+}
+
+export interface SandboxedRun extends Omit<RunProcessOptions, 'argv'> {
+  readonly argv: readonly string[];
+  /** Bound read-write (a worker's clone, a verification workspace). */
+  readonly rw?: readonly string[];
+  /** Bound read-only (a planner's export). */
+  readonly ro?: readonly string[];
+}
+
+/** In-sandbox PID 1: run the command, count survivors, report on fd 3 (only this shell holds it). */
+export const INIT_SCRIPT = [
+  '"$@" 3>&-',
+  'rc=$?',
+  'n=0',
+  'for d in /proc/[0-9]*; do',
+  '  p=${d#/proc/}',
+  '  [ "$p" = 1 ] && continue',
+  '  s=""',
+  '  read -r s < "$d/stat" 2>/dev/null || continue',
+  '  case "$s" in *") Z "*|*") X "*|"") continue;; esac',
+  '  n=$((n+1))',
+  'done',
+  'echo "longbuild-sandbox exit=$rc leftover=$n" >&3',
+  'kill -9 -1 2>/dev/null',
+  'exit $rc',
+].join('\n');
+
+/** What every sandbox mounts privately (empty tmpfs), whatever the host has there. */
+const PRIVATE_MOUNTS = ['/tmp', '/var/tmp', '/run'];
+
+const REPORT = /^longbuild-sandbox exit=(\d+) leftover=(\d+)\n$/;
+
+/** The bubblewrap binary to use: LONGBUILD_BWRAP, else `bwrap` on PATH; null when not installed. */
+export function findBwrap(env: NodeJS.ProcessEnv = process.env): string | null {
+  const explicit = env.LONGBUILD_BWRAP;
+  if (explicit !== undefined && explicit !== '') return isExecutable(explicit) ? explicit : null;
+  return whichOnPath('bwrap', env.PATH ?? '/usr/bin:/bin');
+}
+
+/** bubblewrap's version line (e.g. "bubblewrap 0.8.0"), pinned in the build's environment. */
+export function bwrapVersion(bwrap: string): string {
+  try {
+    return execFileSync(bwrap, ['--version'], { encoding: 'utf8', timeout: 10_000 }).trim();
+  } catch (err) {
+    throw new ValidationError(`${bwrap} --version failed: ${(err as Error).message.split('\n')[0]}; install bubblewrap (apt-get install bubblewrap) or set "sandbox": "off"`, 'R-30');
+  }
+}
+
+/** The one-line refusal when a build needs the sandbox and bubblewrap is missing. */
+export const BWRAP_MISSING = 'bubblewrap (bwrap) is not installed: install it (Debian/Ubuntu: apt-get install bubblewrap) or set "sandbox": "off" in the config to run planner, worker and verification unsandboxed (recorded in the build\'s first event)';
+
+/**
+ * The sandbox's init binary: a private, execute-only copy of /bin/sh under `dir` (created once).
+ * Execute-only makes the kernel mark the process non-dumpable, which keeps sandboxed code away
+ * from PID 1's memory and descriptors.
+ */
+export function ensureSandboxInit(dir: string): string {
+  const path = join(dir, 'init');
+  if (existsSync(path) && (statSync(path).mode & 0o777) === 0o111) return path;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const tmp = `${path}.${process.pid}.tmp`;
+  copyFileSync(realpathSync('/bin/sh'), tmp);
+  chmodSync(tmp, 0o111);
+  renameSync(tmp, path);
+  return path;
+}
+
+/** The bubblewrap argv (before the command) for one call under `policy`. */
+export function bwrapArgs(policy: SandboxPolicy, run: Pick<SandboxedRun, 'cwd' | 'rw' | 'ro'>): string[] {
+  const args = [
+    '--die-with-parent', '--new-session', '--as-pid-1',
+    '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+    ...(policy.network ? [] : ['--unshare-net']),
+    '--cap-drop', 'ALL',
+    '--ro-bind', '/', '/',
+    '--dev', '/dev',
+    '--proc', '/proc',
+    ...PRIVATE_MOUNTS.flatMap((m) => ['--tmpfs', m]),
+  ];
+  for (const h of uniqueRoots(policy.hide)) args.push('--tmpfs', h);
+  for (const p of run.ro ?? []) args.push('--ro-bind', p, p);
+  for (const p of run.rw ?? []) args.push('--bind', p, p);
+  args.push('--ro-bind', policy.initPath, '/run/longbuild-init');
+  args.push('--chdir', run.cwd);
+  return args;
+}
+
+/**
+ * Run `argv` in the sandbox (or directly when the policy is `off`). The result is the process
+ * runner's, with `leftover` set from the init's report: a process that outlived the command
+ * (killed when the sandbox ended), or a report that is missing or forged.
+ */
+export async function runSandboxed(policy: SandboxPolicy, run: SandboxedRun): Promise<ProcessResult> {
+  const { rw, ro, argv, ...rest } = run;
+  const missing = missingExecutable(argv[0] ?? '', run.env.PATH ?? '');
+  if (missing !== null) {
+    return { argv: [...argv], exitCode: null, signal: null, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), durationMs: 0, timedOut: false, leftover: false, spawnError: missing };
+  }
+  if (policy.mode === 'off') return runProcess({ ...rest, argv });
+  // Trusted files the command names (its script, say) stay visible, read-only, even where the
+  // sandbox mounts something else (a hidden directory, the private /tmp).
+  const masked = [...policy.hide, ...PRIVATE_MOUNTS];
+  const extraRo = argv.filter((a) => isAbsolute(a) && masked.some((h) => isInside(a, h)) && existsSync(a) && !(run.rw ?? []).some((w) => isInside(a, w)));
+  const r = await runProcess({
+    ...rest,
+    argv: [policy.bwrap, ...bwrapArgs(policy, { cwd: run.cwd, rw: rw ?? [], ro: [...(ro ?? []), ...extraRo] }), '/run/longbuild-init', '-c', INIT_SCRIPT, 'longbuild-init', ...argv],
+    reportFd: true,
+  });
+  const report = REPORT.exec(r.report?.toString('latin1') ?? '');
+  if (report === null) {
+    if (r.timedOut) return { ...r, argv: [...argv] };
+    const first = r.stderr.toString('utf8').trim().split('\n')[0] ?? '';
+    // bubblewrap itself failed (no user namespaces, a bad mount): say so, the command never ran.
+    if (first.startsWith('bwrap:')) return { ...r, argv: [...argv], spawnError: `the sandbox could not start: ${first}` };
+    return { ...r, argv: [...argv], leftover: true };
+  }
+  const exit = Number(report[1]);
+  return {
+    ...r,
+    argv: [...argv],
+    exitCode: exit > 128 ? null : exit,
+    signal: exit > 128 ? signalName(exit - 128) : null,
+    leftover: r.leftover || Number(report[2]) > 0,
+  };
+}
+
+function signalName(n: number): string {
+  const names: Record<number, string> = { 1: 'SIGHUP', 2: 'SIGINT', 6: 'SIGABRT', 9: 'SIGKILL', 11: 'SIGSEGV', 13: 'SIGPIPE', 15: 'SIGTERM' };
+  return names[n] ?? `signal ${n}`;
+}
+
+/** Why `exe` cannot start (not found, not executable), or null. Checked on the host, whose root the sandbox sees. */
+export function missingExecutable(exe: string, path: string): string | null {
+  if (exe === '') return 'no executable given';
+  if (exe.includes('/')) return isExecutable(exe) ? null : `executable ${exe} does not exist or is not executable`;
+  return whichOnPath(exe, path) === null ? `executable '${exe}' was not found on PATH (${path})` : null;
+}
+
+function whichOnPath(name: string, path: string): string | null {
+  for (const dir of path.split(delimiter)) {
+    if (dir === '') continue;
+    const p = join(dir, name);
+    if (isExecutable(p)) return p;
+  }
+  return null;
+}
+
+function isExecutable(p: string): boolean {
+  try {
+    accessSync(p, constants.X_OK);
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function isInside(p: string, dir: string): boolean {
+  const d = resolve(dir);
+  const x = resolve(p);
+  return x === d || x.startsWith(d.endsWith(sep) ? d : d + sep);
+}
+
+/** Hidden directories, without those inside another hidden one (mounting over a hidden path fails). */
+function uniqueRoots(dirs: readonly string[]): string[] {
+  const abs = [...new Set(dirs.map((d) => resolve(d)))].filter((d) => d !== '/' && existsSync(d)).sort();
+  return abs.filter((d) => !abs.some((o) => o !== d && isInside(d, o)));
+}
+
+/** The sandbox settings a build pins in its first event (R-30). */
+export interface SandboxRecord {
+  readonly mode: SandboxMode;
+  readonly bwrapVersion: string | null;
+  readonly network: { readonly planner: boolean; readonly worker: boolean; readonly verify: boolean };
+}
+
