@@ -23,7 +23,7 @@ describe('longbuild demo (issue 6)', () => {
     expect(revising.map((l) => JSON.parse(l).data.nodeIds)).toEqual([['wrap']]);
     // The demo's own tests pass on the integrated tree.
     expect(cliJson(['verify'], { cwd: a.dir }).ok).toBe(true);
-  });
+  }, 240_000);
 
   it('prints no animation and no colour without a terminal, and the summary names the commands to explore', () => {
     const r = runCli(['demo', join(tempDir(), 'd')], { cwd: ROOT, env: { NO_COLOR: '1' } });

@@ -51,6 +51,21 @@ describe('harder faults (issue 7)', () => {
     expect(cliJson(['step'], { cwd: repo }).outcome).toBe('planned');
   });
 
+  it('R-3 a lease whose lock file was deleted stops its holder before the next append (exit 3), even though a second controller could lock a new file', async () => {
+    const dir = join(tempDir(), '.longbuild');
+    const first = await takeControllerLease(dir, []);
+    expect(() => first.assertHeld?.()).not.toThrow();
+    rmSync(join(dir, 'controller.lock'));
+    const second = await takeControllerLease(dir, []); // the hazard: a new file, a new lock
+    try {
+      expect(() => first.assertHeld?.()).toThrow(/controller lease .*controller\.lock was removed or replaced.*nothing more was changed/);
+      expect(() => second.assertHeld?.()).not.toThrow();
+    } finally {
+      first.release();
+      second.release();
+    }
+  });
+
   it('R-3 two controller processes started on one build: one proceeds to the end, the other exits 3', async () => {
     const repo = tempDir();
     cliJson(['init', '--blueprint', join(ROOT, 'test', 'fixtures', 'orbit.json')], { cwd: repo });

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   attemptBranch,
   assertNoProtectedChanges,
+  candidateProblem,
+  verifyNamedPaths,
   changedPaths,
   commitAttempt,
   commitParents,
@@ -157,6 +159,35 @@ describe('git adapter (R-24, R-18, R-29)', () => {
     await removeWorkspace(repo, join(ws, 'job-2'));
     expect(existsSync(join(ws, 'job-2'))).toBe(false);
     expect((await git(repo, ['worktree', 'list'])).stdout).not.toContain('job-2');
+  });
+
+  it('R-31 candidate checks: a symlink leaving the tree, a submodule, an oversized file and a file a verification command runs are refused with the rule', async () => {
+    const { repo, head, wt } = await newRepo();
+    const limits = { maxFileBytes: 100, protectedPaths: ['ci/'], verify: [['node', '--test', 'test/'], ['sh', 'scripts/verify.sh'], ['npm', 'test']] };
+    const check = async (files: Record<string, string>, link?: [string, string]) => {
+      const id = `c${Math.random().toString(36).slice(2, 8)}.1`;
+      const p = await prepareAttemptWorktree(repo, wt, id, attemptBranch(id), head);
+      for (const [f, c] of Object.entries(files)) {
+        mkdirSync(join(p.worktree, f, '..'), { recursive: true });
+        writeFileSync(join(p.worktree, f), c);
+      }
+      if (link) {
+        mkdirSync(join(p.worktree, link[0], '..'), { recursive: true });
+        symlinkSync(link[1], join(p.worktree, link[0]));
+      }
+      const c = await commitAttempt(repo, p.worktree, p.branch, head, 'm', DATE, commitOpts());
+      if (c.kind !== 'committed') throw new Error(JSON.stringify(c));
+      return candidateProblem(repo, head, c.commit, limits);
+    };
+    expect(await check({ 'ok.js': 'x' })).toBeNull();
+    expect(await check({ 'test/new.test.js': 'x' })).toBeNull(); // a directory a command names stays open
+    expect(await check({}, ['a/passwd', '/etc/passwd'])).toMatchObject({ rule: 'R-31', reason: expect.stringMatching(/symlink 'a\/passwd' points outside the tree/) });
+    expect(await check({}, ['a/up', '../../x'])).toMatchObject({ rule: 'R-31' });
+    expect(await check({ 'a/b.txt': 'x' }, ['a/in', 'b.txt'])).toBeNull(); // inside the tree: fine
+    expect(await check({ 'big.txt': 'x'.repeat(101) })).toMatchObject({ rule: 'R-31', reason: expect.stringMatching(/'big\.txt' is 101 bytes, over the limit of 100/) });
+    expect(await check({ 'scripts/verify.sh': 'exit 0' })).toMatchObject({ rule: 'R-31', reason: expect.stringMatching(/'scripts\/verify\.sh', which a verification command runs/) });
+    expect(await check({ 'ci/x': 'x' })).toMatchObject({ rule: 'R-29' });
+    expect(verifyNamedPaths(limits.verify)).toEqual(['scripts/verify.sh', 'test']);
   });
 
   it('R-29 a candidate touching the build dir or a protected path is refused', async () => {

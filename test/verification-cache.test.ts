@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { integrateCandidates } from '../src/adapters/git/git.js';
 import { attemptCommit, directRunner, newRepo } from './support/git-fixture.js';
 import { verifyWithCache } from '../src/adapters/cache/cached-verification.js';
 import { VerificationCache } from '../src/adapters/cache/verification-cache.js';
-import { CACHE_POLICY_VERSION } from '../src/commands/verification-cache.js';
+import { CACHE_POLICY_VERSION, entryBytes, trustedEnvSha256 } from '../src/commands/verification-cache.js';
 import { gitBinding } from '../src/adapters/controller/git-binding.js';
 import { sha256Hex } from '../src/events/hash.js';
 import { ReceiptSchema } from '../src/events/catalogue.js';
@@ -176,6 +176,54 @@ describe('verification cache (SPEC R-27)', () => {
     // The corrupt file is gone; the fresh pass was stored in its place.
     expect(entryFiles(f)).toHaveLength(1);
     expect(entryFiles(f)[0]).not.toBe(entry);
+  });
+
+  it('R-32 a forged entry (right key, right address, no valid MAC) is a miss, is removed and counted', async () => {
+    const f = await fixture();
+    const ws = await workspace(f, 0);
+    const cache = new VerificationCache(f.cacheDir);
+    const identity = { tree: ws.tree, argv: RANDOM, envSha256: trustedEnvSha256(ENV), argvFiles: {} };
+    const { key } = cache.keyOf(identity);
+    // What an attacker who knows the format but not the host's key writes: a self-addressed pass.
+    const forged = { key, tree: ws.tree, argv: RANDOM, envSha256: identity.envSha256, argvFiles: {}, policyVersion: CACHE_POLICY_VERSION, exitCode: 0 as const, durationMs: 1,
+      stdout: Buffer.from('forged pass').toString('base64'), stderr: '', mac: '0'.repeat(64) };
+    const bytes = entryBytes(forged);
+    const address = sha256Hex(bytes);
+    mkdirSync(join(f.cacheDir, 'entries'), { recursive: true });
+    mkdirSync(join(f.cacheDir, 'keys'), { recursive: true });
+    writeFileSync(join(f.cacheDir, 'entries', address), bytes);
+    writeFileSync(join(f.cacheDir, 'keys', key), `${address}\n`);
+    expect(cache.verify().problems[0]?.problem).toMatch(/fails authentication/);
+    const run = await verify(f, ws, { cache });
+    expect(run.commands[0]!.cacheHit).toBe(false);
+    expect(run.commands[0]!.stdout.toString()).not.toBe('forged pass');
+    expect(existsSync(join(f.cacheDir, 'entries', address))).toBe(false);
+    expect(cache.stats().forgedRemoved).toBe(1);
+    // Lifetime counts outlive the process (persisted with the cache).
+    expect(new VerificationCache(f.cacheDir).stats()).toMatchObject({ forgedRemoved: 1, misses: 1, stored: 1 });
+    // An entry made under another host's key fails the same way.
+    const other = new VerificationCache(join(tempDir('lb-other-cache-'), 'cache'));
+    other.store(identity, { stdout: Buffer.from('x'), stderr: Buffer.alloc(0), durationMs: 1 });
+    const otherKey = readdirSync(join(other.dir, 'keys'))[0]!;
+    const otherAddress = readFileSync(join(other.dir, 'keys', otherKey), 'utf8').trim();
+    writeFileSync(join(f.cacheDir, 'entries', otherAddress), readFileSync(join(other.dir, 'entries', otherAddress)));
+    writeFileSync(join(f.cacheDir, 'keys', otherKey), `${otherAddress}\n`);
+    expect(new VerificationCache(f.cacheDir).lookup(identity)).toBeNull();
+    expect(statSync(join(f.cacheDir, 'hmac.key')).mode & 0o777).toBe(0o600);
+  });
+
+  it('R-27 a verification script outside the tree is part of the key: changing it is a miss', async () => {
+    const f = await fixture();
+    const ws = await workspace(f, 0);
+    const script = join(tempDir('lb-script-'), 'check.js');
+    writeFileSync(script, 'process.stdout.write("v1 " + Math.random())');
+    const cmd = ['node', script];
+    expect((await verify(f, ws, { commands: [cmd] })).commands[0]!.cacheHit).toBe(false);
+    expect((await verify(f, ws, { commands: [cmd] })).commands[0]!.cacheHit).toBe(true);
+    writeFileSync(script, 'process.stdout.write("v2 " + Math.random())');
+    const changed = await verify(f, ws, { commands: [cmd] });
+    expect(changed.commands[0]!.cacheHit).toBe(false);
+    expect(changed.commands[0]!.stdout.toString()).toMatch(/^v2 /);
   });
 
   it('R-27 a truncated entry is a miss and is removed', async () => {

@@ -15,9 +15,10 @@ export class FileEvidenceStore implements EvidenceStore {
     const sha = sha256Hex(bytes);
     const path = join(this.dir, sha);
     if (existsSync(path)) return sha;
-    mkdirSync(this.dir, { recursive: true });
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     const tmp = `${path}.${process.pid}.tmp`;
-    writeFileSync(tmp, bytes);
+    // Private to the build's owner (R-30): evidence is what untrusted processes printed.
+    writeFileSync(tmp, bytes, { mode: 0o600 });
     renameSync(tmp, path);
     return sha;
   }

@@ -6,6 +6,7 @@ import {
 import { verifyWithCache, type VerificationRunner } from '../cache/cached-verification.js';
 import type { VerificationCache } from '../cache/verification-cache.js';
 import type { GitPort, VerificationRun } from './ports.js';
+import type { ObservedRefs } from '../../commands/refs.js';
 
 export interface GitBindingOptions {
   /** The user's repository: the integration head is published there. */
@@ -87,18 +88,7 @@ export function gitBinding(o: GitBindingOptions): GitPort {
       await publishRef(o.repo, I, ref, newCommit, expectedOld);
       return { ok: true };
     },
-    async observeRefs(ref, withAttempts) {
-      const integration = await readRef(I, ref);
-      const published = await readRef(o.repo, ref);
-      if (!withAttempts) return { integration, published };
-      const out = (await git(I, ['for-each-ref', '--format=%(objectname) %(refname)', ATTEMPT_BRANCH_PREFIX])).stdout;
-      const attempts: Record<string, string> = {};
-      for (const line of out.split('\n')) {
-        const [sha, name] = line.split(' ');
-        if (sha && name) attempts[name.slice(ATTEMPT_BRANCH_PREFIX.length)] = sha;
-      }
-      return { integration, published, attempts };
-    },
+    observeRefs: (ref, withAttempts) => observeRefs(o.repo, I, ref, withAttempts),
     async repairRef(repair) {
       if (repair.where === 'published') {
         if (repair.expected === null) await git(o.repo, ['update-ref', '-d', repair.ref]);
@@ -109,4 +99,18 @@ export function gitBinding(o: GitBindingOptions): GitPort {
       else await git(I, ['update-ref', '-m', 'longbuild: repair (R-33)', repair.ref, repair.expected]);
     },
   };
+}
+
+/** The compares with the log: the integration ref in both repositories, and (when asked) the attempt branches. */
+export async function observeRefs(userRepo: string, integratorRepo: string, ref: string, withAttempts: boolean): Promise<ObservedRefs> {
+  const integration = await readRef(integratorRepo, ref);
+  const published = await readRef(userRepo, ref);
+  if (!withAttempts) return { integration, published };
+  const out = (await git(integratorRepo, ['for-each-ref', '--format=%(objectname) %(refname)', ATTEMPT_BRANCH_PREFIX])).stdout;
+  const attempts: Record<string, string> = {};
+  for (const line of out.split('\n')) {
+    const [sha, name] = line.split(' ');
+    if (sha && name) attempts[name.slice(ATTEMPT_BRANCH_PREFIX.length)] = sha;
+  }
+  return { integration, published, attempts };
 }

@@ -17,7 +17,7 @@
  * `--die-with-parent` ends the whole sandbox when the host process dies.
  */
 import { accessSync, chmodSync, constants, copyFileSync, existsSync, mkdirSync, realpathSync, renameSync, statSync } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve, sep } from 'node:path';
+import { delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { ValidationError } from '../../events/errors.js';
 import { runProcess, type ProcessResult, type RunProcessOptions } from '../process/run-process.js';
@@ -136,9 +136,15 @@ export async function runSandboxed(policy: SandboxPolicy, run: SandboxedRun): Pr
   }
   if (policy.mode === 'off') return runProcess({ ...rest, argv });
   // Trusted files the command names (its script, say) stay visible, read-only, even where the
-  // sandbox mounts something else (a hidden directory, the private /tmp).
-  const masked = [...policy.hide, ...PRIVATE_MOUNTS];
-  const extraRo = argv.filter((a) => isAbsolute(a) && masked.some((h) => isInside(a, h)) && existsSync(a) && !(run.rw ?? []).some((w) => isInside(a, w)));
+  // sandbox mounts something else (a hidden directory, the private /tmp): the script's directory
+  // (its helpers live beside it) unless that is a masked root itself, else the file alone.
+  const masked = [...policy.hide, ...PRIVATE_MOUNTS].map((m) => resolve(m));
+  const extraRo = new Set<string>();
+  for (const a of argv) {
+    if (!isAbsolute(a) || !existsSync(a) || !masked.some((h) => isInside(a, h)) || (run.rw ?? []).some((w) => isInside(a, w))) continue;
+    const dir = dirname(resolve(a));
+    extraRo.add(masked.includes(dir) || masked.some((h) => isInside(h, dir)) ? resolve(a) : dir);
+  }
   const r = await runProcess({
     ...rest,
     argv: [policy.bwrap, ...bwrapArgs(policy, { cwd: run.cwd, rw: rw ?? [], ro: [...(ro ?? []), ...extraRo] }), '/run/longbuild-init', '-c', INIT_SCRIPT, 'longbuild-init', ...argv],

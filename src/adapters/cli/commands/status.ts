@@ -20,6 +20,8 @@ export interface StatusOutput {
   readonly completed: boolean;
   readonly blocked: string | null;
   readonly nodes: Record<string, number>;
+  /** How untrusted processes run (R-30): "bwrap (bubblewrap 0.8.0)", or "off (reason)". */
+  readonly sandbox: string;
 }
 
 function blockedReason(st: BuildState): string | null {
@@ -48,7 +50,16 @@ export function statusOf(st: BuildState): StatusOutput {
     // A refused proposal blocks the build without a BuildBlocked event: ask the decider.
     blocked: st.blocked?.reason ?? blockedReason(st),
     nodes: counts,
+    sandbox: sandboxLine(st),
   };
+}
+
+function sandboxLine(st: BuildState): string {
+  const sb = st.build?.sandbox;
+  if (!sb) return 'off (a build from before the sandbox)';
+  if (sb.mode === 'off') return `off — planner, worker and verification run unsandboxed${sb.reason ? ` (${sb.reason})` : ''}`;
+  const net = (['planner', 'worker', 'verify'] as const).map((r) => `${r} ${sb.network[r] ? 'on' : 'off'}`).join(', ');
+  return `bwrap (${sb.bwrapVersion ?? 'bubblewrap'}; network: ${net})`;
 }
 
 export async function run(ctx: CommandContext): Promise<StatusOutput> {
@@ -58,6 +69,7 @@ export async function run(ctx: CommandContext): Promise<StatusOutput> {
 export function render(d: StatusOutput): string {
   const lines = [
     `build: ${d.completed ? 'complete' : d.blocked ? `blocked — ${d.blocked}` : 'in progress'} at position ${d.position}`,
+    `sandbox: ${d.sandbox}`,
     `graph: revision ${d.graphRevision}, sha256 ${d.graphSha256.slice(0, 16)}…, nodes ${Object.entries(d.nodes).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
     `integration head: ${d.integrationHead ?? '-'}`,
     d.horizon ? `horizon: ${d.horizon.id} r${d.horizon.revision}; detailed ${d.horizon.detailed.join(', ')}; coarse ${d.horizon.coarse.join(', ') || '(none)'}` : 'horizon: not sealed yet',

@@ -8,6 +8,11 @@ import type { EventLog } from '../../../events/log.js';
 import { catchUpFromLog, readEventsFrom } from '../../log/paging.js';
 import { openBuildLog, openBuildProjections, pathsOf } from '../open-build.js';
 import type { CommandContext } from '../types.js';
+import { join } from 'node:path';
+import { decideRefRepairs } from '../../../commands/refs.js';
+import type { BuildState } from '../../../projections/build-state.js';
+import { buildProjection } from '../../../projections/build-projection.js';
+import { observeRefs } from '../../controller/git-binding.js';
 
 export interface VerifyOutput {
   readonly ok: boolean;
@@ -37,6 +42,7 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
         rebuilt.rebuild(await readEventsFrom(log));
         projectionsSha256 = rebuilt.dumpSha256();
         if (existsSync(paths.projections)) problems.push(...(await compareStored(paths, log, headPosition, rebuilt)));
+        problems.push(...(await refsProblems(paths, rebuilt.state<BuildState>(buildProjection.name), headPosition)));
       } finally {
         rebuilt.close();
       }
@@ -45,6 +51,16 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
   } finally {
     await log.close();
   }
+}
+
+/** R-33: the integration ref (integrator's and published) and the attempt branches agree with the log. */
+async function refsProblems(paths: BuildPaths, state: BuildState, headPosition: number): Promise<VerifyProblem[]> {
+  if (!state.build || !existsSync(join(paths.integrator, 'HEAD'))) return [];
+  const observed = await observeRefs(paths.repo, paths.integrator, state.build.integrationRef, true);
+  return decideRefRepairs(state, observed).map((r) => ({
+    position: headPosition,
+    problem: `the ${r.where === 'published' ? 'published' : "integrator's"} ref ${r.ref} is at ${r.found ?? '(missing)'} but the log says ${r.expected ?? '(no such ref)'} (R-33; the next \`longbuild step\` or \`run\` resets it from the log and records the repair)`,
+  }));
 }
 
 async function compareStored(paths: BuildPaths, log: EventLog, headPosition: number, rebuilt: ProjectionStore): Promise<VerifyProblem[]> {
