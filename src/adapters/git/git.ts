@@ -37,8 +37,6 @@
  *
  * Integration
  *   changedPaths(repo, base, commit) -> string[]
- *   protectedPathViolations(repo, base, commit, protectedPaths?) -> string[]   ('.longbuild/' always)
- *   assertNoProtectedChanges(repo, base, commit, protectedPaths?)   throws ValidationError R-29
  *   integrateCandidates(repo, workspacesDir, jobId, head, candidates, date)
  *       -> { kind: 'applied', workspace, resultCommit, tree, fastForward }
  *        | { kind: 'conflict', candidate, index, detail }   (workspace already removed)
@@ -73,14 +71,12 @@ export {
 export type { AttemptCommitResult, CommitAndTree, PreparedAttempt } from './worktrees.js';
 export {
   ALWAYS_PROTECTED,
-  assertNoProtectedChanges,
   candidateProblem,
   changedPaths,
   commandEvidence,
   integrateCandidates,
   isPromoted,
   promote,
-  protectedPathViolations,
   publishRef,
   verifyNamedPaths,
   workspaceGitDir,

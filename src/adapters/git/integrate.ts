@@ -26,21 +26,6 @@ function isUnder(path: string, protectedPath: string): boolean {
   return path === p || path.startsWith(p + '/');
 }
 
-/** The changed paths of `commit` (vs base) that fall under a protected path; [] when allowed. */
-export async function protectedPathViolations(repo: string, base: string, commit: string, protectedPaths: readonly string[] = []): Promise<string[]> {
-  const all = [...ALWAYS_PROTECTED, ...protectedPaths];
-  return (await changedPaths(repo, base, commit)).filter((p) => all.some((prot) => isUnder(p, prot)));
-}
-
-/** Throw a ValidationError (R-29) naming the offending paths if the candidate touches protected paths. */
-export async function assertNoProtectedChanges(repo: string, base: string, commit: string, protectedPaths: readonly string[] = []): Promise<void> {
-  const bad = await protectedPathViolations(repo, base, commit, protectedPaths);
-  if (bad.length > 0) {
-    const shown = bad.slice(0, 10).join(', ') + (bad.length > 10 ? `, … (${bad.length} paths)` : '');
-    throw new ValidationError(`candidate ${commit} changes protected paths: ${shown} (R-29: a worker can change only its own work, never the build directory or protected paths)`, 'R-29');
-  }
-}
-
 export type IntegrationResult =
   | { readonly kind: 'applied'; readonly workspace: string; readonly gitDir: string; readonly resultCommit: string; readonly tree: string; readonly fastForward: boolean }
   | { readonly kind: 'conflict'; readonly candidate: string; readonly index: number; readonly detail: string };

@@ -60,28 +60,6 @@ function real(p: string): string {
   }
 }
 
-interface WorktreeEntry {
-  path: string;
-  locked: boolean;
-}
-
-async function listWorktrees(repo: string): Promise<WorktreeEntry[]> {
-  const out = (await git(repo, ['worktree', 'list', '--porcelain', '-z'])).stdout;
-  const entries: WorktreeEntry[] = [];
-  let cur: WorktreeEntry | null = null;
-  for (const field of out.split('\0')) {
-    if (field === '') {
-      if (cur) entries.push(cur);
-      cur = null;
-      continue;
-    }
-    if (field.startsWith('worktree ')) cur = { path: field.slice('worktree '.length), locked: false };
-    else if (cur && (field === 'locked' || field.startsWith('locked '))) cur.locked = true;
-  }
-  if (cur) entries.push(cur);
-  return entries;
-}
-
 async function commonDir(repo: string): Promise<string> {
   return resolve(repo, (await git(repo, ['rev-parse', '--git-common-dir'])).stdout.trim());
 }
