@@ -269,6 +269,13 @@ git -C "$ATTACK_BUILD/integrator.git" update-ref refs/heads/evil HEAD 2>/dev/nul
     // A sandboxed build records bubblewrap's version.
     const sandboxed = attackBuild({});
     expect(events(sandboxed.repo)[0]!.data.sandbox).toMatchObject({ mode: 'bwrap', bwrapVersion: expect.stringMatching(/^bubblewrap \d/) });
+    // Where bubblewrap has gone since, reading commands still work; a sandboxed call is refused in one line.
+    const noBwrap = { LONGBUILD_BWRAP: '/nonexistent/bwrap' };
+    expect(runCli(['status'], { cwd: sandboxed.repo, env: noBwrap }).code).toBe(0);
+    const refused = runCli(['run'], { cwd: sandboxed.repo, env: noBwrap });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^longbuild: this build was initialised with the bubblewrap sandbox, but bubblewrap \(bwrap\) is not installed/);
+    expect(refused.stderr.trim().split('\n')).toHaveLength(1);
   }, 120_000);
 
   it('R-30 the build directory is private: 0700, driver.json and evidence 0600; secret variables are redacted in evidence', () => {

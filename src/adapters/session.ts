@@ -227,7 +227,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     await ensureIntegratorRepo(paths.integrator, paths.repo, initData.integrationRef);
     const sandbox = sandboxPolicies(paths, initData.sandbox, env);
     const redact = redactor(secrets);
-    const run = (policy: SandboxPolicy): Runner => async (o) => redact(await runSandboxed(policy, o));
+    const run = (policy: () => SandboxPolicy): Runner => async (o) => redact(await runSandboxed(policy(), o));
     const protectedPaths = ['.longbuild', relativeBuildDir(paths), ...(driver.kind === 'command' ? driver.config.protectedPaths : driver.blueprint.protectedPaths ?? [])];
     const controller = await Controller.open({
       log,
@@ -265,21 +265,24 @@ type Runner = (o: SandboxedRun) => Promise<ProcessResult>;
 
 /**
  * The sandbox of each role (R-30), from what the build recorded. Every role hides the repository,
- * the build directory and the cache; bubblewrap recorded but missing now is refused.
+ * the build directory and the cache. bubblewrap is looked up when the first sandboxed call is
+ * made, so reading commands (`status`, `show`) work on a machine without it; a sandboxed call
+ * there is refused with one line.
  */
-function sandboxPolicies(paths: BuildPaths, recorded: SandboxSettings | undefined, env: NodeJS.ProcessEnv): { planner: SandboxPolicy; worker: SandboxPolicy; verify: SandboxPolicy } {
+function sandboxPolicies(paths: BuildPaths, recorded: SandboxSettings | undefined, env: NodeJS.ProcessEnv): { planner: () => SandboxPolicy; worker: () => SandboxPolicy; verify: () => SandboxPolicy } {
   const mode = recorded?.mode ?? 'off';
   const network = recorded?.network ?? { planner: true, worker: true, verify: true };
-  let bwrap = '';
-  let initPath = '';
-  if (mode === 'bwrap') {
-    const found = findBwrap(env);
-    if (found === null) throw new ValidationError(`this build was initialised with the bubblewrap sandbox, but ${BWRAP_MISSING.replace(/ or set .*$/, '')}`, 'R-30');
-    bwrap = found;
-    initPath = ensureSandboxInit(paths.sandbox);
-  }
   const hide = [paths.repo, paths.dir, paths.cache];
-  const policy = (net: boolean): SandboxPolicy => ({ mode, hide, network: net, initPath, bwrap });
+  let found: { bwrap: string; initPath: string } | null = null;
+  const resolve = (): { bwrap: string; initPath: string } => {
+    if (mode === 'off') return { bwrap: '', initPath: '' };
+    if (found !== null) return found;
+    const bwrap = findBwrap(env);
+    if (bwrap === null) throw new ValidationError(`this build was initialised with the bubblewrap sandbox, but ${BWRAP_MISSING.replace(/ or set .*$/, '')}`, 'R-30');
+    found = { bwrap, initPath: ensureSandboxInit(paths.sandbox) };
+    return found;
+  };
+  const policy = (net: boolean) => (): SandboxPolicy => ({ mode, hide, network: net, ...resolve() });
   return { planner: policy(network.planner), worker: policy(network.worker), verify: policy(network.verify) };
 }
 
