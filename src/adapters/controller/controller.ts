@@ -10,7 +10,7 @@ import { isBatchMode, shouldSplit, splitData } from '../../commands/batch.js';
 import { validateProposal, validateRenewal } from '../../commands/horizon.js';
 import { acceptedVersions, deriveCheckpoint } from '../../commands/checkpoint.js';
 import { compactMilestone } from '../../commands/compaction.js';
-import { decideRefRepairs } from '../../commands/refs.js';
+import { decideRefRepairs, type RefRepair } from '../../commands/refs.js';
 import type { Planner, Worker } from '../../commands/ports.js';
 import { plannerInputOf, workPacketOf } from '../../commands/effect-inputs.js';
 import type { Clock } from '../clock.js';
@@ -187,10 +187,15 @@ export class Controller {
     this.attemptRefsChecked = true;
     const repairs = decideRefRepairs(this.state, observed);
     if (repairs.length === 0) return null;
-    for (const r of repairs) await this.deps.git.repairRef(r);
-    await this.append(repairs.map((r) => ({ type: 'RefRepaired' as const, data: { ...r, graphRevision: this.state.graphRevision } })), 'refs');
+    await this.repair(repairs, 'refs');
     const what = repairs.map((r) => `${r.where} ${r.ref}: ${r.found ?? '(missing)'} -> ${r.expected ?? '(deleted)'}`).join('; ');
     return this.result('recovered', `refs disagreed with the log and were repaired (R-33): ${what}`);
+  }
+
+  /** Reset refs from the log, then record each repair (R-33). */
+  private async repair(repairs: readonly RefRepair[], causationId: string): Promise<void> {
+    for (const r of repairs) await this.deps.git.repairRef(r);
+    await this.append(repairs.map((r) => ({ type: 'RefRepaired' as const, data: { ...r, graphRevision: this.state.graphRevision } })), causationId);
   }
 
   // ---- planning ---------------------------------------------------------------
@@ -397,9 +402,7 @@ export class Controller {
       if (!promoted.ok) {
         // Someone else moved the ref (R-29): reset it to the logged head, record the stray commit
         // (R-33), and promote again. Nobody is blamed for it.
-        const repair = { ref, where: 'integrator' as const, found: promoted.actual, expected: job.baseHead };
-        await this.deps.git.repairRef(repair);
-        await this.append([{ type: 'RefRepaired', data: { ...repair, graphRevision: this.state.graphRevision } }], job.jobId);
+        await this.repair([{ ref, where: 'integrator', found: promoted.actual, expected: job.baseHead }], job.jobId);
         promoted = await this.effect('promote', () => this.deps.git.promote(ref, v.resultCommit!, job.baseHead));
         if (!promoted.ok) throw new EffectError(`the integration ref ${ref} keeps moving behind the integrator's back (now at ${promoted.actual ?? 'nothing'}); stop whatever moves it, then run again`);
       }

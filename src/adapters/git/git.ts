@@ -84,4 +84,4 @@ export {
   verificationResult,
 } from './integrate.js';
 export type { CandidateLimits, CommandRun, IntegrationResult, VerificationResult } from './integrate.js';
-export { ensureIntegratorRepo, INTEGRATOR_ATTRIBUTES } from './integrator-repo.js';
+export { ensureIntegratorRepo } from './integrator-repo.js';

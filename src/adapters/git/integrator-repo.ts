@@ -8,9 +8,6 @@ import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:f
 import { dirname, join } from 'node:path';
 import { git } from './exec.js';
 
-/** An empty attributes file: the integrator's git calls honour no attribute from elsewhere. */
-export const INTEGRATOR_ATTRIBUTES = '';
-
 /**
  * Create the integrator's repository at `dir` (idempotent), holding the user's integration ref
  * and any longbuild attempt branches the user's repository already has (a build from before).
@@ -22,7 +19,8 @@ export async function ensureIntegratorRepo(dir: string, userRepo: string, integr
   mkdirSync(dirname(dir), { recursive: true, mode: 0o700 });
   await git(dirname(dir), ['init', '-q', '--bare', '--template=', '-b', 'main', tmp]);
   mkdirSync(join(tmp, 'info'), { recursive: true });
-  writeFileSync(join(tmp, 'info', 'attributes'), INTEGRATOR_ATTRIBUTES);
+  // An empty attributes file: the integrator's git calls honour no attribute from elsewhere.
+  writeFileSync(join(tmp, 'info', 'attributes'), '');
   // Attempt clones fetch their base head by object id.
   await git(tmp, ['config', 'uploadpack.allowAnySHA1InWant', 'true']);
   await git(tmp, ['fetch', '-q', '--no-tags', userRepo, `+${integrationRef}:${integrationRef}`, '+refs/heads/longbuild/attempts/*:refs/heads/longbuild/attempts/*']);

@@ -209,11 +209,3 @@ function uniqueRoots(dirs: readonly string[]): string[] {
   const abs = [...new Set(dirs.map((d) => resolve(d)))].filter((d) => d !== '/' && existsSync(d)).sort();
   return abs.filter((d) => !abs.some((o) => o !== d && isInside(d, o)));
 }
-
-/** The sandbox settings a build pins in its first event. */
-export interface SandboxRecord {
-  readonly mode: SandboxMode;
-  readonly bwrapVersion: string | null;
-  readonly network: { readonly planner: boolean; readonly worker: boolean; readonly verify: boolean };
-}
-
