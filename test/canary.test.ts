@@ -44,20 +44,20 @@ describe('forced-interruption canary (SPEC R-11, R-12, R-17..R-20)', () => {
     const workerCalls: string[] = [];
     const s = await openBuild({ repo, planner: throwingPlanner, worker: countingWorker(blueprint, workerCalls) });
     try {
-      const first = await s.controller.advance();
+      const first = await s.advance();
       expect(first).toMatchObject({ outcome: 'checkpointed', milestoneId: 'interfaces-and-api' });
       const cp1 = s.controller.current.checkpoints['interfaces-and-api']!.checkpoint;
       expect(cp1.integrationHead).toBe(catalogHead);
       expect(cp1.acceptedNodes.map((n) => n.id)).toEqual(['catalog-api', 'interfaces']);
       expect(cp1.contracts).toEqual(['helios-interfaces@1']);
 
-      const dispatched = await s.controller.advance();
+      const dispatched = await s.advance();
       expect(dispatched).toMatchObject({ outcome: 'dispatched', nodeId: 'caregiver-home' });
       expect(attemptOf(s.controller.current, 'caregiver-home.1')!.baseHead).toBe(catalogHead);
 
-      expect(await s.controller.advance()).toMatchObject({ outcome: 'integrated', nodeId: 'caregiver-home' });
-      expect(await s.controller.advance()).toMatchObject({ outcome: 'checkpointed', milestoneId: 'running-home' });
-      expect(await s.controller.advance()).toMatchObject({ outcome: 'horizon_complete' });
+      expect(await s.advance()).toMatchObject({ outcome: 'integrated', nodeId: 'caregiver-home' });
+      expect(await s.advance()).toMatchObject({ outcome: 'checkpointed', milestoneId: 'running-home' });
+      expect(await s.advance()).toMatchObject({ outcome: 'horizon_complete' });
 
       expect(workerCalls).toEqual(['caregiver-home']);
       const st = s.controller.current;
@@ -86,9 +86,9 @@ describe('forced-interruption canary (SPEC R-11, R-12, R-17..R-20)', () => {
     });
     try {
       for (const outcome of ['checkpointed', 'compacted', 'dispatched', 'integrated', 'checkpointed', 'compacted']) {
-        expect((await s.controller.advance()).outcome).toBe(outcome);
+        expect((await s.advance()).outcome).toBe(outcome);
       }
-      await expect(s.controller.advance()).rejects.toThrow('stop here');
+      await expect(s.advance()).rejects.toThrow('stop here');
       expect(calls).toEqual(['plan.renew.1']);
     } finally {
       await s.close();

@@ -27,7 +27,7 @@ async function runToEnd(repo: string, cap = 100_000): Promise<{ outcomes: string
   const sizes: number[] = [];
   try {
     for (let i = 0; i < cap; i++) {
-      const r = await s.controller.advance();
+      const r = await s.advance();
       outcomes.push(r.outcome);
       sizes.push(Object.keys(s.controller.current.nodes).length);
       if (r.outcome === 'horizon_complete' || r.outcome === 'blocked') break;

@@ -50,7 +50,7 @@ describe('trusted verification commands and protected paths (SPEC R-26, R-28, R-
     const planner: Planner = { route: 'scripted:blueprint', propose: async () => raw };
     const s = await openBuild({ repo, planner });
     try {
-      const r = await s.controller.advance();
+      const r = await s.advance();
       expect(r.outcome).toBe('blocked');
       expect(r.reason).toMatch(/R-28.*verify/);
       expect(s.controller.current.horizon).toBeNull();
@@ -75,7 +75,7 @@ describe('trusted verification commands and protected paths (SPEC R-26, R-28, R-
     };
     const s = await openBuild({ repo, worker: sneaky });
     try {
-      for (let i = 0; i < 4 && !shardValues(s.controller.current.jobs).some((j) => j.status === 'promoted'); i++) await s.controller.advance();
+      for (let i = 0; i < 4 && !shardValues(s.controller.current.jobs).some((j) => j.status === 'promoted'); i++) await s.advance();
       const jobs = shardValues(s.controller.current.jobs);
       expect(jobs).toHaveLength(1);
       expect(jobs[0]!.verification!.evidence.map((e) => e.argv)).toEqual(TRUSTED);
@@ -97,8 +97,8 @@ describe('trusted verification commands and protected paths (SPEC R-26, R-28, R-
     };
     const s = await openBuild({ repo, worker: intruder });
     try {
-      await s.controller.advance(); // seal
-      const r = await s.controller.advance(); // dispatch catalog-api
+      await s.advance(); // seal
+      const r = await s.advance(); // dispatch catalog-api
       expect(r.outcome).toBe('dispatched');
       const attempt = attemptOf(s.controller.current, 'catalog-api.1')!;
       expect(attempt.status).toBe('failed');

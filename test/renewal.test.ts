@@ -40,7 +40,7 @@ describe('R-16 R-23 a three-milestone build: two horizons, compaction after ever
     try {
       const outcomes: string[] = [];
       for (let i = 0; i < 20; i++) {
-        const r = await s.controller.advance();
+        const r = await s.advance();
         outcomes.push(r.outcome);
         if (r.outcome === 'horizon_complete') break;
       }
@@ -106,13 +106,13 @@ describe('R-16 rejected renewals block with a message naming the rule', () => {
       const outcomes: string[] = [];
       let last;
       for (let i = 0; i < 10; i++) {
-        last = await s.controller.advance();
+        last = await s.advance();
         outcomes.push(last.outcome);
         if (last.outcome === 'blocked') break;
       }
       expect(outcomes).toEqual(['planned', 'dispatched', 'checkpointed', 'compacted', 'blocked']);
       expect(last!.reason).toMatch(/^proposal refused \(R-16\): .*skips 'b'/);
-      const again = await s.controller.advance();
+      const again = await s.advance();
       expect(again.outcome).toBe('blocked');
       expect(again.reason).toMatch(/^renewal refused \(R-16\): .*skips 'b' \(promotes 'c'\)/);
       expect(calls).toEqual(['plan.seal.0', 'plan.renew.1']);

@@ -29,6 +29,10 @@ export interface BuildPaths {
   readonly sandbox: string;
   /** Private index files of the host's attempt commits. */
   readonly index: string;
+  /** The Merkle tree of the log (R-34), a cache like the projections. */
+  readonly tree: string;
+  /** Signed checkpoints of the log (R-35), one file per tree size. */
+  readonly checkpoints: string;
 }
 
 /** Resolve the build paths from `--repo` (default cwd) and `--dir` (default `<repo>/.longbuild`). */
@@ -52,6 +56,8 @@ export function buildPaths(optsOrDir: string | { repo?: string; dir?: string; cw
     integrator: join(dir, 'integrator.git'),
     sandbox: join(dir, 'sandbox'),
     index: join(dir, 'index'),
+    tree: join(dir, 'tree.db'),
+    checkpoints: join(dir, 'checkpoints'),
   };
 }
 

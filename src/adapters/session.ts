@@ -30,6 +30,11 @@ import { loadConfig, parseConfig, type LongbuildConfig } from './config/config.j
 import { CommandPlanner } from './command/command-planner.js';
 import { CommandWorker } from './command/command-worker.js';
 import { commandEnv } from './command/command-env.js';
+import type { KeyObject } from 'node:crypto';
+import type { StepResult } from './controller/controller.js';
+import { parseVerifierKey } from '../events/signed-note.js';
+import { Notary } from './transparency/notary.js';
+import { buildVerifierKey, loadOrCreateSigningKey, loadSigningKey, signingKeyPath } from './transparency/keys.js';
 
 export const INTEGRATION_REF = 'refs/heads/longbuild/integration';
 
@@ -56,6 +61,8 @@ export interface OpenOptions {
   readonly appendFence?: AppendFence;
   /** Checked before every append: the controller lease is still held (the SQLite lock file). */
   readonly beforeAppend?: () => void;
+  /** The signing key file (R-35; default: LONGBUILD_SIGNING_KEY, else `<config dir>/signing.key`). */
+  readonly signingKey?: string;
 }
 
 /** An open build: its log, projections and controller. Close it when done. */
@@ -64,6 +71,14 @@ export interface BuildSession {
   readonly log: TransferableEventLog;
   readonly projections: ProjectionStore;
   readonly controller: Controller;
+  readonly notary: Notary;
+  /**
+   * One controller step (R-17). Before the first, the log is checked against the chain head
+   * anchor and the last signed checkpoint (R-36); a checkpoint is signed after every promotion,
+   * milestone checkpoint and end of the build (R-35).
+   */
+  advance(): Promise<StepResult>;
+  /** Close; a session that appended signs a checkpoint at the head first (the end of every run). */
   close(): Promise<void>;
 }
 
@@ -74,6 +89,8 @@ export interface InitResult {
   readonly paths: BuildPaths;
   /** One line to show the user (the sandbox is off on this machine, say). */
   readonly notice?: string;
+  /** The signing key file, and whether init created it. */
+  readonly signingKey: { readonly path: string; readonly created: boolean; readonly vkey: string };
 }
 
 function blueprintSettings(bp: Blueprint): BuildSettings {
@@ -181,12 +198,21 @@ async function initBuild(
   const sourceSha256 = sha256Hex(driverJson);
   const requestSha256 = canonicalSha256(request);
   const buildId = `b-${sha256Hex(`${driver.kind === 'blueprint' ? blueprintSha256(driver.blueprint) : sourceSha256}:${integrationHead}`).slice(0, 16)}`;
+  let key: ReturnType<typeof loadOrCreateSigningKey>;
+  try {
+    key = loadOrCreateSigningKey(signingKeyPath(opts.signingKey, opts.env ?? process.env, opts.cwd));
+  } catch (err) {
+    await log.close();
+    throw err;
+  }
+  const vkey = buildVerifierKey(buildId, key.privateKey);
   try {
     const result = await log.append(`build-${buildId}`, [{
       type: 'BuildInitialized',
       data: {
         buildId, request, requestSha256, integrationRef: INTEGRATION_REF, baseHead: integrationHead,
         verify: verify.map((c) => [...c]), settings, driver: { kind: driver.kind, sourceSha256 }, sandbox: sandbox.settings,
+        signing: { vkey },
       },
       metadata: { recordedAt: clock.now(1), correlationId: buildId },
     }], 'no-stream');
@@ -196,7 +222,16 @@ async function initBuild(
     } finally {
       store.close();
     }
-    return { buildId, requestSha256, position: result.position, paths, ...(sandbox.notice === undefined ? {} : { notice: sandbox.notice }) };
+    const notary = Notary.open(paths, log, buildId, parseVerifierKey(vkey), key.privateKey);
+    try {
+      await notary.sign();
+    } finally {
+      notary.close();
+    }
+    return {
+      buildId, requestSha256, position: result.position, paths, signingKey: { path: key.path, created: key.created, vkey },
+      ...(sandbox.notice === undefined ? {} : { notice: sandbox.notice }),
+    };
   } finally {
     await log.close();
   }
@@ -213,6 +248,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
   const env = opts.env ?? process.env;
   const log = await openBuildLog(paths, opts.appendFence ? { postgresFence: opts.appendFence } : {});
   let projections: ProjectionStore | null = null;
+  let notary: Notary | null = null;
   try {
     projections = openBuildProjections(paths);
     const store = projections;
@@ -220,7 +256,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     await catchUpFromLog(store, log);
     const first = (await log.readAll({ from: 1, limit: 1 }))[0];
     if (!first || first.type !== 'BuildInitialized') throw new CorruptLogError(1, 'the log does not start with BuildInitialized');
-    const initData = first.data as { driver: { sourceSha256: string }; sandbox?: SandboxSettings; verify: string[][]; integrationRef: string };
+    const initData = first.data as { buildId: string; driver: { sourceSha256: string }; sandbox?: SandboxSettings; verify: string[][]; integrationRef: string; signing?: { vkey: string } };
     const driver = readDriver(paths, initData.driver.sourceSha256);
     const allow = driver.kind === 'command' ? [...driver.config.env.allow, ...driver.config.env.secret] : [];
     const secrets = driver.kind === 'command' ? driver.config.env.secret.map((n) => env[n]).filter((v): v is string => v !== undefined && v !== '') : [];
@@ -229,6 +265,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     const redact = redactor(secrets);
     const run = (policy: () => SandboxPolicy): Runner => async (o) => redact(await runSandboxed(policy(), o));
     const protectedPaths = ['.longbuild', relativeBuildDir(paths), ...(driver.kind === 'command' ? driver.config.protectedPaths : driver.blueprint.protectedPaths ?? [])];
+    let signDue = false;
     const controller = await Controller.open({
       log,
       clock: driver.kind === 'blueprint' ? logicalClock() : systemClock,
@@ -243,22 +280,67 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       evidence: new FileEvidenceStore(paths.evidence),
       faults: opts.faults ?? faultsFromEnv(env),
       ...(opts.beforeAppend ? { beforeAppend: opts.beforeAppend } : {}),
-      onAppended: (events, state) => store.catchUp(events, new Map([[buildProjection.name, state]])),
+      onAppended: (events, state) => {
+        store.catchUp(events, new Map([[buildProjection.name, state]]));
+        if (events.some((e) => SIGNED_AFTER.has(e.type))) signDue = true;
+      },
       // Issue 7: a deliberate resume bug, only ever set by the fuzz test to prove fuzz can fail.
       ...(env.LONGBUILD_FUZZ_PLANT_BUG === 'skip-adoption' ? { plantedBug: 'skip-adoption' as const } : {}),
     });
+    notary = openNotary(paths, log, initData);
+    const signer = notary;
+    let checked = false;
+    const sign = async (): Promise<void> => {
+      signDue = false;
+      await signer.sign();
+    };
     return {
-      paths, log, projections: store, controller,
+      paths, log, projections: store, controller, notary: signer,
+      async advance() {
+        if (!checked) {
+          signer.useKey(loadBuildKey(opts, env, initData));
+          await signer.check();
+          checked = true;
+        }
+        const result = await controller.advance();
+        if (signDue) await sign();
+        return result;
+      },
       async close() {
-        store.close();
-        await log.close();
+        try {
+          if (checked) await sign();
+        } finally {
+          signer.close();
+          store.close();
+          await log.close();
+        }
       },
     };
   } catch (err) {
+    notary?.close();
     projections?.close();
     await log.close();
     throw err;
   }
+}
+
+/** Events after which a checkpoint is signed (R-35): promotions, milestone checkpoints, the end. */
+const SIGNED_AFTER = new Set(['IntegrationPromoted', 'CheckpointWritten', 'BuildCompleted', 'BuildBlocked']);
+
+function openNotary(paths: BuildPaths, log: TransferableEventLog, initData: { buildId: string; signing?: { vkey: string } }): Notary {
+  if (initData.signing === undefined) {
+    throw new CorruptLogError(1, 'the log names no signing key (the build predates signed checkpoints, R-35): it can be read and verified, not extended');
+  }
+  return Notary.open(paths, log, initData.buildId, parseVerifierKey(initData.signing.vkey), null);
+}
+
+/** The signing key for appending: it must be the key the build recorded (R-35). */
+function loadBuildKey(opts: OpenOptions, env: NodeJS.ProcessEnv, initData: { buildId: string; signing?: { vkey: string } }): KeyObject {
+  const key = loadSigningKey(signingKeyPath(opts.signingKey, env, opts.cwd));
+  if (buildVerifierKey(initData.buildId, key.privateKey) !== initData.signing!.vkey) {
+    throw new ValidationError(`the signing key ${key.path} is not this build's key (the log records ${initData.signing!.vkey}); pass the build's key with --signing-key FILE, or set LONGBUILD_SIGNING_KEY`, 'R-35');
+  }
+  return key.privateKey;
 }
 
 type Runner = (o: SandboxedRun) => Promise<ProcessResult>;

@@ -123,6 +123,11 @@ export const BuildInitialized = e('BuildInitialized', z.strictObject({
   driver: z.strictObject({ kind: z.enum(['blueprint', 'command']), sourceSha256: Sha256Schema }),
   /** How untrusted processes run; absent in builds from before the sandbox (unsandboxed). */
   sandbox: SandboxSettingsSchema.optional(),
+  /**
+   * The verifier key (c2sp.org/signed-note vkey, named by the build id) that signs the log's
+   * checkpoints (R-35); absent in builds from before signed checkpoints, which cannot be extended.
+   */
+  signing: z.strictObject({ vkey: z.string().regex(/^[^+\s]+\+[0-9a-f]{8}\+[A-Za-z0-9+/]+=*$/) }).optional(),
 }));
 
 export const PlannerInvoked = e('PlannerInvoked', z.strictObject({

@@ -49,5 +49,12 @@ export interface EventLog {
   streamRevision(streamId: string): Promise<number>;
   /** Walk the chain end to end (R-4); reports the first bad position and stops there. */
   verifyChain(): Promise<ChainReport>;
+  /**
+   * The chain head anchor the backend keeps beside the events (written with every append), or
+   * null when it has none: a log whose last event is not the anchor was cut or forged (R-4).
+   */
+  anchor(): Promise<LogHead | null>;
+  /** The hashes of up to `limit` events from position `from` on, in order (the Merkle leaves, R-34). */
+  readHashes(from: number, limit: number): Promise<string[]>;
   close(): Promise<void>;
 }

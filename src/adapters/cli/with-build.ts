@@ -8,6 +8,7 @@ export function sessionOptions(ctx: CommandContext): OpenOptions {
     ...(ctx.flags.dir !== undefined ? { dir: ctx.dir } : {}),
     cwd: ctx.cwd,
     env: ctx.env as NodeJS.ProcessEnv,
+    ...(typeof ctx.flags['signing-key'] === 'string' ? { signingKey: ctx.flags['signing-key'] } : {}),
   };
 }
 

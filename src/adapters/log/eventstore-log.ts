@@ -206,6 +206,15 @@ export class EventStoreEventLog implements EventLog, VerbatimImportable {
     return last ? { position: last.position, hash: last.hash } : null;
   }
 
+  /** The server's own last revision is the anchor (an ESDB stream cannot be cut from below us). */
+  async anchor(): Promise<LogHead | null> {
+    return this.head();
+  }
+
+  async readHashes(from: number, limit: number): Promise<string[]> {
+    return (await this.readAll({ from, limit })).map((e) => e.hash);
+  }
+
   async streamRevision(streamId: string): Promise<number> {
     await this.serial(() => this.catchUp());
     return this.revisionOf(streamId);

@@ -206,6 +206,19 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     return r.rows.map((row) => rawRowToEvent(fromPg(row)));
   }
 
+  async anchor(): Promise<LogHead | null> {
+    await this.ready();
+    const a = await this.pool.query<{ position: string; hash: string }>(`SELECT position, hash FROM ${this.t.head} WHERE id = 1`);
+    const row = a.rows[0];
+    return row ? { position: Number(row.position), hash: row.hash } : null;
+  }
+
+  async readHashes(from: number, limit: number): Promise<string[]> {
+    await this.ready();
+    const r = await this.pool.query<{ hash: string }>(`SELECT hash FROM ${this.t.events} WHERE position >= $1 ORDER BY position ASC LIMIT $2`, [from, limit]);
+    return r.rows.map((row) => row.hash);
+  }
+
   async readStream(streamId: string, options: ReadOptions = {}): Promise<StoredEvent[]> {
     await this.ready();
     const backwards = options.direction === 'backwards';

@@ -117,6 +117,7 @@ export class SqliteEventLog implements EventLog {
       streamFwd: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?').raw(true),
       streamBwd: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?').raw(true),
       iterate: this.db.prepare('SELECT * FROM events ORDER BY position ASC'),
+      hashes: this.db.prepare('SELECT hash FROM events WHERE position >= ? ORDER BY position ASC LIMIT ?').pluck(true),
       // Raw rows (arrays) in a fixed column order: the replay path builds no intermediate objects.
       replay: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE position >= ? ORDER BY position ASC').raw(true),
     };
@@ -299,8 +300,25 @@ export class SqliteEventLog implements EventLog {
     return this.streamRevisionSync(streamId);
   }
 
+  /** The anchor and the rows are read in one read transaction: one snapshot, even while another process appends. */
   verifyChainSync(): ChainReport {
-    return verifyRows(this.stmts.iterate.iterate() as Iterable<EventRow>, this.stmts.anchor.get() as LogHead | undefined);
+    return this.db.transaction(() => verifyRows(this.stmts.iterate.iterate() as Iterable<EventRow>, this.stmts.anchor.get() as LogHead | undefined))();
+  }
+
+  anchorSync(): LogHead | null {
+    return (this.stmts.anchor.get() as LogHead | undefined) ?? null;
+  }
+
+  async anchor(): Promise<LogHead | null> {
+    return this.anchorSync();
+  }
+
+  readHashesSync(from: number, limit: number): string[] {
+    return this.stmts.hashes.all(from, limit) as string[];
+  }
+
+  async readHashes(from: number, limit: number): Promise<string[]> {
+    return this.readHashesSync(from, limit);
   }
 
   async verifyChain(): Promise<ChainReport> {

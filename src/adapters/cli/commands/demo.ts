@@ -46,7 +46,7 @@ export async function run(ctx: CommandContext): Promise<DemoOutput> {
     let outcome: StepOutcome = 'horizon_complete';
     let reason: string | undefined;
     for (;;) {
-      const r = await s.controller.advance();
+      const r = await s.advance();
       steps += 1;
       progress.step(r, s.controller.current);
       outcome = r.outcome;

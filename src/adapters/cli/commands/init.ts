@@ -5,7 +5,7 @@ import { initFromBlueprint, initFromRequest } from '../../session.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { sessionOptions } from '../with-build.js';
 
-export const flags: Record<string, FlagSpec> = { blueprint: { type: 'string' }, request: { type: 'string' }, config: { type: 'string' }, log: { type: 'string' } };
+export const flags: Record<string, FlagSpec> = { blueprint: { type: 'string' }, request: { type: 'string' }, config: { type: 'string' }, log: { type: 'string' }, 'signing-key': { type: 'string' } };
 
 export interface InitOutput {
   readonly buildId: string;
@@ -13,6 +13,8 @@ export interface InitOutput {
   readonly position: number;
   readonly dir: string;
   readonly driver: 'blueprint' | 'command';
+  /** The key that signs the log's checkpoints (R-35), outside the build directory. */
+  readonly signingKey: { readonly path: string; readonly created: boolean; readonly vkey: string };
 }
 
 /** Create a build from a blueprint, or from a request plus a config of real commands. */
@@ -23,7 +25,7 @@ export async function run(ctx: CommandContext): Promise<InitOutput> {
     if (request !== undefined || config !== undefined) throw new UsageError('init: give either --blueprint FILE or --request FILE [--config FILE], not both');
     const r = await initFromBlueprint(blueprint, opts);
     if (r.notice !== undefined) ctx.stderr(`${r.notice}\n`);
-    return { buildId: r.buildId, requestSha256: r.requestSha256, position: r.position, dir: r.paths.dir, driver: 'blueprint' };
+    return { buildId: r.buildId, requestSha256: r.requestSha256, position: r.position, dir: r.paths.dir, driver: 'blueprint', signingKey: r.signingKey };
   }
   if (typeof request === 'string') {
     const configPath = typeof config === 'string' ? config : join(ctx.repo, 'longbuild.config.json');
@@ -32,11 +34,11 @@ export async function run(ctx: CommandContext): Promise<InitOutput> {
     }
     const r = await initFromRequest(request, configPath, opts);
     if (r.notice !== undefined) ctx.stderr(`${r.notice}\n`);
-    return { buildId: r.buildId, requestSha256: r.requestSha256, position: r.position, dir: r.paths.dir, driver: 'command' };
+    return { buildId: r.buildId, requestSha256: r.requestSha256, position: r.position, dir: r.paths.dir, driver: 'command', signingKey: r.signingKey };
   }
   throw new UsageError('init: --blueprint FILE or --request FILE is required (see `longbuild init --help`)');
 }
 
 export function render(d: InitOutput): string {
-  return `initialised build ${d.buildId} (${d.driver === 'blueprint' ? 'scripted planner and worker' : 'configured planner and worker commands'}) in ${d.dir}\nrequest sha256 ${d.requestSha256}\nnext: longbuild run   (or longbuild step, one controller event at a time)\n`;
+  return `initialised build ${d.buildId} (${d.driver === 'blueprint' ? 'scripted planner and worker' : 'configured planner and worker commands'}) in ${d.dir}\nrequest sha256 ${d.requestSha256}\nsigning key ${d.signingKey.path}${d.signingKey.created ? ' (created; keep it: only it can extend this build)' : ''}\nverifier key ${d.signingKey.vkey}\nnext: longbuild run   (or longbuild step, one controller event at a time)\n`;
 }

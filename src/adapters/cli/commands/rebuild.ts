@@ -1,5 +1,8 @@
 import { CorruptLogError } from '../../../events/errors.js';
+import { existsSync } from 'node:fs';
 import { readEventsFrom } from '../../log/paging.js';
+import { eventLeafHash } from '../../../events/merkle.js';
+import { checkCheckpoints, schemaProblems, storedPosition } from './verify.js';
 import { openBuildLog, openBuildProjections, pathsOf } from '../open-build.js';
 import type { CommandContext } from '../types.js';
 
@@ -13,13 +16,22 @@ export async function run(ctx: CommandContext): Promise<RebuildOutput> {
   const paths = pathsOf(ctx);
   const log = await openBuildLog(paths);
   try {
+    const seen = existsSync(paths.projections) ? storedPosition(paths) : 0;
     const chain = await log.verifyChain();
-    const first = chain.problems[0];
-    if (first) throw new CorruptLogError(first.position, `${first.problem}; refusing to rebuild projections from a corrupt log`);
+    const all = await readEventsFrom(log);
+    // R-36: the projections are never refolded from a log that is shorter than what they or a
+    // signed checkpoint saw, that fails a schema, or that a signed checkpoint does not vouch for.
+    const problems = [...chain.problems];
+    if (problems.length === 0) {
+      if (seen > all.length) problems.push({ position: all.length + 1, problem: `log truncated: the projections have seen position ${seen}, but the log ends at ${all.length}` });
+      problems.push(...schemaProblems(all), ...checkCheckpoints(paths, all, all.map((e) => eventLeafHash(e.hash)), undefined, undefined, null).problems);
+    }
+    const first = problems.sort((a, b) => a.position - b.position)[0];
+    if (first) throw new CorruptLogError(first.position, `${first.problem}; refusing to rebuild projections from this log`);
     const store = openBuildProjections(paths);
     try {
       // One transaction, all or nothing: the whole log is read before the projections are dropped.
-      const events = store.rebuild(await readEventsFrom(log));
+      const events = store.rebuild(all);
       return { events, projectionsSha256: store.dumpSha256() };
     } finally {
       store.close();

@@ -5,7 +5,7 @@ import { withBuild } from '../with-build.js';
 import { withControl } from '../with-control.js';
 import { UsageError } from '../../../events/errors.js';
 
-export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' } };
+export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' }, 'signing-key': { type: 'string' } };
 
 export interface RunOutput {
   readonly outcome: StepOutcome;
@@ -28,7 +28,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
     let steps = 0;
     let last: StepResult | null = null;
     while (steps < limit) {
-      last = await s.controller.advance();
+      last = await s.advance();
       steps += 1;
       outcomes[last.outcome] = (outcomes[last.outcome] ?? 0) + 1;
       if (progress) {

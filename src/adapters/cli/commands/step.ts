@@ -4,11 +4,11 @@ import { withBuild } from '../with-build.js';
 import { withControl } from '../with-control.js';
 import type { FlagSpec } from '../types.js';
 
-export const flags: Record<string, FlagSpec> = { standby: { type: 'boolean' } };
+export const flags: Record<string, FlagSpec> = { standby: { type: 'boolean' }, 'signing-key': { type: 'string' } };
 
 /** Perform exactly one controller event. */
 export async function run(ctx: CommandContext): Promise<StepResult> {
-  return withControl(ctx, (lease) => withBuild(ctx, (s) => s.controller.advance(), { appendFence: lease.appendFence, ...(lease.assertHeld ? { beforeAppend: lease.assertHeld } : {}) }));
+  return withControl(ctx, (lease) => withBuild(ctx, (s) => s.advance(), { appendFence: lease.appendFence, ...(lease.assertHeld ? { beforeAppend: lease.assertHeld } : {}) }));
 }
 
 export function render(d: StepResult): string {

@@ -5,7 +5,7 @@ import { LongbuildError } from '../../../events/errors.js';
 import { ProjectionStore } from '../../../projections/engine.js';
 import { allProjections } from '../../../projections/registry.js';
 import type { EventLog } from '../../../events/log.js';
-import { catchUpFromLog, readEventsFrom } from '../../log/paging.js';
+import { catchUpFromLog, readPages } from '../../log/paging.js';
 import { openBuildLog, openBuildProjections, pathsOf } from '../open-build.js';
 import type { CommandContext } from '../types.js';
 import { join } from 'node:path';
@@ -13,6 +13,18 @@ import { decideRefRepairs } from '../../../commands/refs.js';
 import type { BuildState } from '../../../projections/build-state.js';
 import { buildProjection } from '../../../projections/build-projection.js';
 import { observeRefs } from '../../controller/git-binding.js';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { FlagSpec } from '../types.js';
+import type { StoredEvent } from '../../../events/envelope.js';
+import { UsageError, ValidationError } from '../../../events/errors.js';
+import { domainCatalogue } from '../../../events/catalogue.js';
+import { sha256Hex } from '../../../events/hash.js';
+import { eventLeafHash, hashLeaves } from '../../../events/merkle.js';
+import { formatVerifierKey, parseVerifierKey, type VerifierKey } from '../../../events/signed-note.js';
+import { checkpointFiles, readCheckpoint } from '../../transparency/notary.js';
+
+export const flags: Record<string, FlagSpec> = { since: { type: 'string' }, 'expect-head': { type: 'string' }, key: { type: 'string' } };
 
 export interface VerifyOutput {
   readonly ok: boolean;
@@ -21,6 +33,10 @@ export interface VerifyOutput {
   /** SHA-256 of the canonical dump of the rebuilt projections (null when the chain is broken). */
   readonly projectionsSha256: string | null;
   readonly problems: VerifyProblem[];
+  /** Signed checkpoints checked against the log's Merkle tree (R-34, R-35). */
+  readonly checkpoints: number;
+  /** The tree head at the log's size: base64 root (R-34). */
+  readonly treeRoot: string | null;
 }
 
 /**
@@ -30,27 +46,165 @@ export interface VerifyOutput {
  */
 export async function run(ctx: CommandContext): Promise<VerifyOutput> {
   const paths = pathsOf(ctx);
+  const expectHead = typeof ctx.flags['expect-head'] === 'string' ? parseExpectHead(ctx.flags['expect-head']) : null;
   const log = await openBuildLog(paths);
   try {
+    // The projections' position is read before the log: the log only grows, so a live run never
+    // makes it look cut (one consistent view per store; the chain walk is one read snapshot).
+    const seenBefore = existsSync(paths.projections) ? storedPosition(paths) : 0;
     const chain = await log.verifyChain();
     const problems: VerifyProblem[] = [...chain.problems];
-    const headPosition = (await log.head())?.position ?? 0;
+    const headPosition = chain.events;
     let projectionsSha256: string | null = null;
+    let checkpoints = 0;
+    let treeRoot: string | null = null;
     if (chain.ok) {
+      const events: StoredEvent[] = [];
+      for await (const page of readPages(log, 1, headPosition)) events.push(...page);
+      problems.push(...schemaProblems(events));
+      const leaves = events.map((e) => eventLeafHash(e.hash));
+      treeRoot = hashLeaves(leaves).toString('base64');
+      const signed = checkCheckpoints(paths, events, leaves, typeof ctx.flags.key === 'string' ? ctx.flags.key : undefined, typeof ctx.flags.since === 'string' ? resolve(ctx.cwd, ctx.flags.since) : undefined, expectHead);
+      checkpoints = signed.checked;
+      problems.push(...signed.problems);
+      if (seenBefore > headPosition) problems.push({ position: headPosition + 1, problem: `log truncated: the projections have seen position ${seenBefore}, but the log ends at ${headPosition}` });
+      problems.push(...driverProblems(paths, events[0]), ...evidenceProblems(paths, events));
       const rebuilt = ProjectionStore.open(':memory:', allProjections(), { snapshotEvery: 0 });
       try {
-        rebuilt.rebuild(await readEventsFrom(log));
+        rebuilt.rebuild(events);
         projectionsSha256 = rebuilt.dumpSha256();
-        if (existsSync(paths.projections)) problems.push(...(await compareStored(paths, log, headPosition, rebuilt)));
+        if (existsSync(paths.projections) && seenBefore <= headPosition) problems.push(...(await compareStored(paths, log, headPosition, rebuilt)));
         problems.push(...(await refsProblems(paths, rebuilt.state<BuildState>(buildProjection.name), headPosition)));
       } finally {
         rebuilt.close();
       }
     }
-    return { ok: problems.length === 0, events: chain.events, headHash: chain.headHash, projectionsSha256, problems };
+    problems.sort((a, b) => a.position - b.position);
+    // Rebuilding is the remedy only when the log itself passed every check (R-36).
+    if (problems.length > 0 && problems.every((p) => p.problem.startsWith('stored projections differ'))) {
+      problems[0] = { ...problems[0]!, problem: `${problems[0]!.problem}; the log checks out, so \`longbuild rebuild\` refolds the projections from it` };
+    }
+    return { ok: problems.length === 0, events: chain.events, headHash: chain.headHash, projectionsSha256, problems, checkpoints, treeRoot };
   } finally {
     await log.close();
   }
+}
+
+export function storedPosition(paths: BuildPaths): number {
+  const stored = openBuildProjections(paths);
+  try {
+    return stored.highestPosition();
+  } finally {
+    stored.close();
+  }
+}
+
+/** `SIZE:ROOT`, the root in base64 (as in a checkpoint) or hex. */
+function parseExpectHead(text: string): { size: number; root: Buffer } {
+  const m = /^([0-9]+):([A-Za-z0-9+/=]+)$/.exec(text);
+  const root = m ? (/^[0-9a-f]{64}$/.test(m[2]!) ? Buffer.from(m[2]!, 'hex') : Buffer.from(m[2]!, 'base64')) : Buffer.alloc(0);
+  if (!m || root.length !== 32) throw new UsageError(`verify: --expect-head must be SIZE:ROOT (the root in base64 as a checkpoint prints it, or hex), got '${text.slice(0, 80)}'`);
+  return { size: Number(m[1]), root };
+}
+
+/** R-28 on stored bytes: every event is of a known type and its data fits that type's schema. */
+export function schemaProblems(events: readonly StoredEvent[]): VerifyProblem[] {
+  for (const e of events) {
+    try {
+      domainCatalogue.validate(e.type, e.schemaVersion, e.data);
+    } catch (err) {
+      if (err instanceof ValidationError) return [{ position: e.position, problem: `event fails the catalogue: ${err.message}` }];
+      throw err;
+    }
+  }
+  return [];
+}
+
+/**
+ * R-35: every signed checkpoint in the build verifies under the build's key (or `--key`) and its
+ * root is the log's Merkle root at its size; so does a checkpoint the auditor held (`--since`)
+ * and an expected tree head (`--expect-head`). A log rewritten consistently, even with every
+ * checkpoint re-signed by another key, fails against a key or checkpoint from before.
+ */
+export function checkCheckpoints(
+  paths: BuildPaths, events: readonly StoredEvent[], leaves: readonly Buffer[], keyArg: string | undefined, since: string | undefined,
+  expectHead: { size: number; root: Buffer } | null,
+): { checked: number; problems: VerifyProblem[] } {
+  const init = events[0]?.type === 'BuildInitialized' ? (events[0].data as { buildId: string; signing?: { vkey: string } }) : undefined;
+  const problems: VerifyProblem[] = [];
+  let key: VerifierKey | null = null;
+  try {
+    const text = keyArg === undefined ? init?.signing?.vkey : existsSync(keyArg) ? readFileSync(keyArg, 'utf8').trim() : keyArg;
+    if (text !== undefined) key = parseVerifierKey(text);
+  } catch (err) {
+    throw new UsageError(`verify: --key must be a verifier key or a file holding one: ${(err as Error).message}`);
+  }
+  if (key && init?.signing && keyArg !== undefined && key.name === init.buildId && init.signing.vkey !== formatVerifierKey(key.name, key.type, key.publicKey)) {
+    problems.push({ position: 1, problem: `the log records the signing key ${init.signing.vkey}, not the key given with --key (the log was rewritten under another key)` });
+  }
+  const rootAt = memoRoots(leaves);
+  const matched: number[] = [];
+  // A mismatch lies after the largest smaller checkpoint that matched: that narrows the position.
+  const after = (size: number): number => 1 + Math.max(0, ...matched.filter((m) => m < size));
+  const check = (note: string, file: string): void => {
+    if (!key || !init) return;
+    let cp;
+    try {
+      cp = readCheckpoint(note, key, init.buildId, file);
+    } catch (err) {
+      problems.push({ position: 1, problem: `checkpoint ${file} does not verify: ${(err as Error).message}` });
+      return;
+    }
+    if (cp.size > leaves.length) problems.push({ position: leaves.length + 1, problem: `log truncated: ${file} was signed at size ${cp.size}, but the log ends at ${leaves.length}` });
+    else if (!rootAt(cp.size).equals(cp.root)) problems.push({ position: after(cp.size), problem: `the log is not the one ${file} signed at size ${cp.size} (its Merkle root differs: rewritten at or after position ${after(cp.size)})` });
+    else matched.push(cp.size);
+  };
+  const files = checkpointFiles(paths);
+  for (const f of files) check(readFileSync(f.file, 'utf8'), f.file);
+  if (init && !init.signing && keyArg === undefined) problems.push({ position: 1, problem: 'the log names no signing key: nothing vouches for it (a build from before signed checkpoints, or a stripped rewrite)' });
+  else if (init?.signing && files.length === 0) problems.push({ position: 1, problem: `no signed checkpoint in ${paths.checkpoints} (deleted?)` });
+  if (since !== undefined) {
+    if (!existsSync(since)) throw new UsageError(`verify: --since ${since} does not exist`);
+    check(readFileSync(since, 'utf8'), since);
+  }
+  if (expectHead) {
+    if (expectHead.size > leaves.length) problems.push({ position: leaves.length + 1, problem: `log truncated: the expected head has size ${expectHead.size}, the log ends at ${leaves.length}` });
+    else if (!rootAt(expectHead.size).equals(expectHead.root)) problems.push({ position: 1, problem: `the log's Merkle root at size ${expectHead.size} is ${rootAt(expectHead.size).toString('base64')}, not the expected ${expectHead.root.toString('base64')}` });
+  }
+  return { checked: files.length + (since !== undefined ? 1 : 0), problems };
+}
+
+/** Roots of prefixes, computed once per size asked for. */
+function memoRoots(leaves: readonly Buffer[]): (size: number) => Buffer {
+  const memo = new Map<number, Buffer>();
+  return (size) => {
+    let r = memo.get(size);
+    if (!r) memo.set(size, (r = hashLeaves(leaves.slice(0, size))));
+    return r;
+  };
+}
+
+/** The driver file still has the SHA-256 BuildInitialized pinned. */
+function driverProblems(paths: BuildPaths, first: StoredEvent | undefined): VerifyProblem[] {
+  const pinned = (first?.data as { driver?: { sourceSha256?: string } } | undefined)?.driver?.sourceSha256;
+  if (!pinned) return [];
+  if (!existsSync(paths.driver)) return [{ position: 1, problem: `${paths.driver} is missing` }];
+  return sha256Hex(readFileSync(paths.driver)) === pinned ? [] : [{ position: 1, problem: `${paths.driver} does not match the SHA-256 pinned in BuildInitialized (edited)` }];
+}
+
+/** Every evidence file a VerificationFinished names is present and hashes to its name. */
+function evidenceProblems(paths: BuildPaths, events: readonly StoredEvent[]): VerifyProblem[] {
+  for (const e of events) {
+    if (e.type !== 'VerificationFinished') continue;
+    for (const ev of (e.data as { evidence: { stdoutSha256: string; stderrSha256: string }[] }).evidence) {
+      for (const sha of [ev.stdoutSha256, ev.stderrSha256]) {
+        const file = join(paths.evidence, sha);
+        if (!existsSync(file)) return [{ position: e.position, problem: `evidence file ${sha} the log names is missing from ${paths.evidence}` }];
+        if (sha256Hex(readFileSync(file)) !== sha) return [{ position: e.position, problem: `evidence file ${sha} does not hash to its name (edited)` }];
+      }
+    }
+  }
+  return [];
 }
 
 /** R-33: the integration ref (integrator's and published) and the attempt branches agree with the log. */
@@ -79,7 +233,7 @@ async function compareStored(paths: BuildPaths, log: EventLog, headPosition: num
     const a = stored.dump();
     const b = rebuilt.dump();
     if (a === b) return [];
-    return [{ position: stored.position(), problem: `stored projections differ from a rebuild: ${firstDifference(a, b)}; run \`longbuild rebuild\`` }];
+    return [{ position: stored.position(), problem: `stored projections differ from a rebuild: ${firstDifference(a, b)}` }];
   } finally {
     stored.close();
   }
@@ -100,6 +254,7 @@ function firstDifference(stored: string, rebuilt: string): string {
 export function render(data: VerifyOutput): string {
   const lines = [
     `${data.ok ? 'ok' : 'FAILED'}: ${data.events} events, head ${data.headHash}`,
+    `merkle root ${data.treeRoot ?? '(not computed: the chain is broken)'} at size ${data.events}; ${data.checkpoints} signed checkpoint${data.checkpoints === 1 ? '' : 's'} checked`,
     `projections sha256 ${data.projectionsSha256 ?? '(not computed: the chain is broken)'}`,
     ...data.problems.map((p) => `problem at position ${p.position}: ${p.problem}`),
   ];

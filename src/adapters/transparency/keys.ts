@@ -1,0 +1,53 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import type * as crypto from 'node:crypto';
+import { NotFoundError, ValidationError } from '../../events/errors.js';
+import { ED25519, NoteError, formatSignerKey, formatVerifierKey, generateSigningKey, parseSignerKey, rawPublicKey } from '../../events/signed-note.js';
+
+/** longbuild's per-user configuration directory (never inside a build directory). */
+export function configDir(env: NodeJS.ProcessEnv): string {
+  if (env.LONGBUILD_CONFIG_DIR) return resolve(env.LONGBUILD_CONFIG_DIR);
+  return join(env.XDG_CONFIG_HOME ? resolve(env.XDG_CONFIG_HOME) : join(env.HOME ?? homedir(), '.config'), 'longbuild');
+}
+
+/** Where the signing key is: `--signing-key FILE`, else LONGBUILD_SIGNING_KEY, else `<config>/signing.key`. */
+export function signingKeyPath(explicit: string | undefined, env: NodeJS.ProcessEnv, cwd = process.cwd()): string {
+  if (explicit !== undefined && explicit !== '') return resolve(cwd, explicit);
+  if (env.LONGBUILD_SIGNING_KEY) return resolve(cwd, env.LONGBUILD_SIGNING_KEY);
+  return join(configDir(env), 'signing.key');
+}
+
+export interface SigningKey {
+  readonly path: string;
+  readonly privateKey: crypto.KeyObject;
+}
+
+/** Read a signer key file (the sumdb/note `PRIVATE+KEY+…` line); one clear line when it is missing or bad. */
+export function loadSigningKey(path: string, what = 'signing key'): SigningKey {
+  if (!existsSync(path)) throw new NotFoundError(`${what} ${path} is missing: restore it, or pass --signing-key FILE (or set LONGBUILD_SIGNING_KEY)`);
+  try {
+    return { path, privateKey: parseSignerKey(readFileSync(path, 'utf8')).privateKey };
+  } catch (err) {
+    throw new ValidationError(`${what} ${path} is not a signer key: ${err instanceof NoteError ? err.message : String(err)}`);
+  }
+}
+
+/** The key at `path`, created (0600, in a 0700 directory) when there is none yet. */
+export function loadOrCreateSigningKey(path: string, name = 'longbuild'): SigningKey & { created: boolean } {
+  if (existsSync(path)) return { ...loadSigningKey(path), created: false };
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const privateKey = generateSigningKey();
+  try {
+    writeFileSync(path, `${formatSignerKey(name, privateKey)}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return { ...loadSigningKey(path), created: false }; // another init made it first
+    throw err;
+  }
+  return { path, privateKey, created: true };
+}
+
+/** The verifier key a build records: the key named by the build's origin (its id). */
+export function buildVerifierKey(origin: string, privateKey: crypto.KeyObject): string {
+  return formatVerifierKey(origin, ED25519, rawPublicKey(privateKey));
+}

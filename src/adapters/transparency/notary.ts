@@ -1,0 +1,174 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type * as crypto from 'node:crypto';
+import { CorruptLogError } from '../../events/errors.js';
+import { domainCatalogue } from '../../events/catalogue.js';
+import type { EventLog } from '../../events/log.js';
+import { consistencyProof, eventLeafHash, inclusionProof, treeRoot, verifyConsistency, verifyInclusion } from '../../events/merkle.js';
+import { NoteError, checkpointText, parseCheckpointText, signNote, verifyNote, type VerifierKey } from '../../events/signed-note.js';
+import type { BuildPaths } from '../build-dir.js';
+import { TreeStore } from './tree-store.js';
+
+export interface SignedCheckpoint {
+  readonly size: number;
+  readonly root: Buffer;
+  /** The whole signed note, as stored. */
+  readonly note: string;
+  readonly file: string;
+}
+
+/** Signed checkpoint files of a build, smallest tree size first. */
+export function checkpointFiles(paths: BuildPaths): { size: number; file: string }[] {
+  if (!existsSync(paths.checkpoints)) return [];
+  return readdirSync(paths.checkpoints)
+    .map((f) => /^([0-9]+)\.checkpoint$/.exec(f))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ size: Number(m[1]), file: join(paths.checkpoints, m[0]) }))
+    .sort((a, b) => a.size - b.size);
+}
+
+/** Parse and verify one checkpoint note under `key` for `origin`; throws NoteError naming why not. */
+export function readCheckpoint(note: string, key: VerifierKey, origin: string, file = '(checkpoint)'): SignedCheckpoint {
+  const parsed = verifyNote(note, key);
+  const body = parseCheckpointText(parsed.text);
+  if (body.origin !== origin) throw new NoteError(`${file} is a checkpoint of '${body.origin}', not of this build ('${origin}')`);
+  return { size: body.size, root: body.root, note, file };
+}
+
+/**
+ * The build's notary (R-35): signs a checkpoint of the log's Merkle tree (R-34) when asked, never
+ * one that is not an extension of the last it signed, and checks the log against the last
+ * checkpoint before a controller appends anything.
+ */
+export class Notary {
+  private constructor(
+    private readonly paths: BuildPaths,
+    private readonly log: EventLog,
+    private readonly store: TreeStore,
+    private readonly origin: string,
+    private readonly vkey: VerifierKey,
+    private privateKey: crypto.KeyObject | null,
+  ) {}
+
+  /** Sign with this key from now on (the caller has checked it is the build's). */
+  useKey(privateKey: crypto.KeyObject): void {
+    this.privateKey = privateKey;
+  }
+
+  static open(paths: BuildPaths, log: EventLog, origin: string, vkey: VerifierKey, privateKey: crypto.KeyObject | null): Notary {
+    return new Notary(paths, log, TreeStore.open(paths.tree), origin, vkey, privateKey);
+  }
+
+  /** The checkpoint with the largest tree size, verified; null when none was signed. */
+  latest(): SignedCheckpoint | null {
+    const files = checkpointFiles(this.paths);
+    const last = files[files.length - 1];
+    if (!last) return null;
+    try {
+      const cp = readCheckpoint(readFileSync(last.file, 'utf8'), this.vkey, this.origin, last.file);
+      if (cp.size !== last.size) throw new NoteError(`${last.file} holds a checkpoint of size ${cp.size}`);
+      return cp;
+    } catch (err) {
+      if (err instanceof NoteError) throw new CorruptLogError(last.size, `signed checkpoint ${last.file} does not verify: ${err.message}`);
+      throw err;
+    }
+  }
+
+  /**
+   * Before the first append (R-36): the chain head anchor is the log's last event, the last signed
+   * checkpoint verifies, the log is at least as long, and its event at the checkpoint's size is the
+   * leaf the signed root commits to (the controller has re-hashed and linked every event up to it).
+   */
+  async check(): Promise<void> {
+    const head = await this.log.head();
+    const anchor = await this.log.anchor();
+    const at = head?.position ?? 0;
+    if (anchor === null && head !== null) throw new CorruptLogError(at, 'the chain head anchor is missing (the log was edited outside longbuild); run `longbuild verify`');
+    if (anchor !== null && anchor.position > at) throw new CorruptLogError(at + 1, `log truncated: the chain head anchor names position ${anchor.position}, but the log ends at ${at}; refusing to append`);
+    if (anchor !== null && (anchor.position !== at || anchor.hash !== head!.hash)) {
+      throw new CorruptLogError(anchor.position + 1, `events after position ${anchor.position} were not appended by longbuild (the chain head anchor is at ${anchor.position}, the log ends at ${at}); refusing to append on a forged log`);
+    }
+    const cp = this.latest();
+    if (cp === null) throw new CorruptLogError(1, `no signed checkpoint in ${this.paths.checkpoints} (deleted?): refusing to append to a log nothing vouches for`);
+    if (cp.size > at) throw new CorruptLogError(at + 1, `log truncated: a checkpoint was signed at size ${cp.size}, but the log ends at ${at}; refusing to append`);
+    if (!(await this.includesHeadOf(cp))) {
+      throw new CorruptLogError(cp.size, `the log is not the one the checkpoint at size ${cp.size} signed (rewritten?); refusing to append; run \`longbuild verify\``);
+    }
+    // Events after the last checkpoint (a crash between an append and its signature) vouch for
+    // nothing yet: each must at least be one the catalogue accepts (R-28).
+    for (const e of await this.log.readAll({ from: cp.size + 1 })) {
+      try {
+        domainCatalogue.validate(e.type, e.schemaVersion, e.data);
+      } catch (err) {
+        throw new CorruptLogError(e.position, `an event after the last signed checkpoint fails the catalogue (${(err as Error).message}); refusing to append`);
+      }
+    }
+  }
+
+  /** The event at `cp.size` is leaf size-1 of the signed tree (the tree store rebuilt once if it disagrees). */
+  private async includesHeadOf(cp: SignedCheckpoint): Promise<boolean> {
+    const [hash] = await this.log.readHashes(cp.size, 1);
+    if (hash === undefined) return false;
+    const leaf = eventLeafHash(hash);
+    for (let tries = 0; tries < 2; tries++) {
+      await this.store.catchUp(this.log, cp.size);
+      if (this.store.size() >= cp.size && verifyInclusion(cp.size - 1, cp.size, leaf, inclusionProof(this.store.source(), cp.size - 1, cp.size), cp.root)) return true;
+      this.store.truncate(0); // the cache disagrees with the signed root: refold it from the log once
+    }
+    return false;
+  }
+
+  /** Sign a checkpoint at the log's head, if it grew since the last one (R-35). */
+  async sign(): Promise<SignedCheckpoint | null> {
+    if (this.privateKey === null) return null;
+    const size = (await this.log.head())?.position ?? 0;
+    const last = this.latest();
+    if (size === 0 || (last !== null && last.size === size)) return last;
+    if (last !== null && last.size > size) throw new CorruptLogError(size + 1, `log truncated: a checkpoint was signed at size ${last.size}, but the log ends at ${size}; refusing to sign`);
+    await this.matchLog(last?.size ?? 0, size);
+    let root: Buffer | null = null;
+    for (let tries = 0; tries < 2 && root === null; tries++) {
+      if (tries > 0) {
+        this.store.truncate(0);
+        await this.store.catchUp(this.log, size);
+      }
+      const candidate = treeRoot(this.store.source(), size);
+      if (last === null || verifyConsistency(last.size, size, last.root, candidate, consistencyProof(this.store.source(), last.size, size))) root = candidate;
+    }
+    if (root === null) throw new CorruptLogError(last!.size, `the log is not an extension of the checkpoint signed at size ${last!.size} (rewritten?); refusing to sign`);
+    const note = signNote(checkpointText(this.origin, size, root), this.origin, this.privateKey);
+    mkdirSync(this.paths.checkpoints, { recursive: true, mode: 0o700 });
+    const file = join(this.paths.checkpoints, `${size}.checkpoint`);
+    writeFileSync(`${file}.tmp`, note, { mode: 0o600 });
+    renameSync(`${file}.tmp`, file);
+    return { size, root, note, file };
+  }
+
+  /**
+   * The stored leaves (from, to] are the log's event hashes: a store left from another history
+   * (a cut and re-grown log) is cut back to where they differ and refilled from the log.
+   */
+  private async matchLog(from: number, to: number): Promise<void> {
+    if (this.store.size() > to) this.store.truncate(to);
+    for (let at = from; at < to; at += 8192) {
+      const hashes = await this.log.readHashes(at + 1, Math.min(8192, to - at));
+      const stored = this.store.leaves(at, at + hashes.length);
+      const differs = hashes.findIndex((h, i) => stored[i] === undefined || !eventLeafHash(h).equals(stored[i]!));
+      if (differs >= 0) {
+        this.store.truncate(at + differs);
+        break;
+      }
+    }
+    await this.store.catchUp(this.log, to);
+  }
+
+  /** The tree store, caught up to `size` (for proofs). */
+  async tree(size: number): Promise<TreeStore> {
+    await this.store.catchUp(this.log, size);
+    return this.store;
+  }
+
+  close(): void {
+    this.store.close();
+  }
+}

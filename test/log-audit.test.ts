@@ -1,0 +1,228 @@
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
+import { computeEventHash } from '../src/events/envelope.js';
+import { GENESIS_HASH } from '../src/events/hash.js';
+import { hashLeaves, eventLeafHash } from '../src/events/merkle.js';
+import { checkpointText, formatVerifierKey, ED25519, generateSigningKey, rawPublicKey, signNote } from '../src/events/signed-note.js';
+import { runCli } from './support/cli.js';
+
+// The tampers of issue 13, each done as an attacker with write access to the build directory
+// would (raw SQL on events.db, files rewritten), and each caught: by `verify` (naming the
+// position), by the controller before its first append (exit 1, nothing appended), by `rebuild`.
+
+const root = mkdtempSync(join(tmpdir(), 'lb-audit-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const ORBIT = join(import.meta.dirname, 'fixtures', 'orbit.json');
+let n = 0;
+
+/** A build of the orbit blueprint, run for `steps` steps (all: to the end). */
+function build(steps?: number): { repo: string; db: string; dir: string } {
+  const repo = join(root, `b${n++}`);
+  const init = runCli(['init', '--blueprint', ORBIT, '--repo', repo], { cwd: root });
+  expect(init.code, init.stderr).toBe(0);
+  const run = runCli(['run', '--repo', repo, ...(steps === undefined ? [] : ['--max-steps', String(steps)])], { cwd: root });
+  expect(run.code, run.stderr).toBe(0);
+  return { repo, dir: join(repo, '.longbuild'), db: join(repo, '.longbuild', 'events.db') };
+}
+
+interface Row { position: number; stream_id: string; revision: number; type: string; schema_version: number; data: string; metadata: string; prev_hash: string; hash: string }
+
+function rows(db: string): Row[] {
+  const d = new Database(db, { readonly: true });
+  try {
+    return d.prepare('SELECT * FROM events ORDER BY position').all() as Row[];
+  } finally {
+    d.close();
+  }
+}
+
+/** Rewrite the log consistently from position 1: every hash recomputed, the anchor moved. */
+function rewrite(db: string, edit: (r: Row[]) => Row[]): void {
+  const edited = edit(rows(db));
+  let prev = GENESIS_HASH;
+  for (const r of edited) {
+    r.prev_hash = prev;
+    r.hash = computeEventHash({ position: r.position, streamId: r.stream_id, revision: r.revision, type: r.type, schemaVersion: r.schema_version, data: JSON.parse(r.data) as JsonValue, metadata: JSON.parse(r.metadata), prevHash: prev });
+    prev = r.hash;
+  }
+  const d = new Database(db);
+  try {
+    d.transaction(() => {
+      d.prepare('DELETE FROM events').run();
+      const ins = d.prepare('INSERT INTO events (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)');
+      for (const r of edited) ins.run(r.position, r.stream_id, r.revision, r.type, r.schema_version, r.data, r.metadata, r.prev_hash, r.hash);
+      const last = edited[edited.length - 1]!;
+      d.prepare('UPDATE chain_head SET position = ?, hash = ?').run(last.position, last.hash);
+    })();
+  } finally {
+    d.close();
+  }
+}
+
+/** Append one event chained properly to the head; the anchor moved too unless `keepAnchor`. */
+function appendForged(db: string, type: string, data: unknown, keepAnchor = false): number {
+  const all = rows(db);
+  const last = all[all.length - 1]!;
+  const position = last.position + 1;
+  const metadata = JSON.parse(last.metadata);
+  const e = { position, streamId: last.stream_id, revision: last.revision + 1, type, schemaVersion: 1, data: data as JsonValue, metadata, prevHash: last.hash };
+  const hash = computeEventHash(e);
+  const d = new Database(db);
+  try {
+    d.prepare('INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)').run(position, last.stream_id, last.revision + 1, type, 1, canonicalJson(data), canonicalJson(metadata), last.hash, hash);
+    if (!keepAnchor) d.prepare('UPDATE chain_head SET position = ?, hash = ?').run(position, hash);
+  } finally {
+    d.close();
+  }
+  return position;
+}
+
+const count = (db: string): number => rows(db).length;
+const verify = (repo: string, ...args: string[]) => runCli(['verify', '--repo', repo, ...args], { cwd: root });
+const step = (repo: string) => runCli(['step', '--repo', repo], { cwd: root });
+
+describe('R-36 nobody builds on a bad log; verify names the position', () => {
+  it('R-36 a consistent rewrite from position 1 (verify command replaced by `true`, projections deleted): verify names position 1, step and rebuild refuse, nothing is appended', () => {
+    const b = build(6);
+    rewrite(b.db, (r) => r.map((row) => (row.position === 1 ? { ...row, data: canonicalJson({ ...JSON.parse(row.data), verify: [['true']] }) } : row)));
+    rmSync(join(b.dir, 'projections.db'));
+    const before = count(b.db);
+    const v = verify(b.repo);
+    expect(v.code).toBe(1);
+    expect(v.stderr).toMatch(/verify failed at position 1: the log is not the one .*1\.checkpoint signed at size 1/);
+    const s = step(b.repo);
+    expect(s.code).toBe(1);
+    expect(s.stderr.trim().split('\n')).toHaveLength(1);
+    expect(s.stderr).toMatch(/not the one the checkpoint at size \d+ signed \(rewritten\?\); refusing to append/);
+    expect(runCli(['rebuild', '--repo', b.repo], { cwd: root }).stderr).toMatch(/refusing to rebuild/);
+    expect(count(b.db)).toBe(before);
+  });
+
+  it('R-36 a consistent rewrite re-signed under the attacker\'s own key passes a naive verify, but not --key, not --since an earlier checkpoint, and the controller refuses it', () => {
+    const b = build(6);
+    const held = join(root, `held-${n}.checkpoint`);
+    const files = readdirSync(join(b.dir, 'checkpoints')).filter((f) => f.endsWith('.checkpoint')).sort((x, y) => parseInt(x) - parseInt(y));
+    copyFileSync(join(b.dir, 'checkpoints', files[files.length - 1]!), held); // what an auditor kept
+    const genuineVkey = JSON.parse(rows(b.db)[0]!.data).signing.vkey as string;
+    const attacker = generateSigningKey();
+    let origin = '';
+    rewrite(b.db, (r) => r.map((row) => {
+      if (row.position !== 1) return row;
+      const data = JSON.parse(row.data);
+      origin = data.buildId;
+      return { ...row, data: canonicalJson({ ...data, verify: [['true']], signing: { vkey: formatVerifierKey(origin, ED25519, rawPublicKey(attacker)) } }) };
+    }));
+    // Re-sign every checkpoint with the attacker's key over the rewritten tree.
+    const leaves = rows(b.db).map((row) => eventLeafHash(row.hash));
+    for (const f of files) {
+      const size = parseInt(f);
+      writeFileSync(join(b.dir, 'checkpoints', f), signNote(checkpointText(origin, size, hashLeaves(leaves.slice(0, size))), origin, attacker));
+    }
+    rmSync(join(b.dir, 'tree.db'));
+    rmSync(join(b.dir, 'projections.db'));
+    const naive = verify(b.repo);
+    expect(naive.code, naive.stdout).toBe(0); // nothing in the build directory can tell
+    const withKey = verify(b.repo, '--key', genuineVkey);
+    expect(withKey.code).toBe(1);
+    expect(withKey.stderr).toMatch(/position 1: the log records the signing key .* not the key given with --key/);
+    const since = verify(b.repo, '--since', held);
+    expect(since.code).toBe(1);
+    expect(since.stderr).toMatch(/does not verify|not the one/);
+    const before = count(b.db);
+    const s = step(b.repo);
+    expect(s.code).toBe(1);
+    expect(s.stderr).toMatch(/is not this build's key/);
+    expect(count(b.db)).toBe(before);
+  });
+
+  it('R-36 a forged event appended with the anchor left alone: verify names it, step refuses and appends nothing, and verify still fails afterwards', () => {
+    const b = build(6);
+    const at = appendForged(b.db, 'BuildCompleted', { graphRevision: 1, integrationHead: 'a'.repeat(40) }, true);
+    const v = verify(b.repo);
+    expect(v.code).toBe(1);
+    expect(v.stderr).toMatch(new RegExp(`position ${at}: chain head anchor .* does not match the last event`));
+    const s = step(b.repo);
+    expect(s.code).toBe(1);
+    expect(s.stderr).toMatch(new RegExp(`corrupt log at position ${at}: events after position ${at - 1} were not appended by longbuild`));
+    expect(count(b.db)).toBe(at);
+    expect(verify(b.repo).code).toBe(1);
+  });
+
+  it('R-36 a truncated log with its anchor moved back: verify says truncated, rebuild and step refuse', () => {
+    const b = build(8);
+    const total = count(b.db);
+    const keep = total - 3;
+    const d = new Database(b.db);
+    const h = d.prepare('SELECT hash FROM events WHERE position = ?').pluck().get(keep) as string;
+    d.prepare('DELETE FROM events WHERE position > ?').run(keep);
+    d.prepare('UPDATE chain_head SET position = ?, hash = ?').run(keep, h);
+    d.close();
+    const v = verify(b.repo);
+    expect(v.code).toBe(1);
+    expect(v.stderr).toMatch(new RegExp(`position ${keep + 1}: log truncated`));
+    const r = runCli(['rebuild', '--repo', b.repo], { cwd: root });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/log truncated.*refusing to rebuild/);
+    const s = step(b.repo);
+    expect(s.code).toBe(1);
+    expect(s.stderr).toMatch(new RegExp(`corrupt log at position ${keep + 1}: log truncated`));
+    // With the projections gone too, the signed checkpoint still remembers the length.
+    rmSync(join(b.dir, 'projections.db'));
+    const again = step(b.repo);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/log truncated: a checkpoint was signed at size \d+, but the log ends at/);
+    expect(count(b.db)).toBe(keep);
+  });
+
+  it('R-36 events that fail the catalogue (a bogus BuildCompleted, an unknown type), properly chained and anchored: verify names them, step refuses', () => {
+    for (const [type, data] of [['BuildCompleted', { bogus: true }], ['Nope', { x: 1 }]] as const) {
+      const b = build(6);
+      const at = appendForged(b.db, type, data);
+      const v = verify(b.repo);
+      expect(v.code).toBe(1);
+      expect(v.stderr).toMatch(new RegExp(`position ${at}: event fails the catalogue`));
+      const s = step(b.repo);
+      expect(s.code).toBe(1);
+      expect(s.stderr).toMatch(new RegExp(`position ${at}: an event after the last signed checkpoint fails the catalogue`));
+      expect(count(b.db)).toBe(at);
+    }
+  });
+
+  it('R-36 with no signed checkpoint left (deleted), step refuses; a stored-projections mismatch on a sound log advises rebuild, on a bad one it does not', () => {
+    const b = build(6);
+    const p = new Database(join(b.dir, 'projections.db'));
+    const table = (p.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%node%'").pluck().get() as string | undefined);
+    p.close();
+    expect(table).toBeDefined();
+    const d = new Database(join(b.dir, 'projections.db'));
+    d.prepare(`DELETE FROM "${table}"`).run();
+    d.close();
+    const sound = verify(b.repo);
+    expect(sound.code).toBe(1);
+    expect(sound.stderr).toMatch(/stored projections differ.*the log checks out, so `longbuild rebuild`/);
+    rmSync(join(b.dir, 'checkpoints'), { recursive: true });
+    const bad = verify(b.repo);
+    expect(bad.stdout + bad.stderr).not.toMatch(/longbuild rebuild/);
+    expect(bad.stdout).toMatch(/no signed checkpoint/);
+    const s = step(b.repo);
+    expect(s.code).toBe(1);
+    expect(s.stderr).toMatch(/no signed checkpoint in .* refusing to append/);
+    expect(existsSync(join(b.dir, 'checkpoints'))).toBe(false);
+  });
+
+  it('R-35 a finished build has a signed checkpoint at its head whose root verify recomputes, and --expect-head accepts it and refuses another root', () => {
+    const b = build();
+    const total = count(b.db);
+    const note = readFileSync(join(b.dir, 'checkpoints', `${total}.checkpoint`), 'utf8');
+    const rootLine = note.split('\n')[2]!;
+    expect(verify(b.repo, '--expect-head', `${total}:${rootLine}`).code).toBe(0);
+    const wrong = verify(b.repo, '--expect-head', `${total}:${Buffer.alloc(32, 1).toString('base64')}`);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toMatch(/Merkle root at size/);
+    expect(verify(b.repo, '--expect-head', 'nonsense').stderr.trim()).toMatch(/^longbuild: verify: --expect-head must be SIZE:ROOT/);
+  });
+});
