@@ -132,7 +132,10 @@ export function cosignNote(note: string, name: string, privateKey: crypto.KeyObj
   const tsBytes = Buffer.alloc(8);
   tsBytes.writeBigUInt64BE(ts);
   const sig = crypto.sign(null, cosignedMessage(parsed.text, ts), privateKey);
-  return `${note}\u2014 ${name} ${Buffer.concat([id, tsBytes, sig]).toString('base64')}\n`;
+  // A newer cosignature by the same key replaces the older one (one line per cosigner).
+  const others = parsed.signatures.filter((s) => !(s.name === name && s.keyId === id.toString('hex')));
+  const lines = [...others.map((s) => `\u2014 ${s.name} ${Buffer.concat([Buffer.from(s.keyId, 'hex'), s.bytes]).toString('base64')}`), `\u2014 ${name} ${Buffer.concat([id, tsBytes, sig]).toString('base64')}`];
+  return `${parsed.text}\n${lines.join('\n')}\n`;
 }
 
 // ---- checkpoints ------------------------------------------------------------------

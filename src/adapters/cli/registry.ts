@@ -54,14 +54,24 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     help: 'longbuild diff A B\n  Nodes added, removed and changed state between positions A and B.\nexample: longbuild diff 5 20 --json',
     load: () => import('./commands/diff.js'),
   },
+  prove: {
+    summary: 'inclusion and consistency proofs against the last signed checkpoint, and their offline check',
+    help: 'longbuild prove --position N [--out FILE]\nlongbuild prove --since CHECKPOINT_FILE [--out FILE]\nlongbuild prove --check PROOF_FILE [--key VKEY|FILE]\n  --position N  a c2sp.org/tlog-proof@v1 file: event N (its hashed bytes in the `extra` line), its\n                inclusion proof and the last signed checkpoint (R-37)\n  --since FILE  a consistency proof from a checkpoint you held before to the last signed one\n  --check FILE  verify a proof file offline, against --key (default: the key the build records)\nexample: longbuild prove --position 12 --out e12.tlog-proof && longbuild prove --check e12.tlog-proof --key "$VKEY"',
+    load: () => import('./commands/prove.js'),
+  },
+  witness: {
+    summary: 'cosign the build\'s latest checkpoint after checking it extends what this witness saw',
+    help: 'longbuild witness cosign --witness-key FILE [--state FILE] [--log-key VKEY] [--name NAME] [--out FILE]\n  Checks the latest signed checkpoint under the log key (--log-key the first time; then the one in\n  the state file), and that it extends the largest tree this witness cosigned (a consistency proof);\n  adds a timestamped Ed25519 cosignature (c2sp.org/tlog-cosignature) to the checkpoint file and\n  records size and root in --state (default FILE.state.json). Refuses a cut log, a split view, a\n  rewritten log or another log key (exit 1). The witness key is created when missing (R-38).\nexample: longbuild witness cosign --witness-key ~/witness.key --log-key "$VKEY"',
+    load: () => import('./commands/witness.js'),
+  },
   log: {
     summary: 'print the events of the log',
     help: 'longbuild log [--from POSITION] [--type TYPE]\n  --from P   start at global position P (default 1)\n  --type T   only events of type T (repeatable)\n  --json     one JSON object per line (NDJSON)\nexample: longbuild log --from 10 --type BuildBlocked --json',
     load: () => import('./commands/log.js'),
   },
   verify: {
-    summary: 'check the hash chain and that rebuilt projections equal the stored ones',
-    help: 'longbuild verify\n  Walks the hash chain end to end (R-4), brings the stored projections up to date and compares\n  them with a fresh rebuild (R-5). Exit 1 and the first bad position when anything is wrong.\nexample: longbuild verify --json',
+    summary: 'check the chain, the schemas, the signed checkpoints, the projections, refs and evidence',
+    help: 'longbuild verify [--key VKEY|FILE] [--since CHECKPOINT_FILE] [--expect-head SIZE:ROOT]\n  In one read snapshot (a live run raises no false alarm): walks the hash chain and the chain head\n  anchor (R-4); checks every event against the catalogue (R-28); recomputes the Merkle tree (R-34)\n  and checks every signed checkpoint in the build against it and the build\'s key (R-35); the driver\n  file against its pinned SHA-256; every evidence file the log names; the refs (R-33); and the\n  stored projections against a rebuild (R-5). A log rewritten and re-signed under another key is\n  caught only against something from outside the build directory:\n  --key VKEY|FILE            the log\'s verifier key as you obtained it (init prints it)\n  --since CHECKPOINT_FILE    a checkpoint you kept before: the log must still extend it\n  --expect-head SIZE:ROOT    the tree head you expect (root in base64 or hex)\n  Exit 1 and the first bad position when anything is wrong.\nexample: longbuild verify --since saved/80.checkpoint --json',
     load: () => import('./commands/verify.js'),
   },
   fuzz: {

@@ -20,6 +20,8 @@ export function signingKeyPath(explicit: string | undefined, env: NodeJS.Process
 
 export interface SigningKey {
   readonly path: string;
+  /** The key name the file records (the build signs under its own id instead). */
+  readonly name: string;
   readonly privateKey: crypto.KeyObject;
 }
 
@@ -27,7 +29,7 @@ export interface SigningKey {
 export function loadSigningKey(path: string, what = 'signing key'): SigningKey {
   if (!existsSync(path)) throw new NotFoundError(`${what} ${path} is missing: restore it, or pass --signing-key FILE (or set LONGBUILD_SIGNING_KEY)`);
   try {
-    return { path, privateKey: parseSignerKey(readFileSync(path, 'utf8')).privateKey };
+    return { path, ...parseSignerKey(readFileSync(path, 'utf8')) };
   } catch (err) {
     throw new ValidationError(`${what} ${path} is not a signer key: ${err instanceof NoteError ? err.message : String(err)}`);
   }
@@ -44,7 +46,7 @@ export function loadOrCreateSigningKey(path: string, name = 'longbuild'): Signin
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return { ...loadSigningKey(path), created: false }; // another init made it first
     throw err;
   }
-  return { path, privateKey, created: true };
+  return { path, name, privateKey, created: true };
 }
 
 /** The verifier key a build records: the key named by the build's origin (its id). */
