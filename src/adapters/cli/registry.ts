@@ -54,6 +54,11 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     help: 'longbuild diff A B\n  Nodes added, removed and changed state between positions A and B.\nexample: longbuild diff 5 20 --json',
     load: () => import('./commands/diff.js'),
   },
+  audit: {
+    summary: 'export a self-contained audit bundle, or verify one (offline, with plain node)',
+    help: 'longbuild audit export --to DIR\nlongbuild audit verify DIR [--key VKEY|FILE] [--expect CHECKPOINT_FILE] [--witness VKEY]...\n  export: the log (canonical NDJSON), every signed checkpoint, every evidence file and commit the\n  log names (git.bundle), the driver file, the event schemas (JSON Schema), bundle.json (SHA-256 of\n  every file) and verify.mjs: one file that needs only Node (R-40).\n  verify: the checks verify.mjs runs, one line each: bundle, chain, schemas, keys, checkpoints\n  (signatures, Merkle roots, consistency, witness cosignatures), expect, evidence, git, graph.\n  Exit 1 naming the first failure. On another machine: node DIR/verify.mjs --key VKEY\nexample: longbuild audit export --to audit-2026-12 && node audit-2026-12/verify.mjs --key "$VKEY"',
+    load: () => import('./commands/audit.js'),
+  },
   prove: {
     summary: 'inclusion and consistency proofs against the last signed checkpoint, and their offline check',
     help: 'longbuild prove --position N [--out FILE]\nlongbuild prove --since CHECKPOINT_FILE [--out FILE]\nlongbuild prove --check PROOF_FILE [--key VKEY|FILE]\n  --position N  a c2sp.org/tlog-proof@v1 file: event N (its hashed bytes in the `extra` line), its\n                inclusion proof and the last signed checkpoint (R-37)\n  --since FILE  a consistency proof from a checkpoint you held before to the last signed one\n  --check FILE  verify a proof file offline, against --key (default: the key the build records)\nexample: longbuild prove --position 12 --out e12.tlog-proof && longbuild prove --check e12.tlog-proof --key "$VKEY"',

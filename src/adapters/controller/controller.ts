@@ -6,6 +6,7 @@ import type { EventLog } from '../../events/log.js';
 import type { CommandEvidence, DomainEvent, Receipt } from '../../events/catalogue.js';
 import { attemptOf, evolveBuild, initialBuildState, jobOf, type AttemptRecord, type BuildState, type JobRecord } from '../../projections/build-state.js';
 import { nextAction, type NextAction } from '../../commands/next-action.js';
+import { graphRecords } from '../../projections/graph-record.js';
 import { isBatchMode, shouldSplit, splitData } from '../../commands/batch.js';
 import { validateProposal, validateRenewal } from '../../commands/horizon.js';
 import { acceptedVersions, deriveCheckpoint } from '../../commands/checkpoint.js';
@@ -105,9 +106,14 @@ export class Controller {
     this.deps.beforeAppend?.();
     const position = this.state.position + 1;
     const recordedAt = this.now(position);
+    // an event that changes the graph records the revision it makes and that graph's SHA-256.
+    const graphs = graphRecords(this.state, events, recordedAt);
     const result = await this.deps.log.append(
       this.streamId,
-      events.map((e) => ({ type: e.type, data: e.data as JsonValue, metadata: { recordedAt, causationId, correlationId: this.state.build!.buildId } })),
+      events.map((e, i) => ({
+        type: e.type, data: e.data as JsonValue,
+        metadata: { recordedAt, causationId, correlationId: this.state.build!.buildId, ...(graphs[i] ? { graph: { ...graphs[i] } } : {}) },
+      })),
       this.streamRevision,
     );
     for (const e of result.events) this.fold(e);

@@ -10,7 +10,8 @@ import { openBuildLog, openBuildProjections, pathsOf } from '../open-build.js';
 import type { CommandContext } from '../types.js';
 import { join } from 'node:path';
 import { decideRefRepairs } from '../../../commands/refs.js';
-import type { BuildState } from '../../../projections/build-state.js';
+import { initialBuildState, type BuildState } from '../../../projections/build-state.js';
+import { graphRecordProblems } from '../../../projections/graph-record.js';
 import { buildProjection } from '../../../projections/build-projection.js';
 import { observeRefs } from '../../controller/git-binding.js';
 import { readFileSync } from 'node:fs';
@@ -69,6 +70,8 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
       problems.push(...signed.problems);
       if (seenBefore > headPosition) problems.push({ position: headPosition + 1, problem: `log truncated: the projections have seen position ${seenBefore}, but the log ends at ${headPosition}` });
       problems.push(...driverProblems(paths, events[0]), ...evidenceProblems(paths, events));
+      const graph = graphRecordProblems(events, initialBuildState);
+      if (graph) problems.push(graph);
       const rebuilt = ProjectionStore.open(':memory:', allProjections(), { snapshotEvery: 0 });
       try {
         rebuilt.rebuild(events);

@@ -1,0 +1,279 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { canonicalJson, type JsonValue } from '../../events/canonical.js';
+import { DomainEventSchema, domainCatalogue } from '../../events/catalogue.js';
+import { EventMetadataSchema, computeEventHash, type StoredEvent } from '../../events/envelope.js';
+import { GENESIS_HASH } from '../../events/hash.js';
+import { arraySource, consistencyProof, eventLeafHash, hashLeaves, verifyConsistency } from '../../events/merkle.js';
+import { COSIGNATURE_V1, NoteError, parseCheckpointText, parseNote, parseVerifierKey, verifyNote, type VerifierKey } from '../../events/signed-note.js';
+import { initialBuildState } from '../../projections/build-state.js';
+import { graphRecordProblems } from '../../projections/graph-record.js';
+import { commitTree, readGitBundle, GitBundleError } from './git-pack.js';
+
+// The audit bundle's verifier (R-40). The same module is `longbuild audit verify DIR` and,
+// bundled with its imports into one file that needs nothing but Node, the bundle's `verify.mjs`:
+// an auditor runs `node DIR/verify.mjs [--key VKEY] [--expect CHECKPOINT] [--witness VKEY]...`
+// on a machine with nothing installed. Checks run in order; the first failure stops them.
+
+export const BUNDLE_FORMAT = 'longbuild-audit-bundle@1';
+
+export interface AuditOptions {
+  /** The log's verifier key as the auditor obtained it (a vkey, or a file holding one). */
+  readonly key?: string;
+  /** A checkpoint the auditor held before: the log must extend it. */
+  readonly expect?: string;
+  /** Witness verifier keys (type 0x04): each must have cosigned a checkpoint of the bundle. */
+  readonly witnesses?: readonly string[];
+}
+
+export interface CheckLine {
+  readonly check: string;
+  readonly ok: boolean;
+  readonly detail: string;
+  readonly position?: number;
+}
+
+export class AuditFailure extends Error {
+  constructor(readonly check: string, message: string, readonly position?: number) {
+    super(message);
+  }
+}
+
+/** The JSON Schema of each event type's data, as exported into the bundle (schemas/<Type>.json). */
+export function eventSchemas(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const o of DomainEventSchema.options) {
+    out[o.shape.type.value as string] = `${JSON.stringify(z.toJSONSchema(o.shape.data as z.ZodType, { unrepresentable: 'any' }), null, 1)}\n`;
+  }
+  return out;
+}
+
+const sha256 = (b: Uint8Array | string): string => createHash('sha256').update(b).digest('hex');
+
+function readKey(text: string, what: string): VerifierKey {
+  try {
+    return parseVerifierKey(existsSync(text) ? readFileSync(text, 'utf8') : text);
+  } catch (err) {
+    throw new AuditFailure('keys', `${what} is not a verifier key: ${(err as Error).message}`);
+  }
+}
+
+/** Run every check on the bundle in `dir`; `print` gets one line per passed check. Throws AuditFailure at the first failure. */
+export function verifyBundle(dir: string, opts: AuditOptions, print: (line: CheckLine) => void): void {
+  const need = (f: string): string => {
+    const p = join(dir, f);
+    if (!existsSync(p)) throw new AuditFailure('bundle', `${f} is missing from the bundle`);
+    return p;
+  };
+  // 1. The manifest: every file it lists is present with its SHA-256 (transport integrity).
+  const manifest = JSON.parse(readFileSync(need('bundle.json'), 'utf8')) as { format?: string; buildId?: string; files?: Record<string, string> };
+  if (manifest.format !== BUNDLE_FORMAT) throw new AuditFailure('bundle', `bundle.json is not a ${BUNDLE_FORMAT} manifest`);
+  for (const [f, want] of Object.entries(manifest.files ?? {})) {
+    if (sha256(readFileSync(need(f))) !== want) throw new AuditFailure('bundle', `${f} does not match the SHA-256 in bundle.json (changed in transit?)`);
+  }
+  print({ check: 'bundle', ok: true, detail: `${Object.keys(manifest.files ?? {}).length} files match bundle.json` });
+
+  // 2. The chain (R-2, R-4): canonical bytes, each hash recomputed, each link, positions and revisions.
+  const events: StoredEvent[] = [];
+  const revs = new Map<string, number>();
+  let prev = GENESIS_HASH;
+  const lines = readFileSync(need('log.ndjson'), 'utf8').split('\n');
+  if (lines.pop() !== '') throw new AuditFailure('chain', 'log.ndjson does not end in a newline (cut?)');
+  for (const [i, line] of lines.entries()) {
+    const position = i + 1;
+    let e: StoredEvent;
+    try {
+      e = JSON.parse(line) as StoredEvent;
+    } catch {
+      throw new AuditFailure('chain', `line ${position} is not JSON`, position);
+    }
+    if (canonicalJson(e as unknown as JsonValue) !== line) throw new AuditFailure('chain', `event ${position} is not stored as canonical JSON (edited)`, position);
+    if (e.position !== position) throw new AuditFailure('chain', `line ${position} holds position ${e.position} (an event removed or reordered)`, position);
+    const rev = (revs.get(e.streamId) ?? -1) + 1;
+    if (e.revision !== rev) throw new AuditFailure('chain', `stream revision ${e.revision}, expected ${rev}`, position);
+    revs.set(e.streamId, rev);
+    if (e.prevHash !== prev) throw new AuditFailure('chain', 'previous-hash link broken (an earlier event was edited, removed or reordered)', position);
+    if (!EventMetadataSchema.safeParse(e.metadata).success) throw new AuditFailure('chain', 'metadata invalid', position);
+    const { hash, ...rest } = e;
+    if (computeEventHash(rest) !== hash) throw new AuditFailure('chain', 'hash mismatch (event edited)', position);
+    prev = hash;
+    events.push(e);
+  }
+  if (events.length === 0) throw new AuditFailure('chain', 'the log is empty');
+  print({ check: 'chain', ok: true, detail: `${events.length} events, head ${prev}` });
+
+  // 3. Schemas (R-28): the exported JSON Schemas are the catalogue's, and every event fits its type.
+  const schemas = eventSchemas();
+  for (const [type, text] of Object.entries(schemas)) {
+    if (readFileSync(need(`schemas/${type}.json`), 'utf8') !== text) throw new AuditFailure('schemas', `schemas/${type}.json is not the catalogue's schema of ${type}`);
+  }
+  for (const e of events) {
+    try {
+      domainCatalogue.validate(e.type, e.schemaVersion, e.data);
+    } catch (err) {
+      throw new AuditFailure('schemas', `event fails the catalogue: ${(err as Error).message}`, e.position);
+    }
+  }
+  print({ check: 'schemas', ok: true, detail: `${events.length} events fit the ${Object.keys(schemas).length} event schemas` });
+
+  // 4. The key: the auditor's (--key) must be the one the log records; else the log's own (trust on first use).
+  const init = events[0]!;
+  if (init.type !== 'BuildInitialized') throw new AuditFailure('keys', 'the log does not start with BuildInitialized', 1);
+  const initData = init.data as { buildId: string; signing?: { vkey: string }; driver: { sourceSha256: string } };
+  if (!initData.signing) throw new AuditFailure('keys', 'the log records no signing key: nothing vouches for it', 1);
+  const logKey = readKey(initData.signing.vkey, 'the key the log records');
+  if (opts.key !== undefined) {
+    const given = readKey(opts.key, '--key');
+    if (given.keyId !== logKey.keyId || given.name !== logKey.name || !given.publicKey.equals(logKey.publicKey)) {
+      throw new AuditFailure('keys', `the log records the signing key ${initData.signing.vkey}, not the one given with --key (the log was rewritten under another key)`, 1);
+    }
+  }
+  print({ check: 'keys', ok: true, detail: `${initData.signing.vkey}${opts.key === undefined ? ' (from the log itself: pass --key to check it against the key you hold)' : ' (matches --key)'}` });
+
+  // 5. Checkpoints (R-34, R-35): each signature, each root against the Merkle tree of the log,
+  //    consecutive ones consistent; the witnesses' cosignatures.
+  const leaves = events.map((e) => eventLeafHash(e.hash));
+  const tree = arraySource(leaves);
+  const cpDir = need('checkpoints');
+  const files = readdirSync(cpDir).filter((f) => /^[0-9]+\.checkpoint$/.test(f)).sort((a, b) => parseInt(a) - parseInt(b));
+  if (files.length === 0) throw new AuditFailure('checkpoints', 'the bundle holds no signed checkpoint');
+  const witnessKeys = (opts.witnesses ?? []).map((w) => readKey(w, '--witness'));
+  const cosigned = new Map<string, number>();
+  const roots = new Map<number, Buffer>();
+  const checkpoint = (note: string, file: string): { size: number; root: Buffer } => {
+    let body;
+    try {
+      const parsed = verifyNote(note, logKey);
+      body = parseCheckpointText(parsed.text);
+      for (const w of witnessKeys) {
+        if (w.type !== COSIGNATURE_V1) throw new NoteError(`witness key ${w.name} is not a cosignature key (type 0x04)`);
+        if (parseNote(note).signatures.some((s) => s.name === w.name && s.keyId === w.keyId)) {
+          verifyNote(note, w);
+          cosigned.set(w.name, Math.max(cosigned.get(w.name) ?? 0, body.size));
+        }
+      }
+    } catch (err) {
+      throw new AuditFailure('checkpoints', `${file} does not verify: ${(err as Error).message}`);
+    }
+    if (body.origin !== initData.buildId) throw new AuditFailure('checkpoints', `${file} is a checkpoint of '${body.origin}', not of ${initData.buildId}`);
+    if (body.size > leaves.length) throw new AuditFailure('checkpoints', `log truncated: ${file} was signed at size ${body.size}, the log ends at ${leaves.length}`, leaves.length + 1);
+    let root = roots.get(body.size);
+    if (!root) roots.set(body.size, (root = hashLeaves(leaves.slice(0, body.size))));
+    if (!root.equals(body.root)) throw new AuditFailure('checkpoints', `the log is not the one ${file} signed at size ${body.size} (its Merkle root differs: rewritten)`, 1);
+    return { size: body.size, root };
+  };
+  let last: { size: number; root: Buffer } | null = null;
+  for (const f of files) {
+    const cp = checkpoint(readFileSync(join(cpDir, f), 'utf8'), `checkpoints/${f}`);
+    if (last && !verifyConsistency(last.size, cp.size, last.root, cp.root, consistencyProof(tree, last.size, cp.size))) {
+      throw new AuditFailure('checkpoints', `checkpoint ${cp.size} is not an extension of checkpoint ${last.size}`);
+    }
+    last = cp;
+  }
+  for (const w of witnessKeys) if (!cosigned.has(w.name)) throw new AuditFailure('checkpoints', `no checkpoint in the bundle is cosigned by witness ${w.name}`);
+  print({ check: 'checkpoints', ok: true, detail: `${files.length} signed checkpoints, up to size ${last!.size} of ${leaves.length}, root ${last!.root.toString('base64')}${witnessKeys.map((w) => `; cosigned by ${w.name} up to size ${cosigned.get(w.name)}`).join('')}` });
+  if (opts.expect !== undefined) {
+    if (!existsSync(opts.expect)) throw new AuditFailure('expect', `--expect ${opts.expect} does not exist`);
+    const held = checkpoint(readFileSync(opts.expect, 'utf8'), opts.expect);
+    if (held.size > last!.size) throw new AuditFailure('expect', `the checkpoint held (size ${held.size}) is newer than the bundle's last (size ${last!.size}): the log was cut`);
+    if (!verifyConsistency(held.size, last!.size, held.root, last!.root, consistencyProof(tree, held.size, last!.size))) throw new AuditFailure('expect', `the bundle's log does not extend the checkpoint held at size ${held.size}`);
+    print({ check: 'expect', ok: true, detail: `the log extends the checkpoint held at size ${held.size}` });
+  }
+
+  // 6. The driver file and every evidence file the log names.
+  if (sha256(readFileSync(need('driver.json'))) !== initData.driver.sourceSha256) throw new AuditFailure('evidence', 'driver.json does not match the SHA-256 BuildInitialized pinned', 1);
+  const evidence = new Set<string>();
+  for (const e of events) {
+    for (const sha of evidenceNamed(e)) {
+      if (evidence.has(sha)) continue;
+      const f = join(dir, 'evidence', sha);
+      if (!existsSync(f)) throw new AuditFailure('evidence', `evidence file ${sha} the log names is missing`, e.position);
+      if (sha256(readFileSync(f)) !== sha) throw new AuditFailure('evidence', `evidence file ${sha} does not hash to its name`, e.position);
+      evidence.add(sha);
+    }
+  }
+  print({ check: 'evidence', ok: true, detail: `driver.json and ${evidence.size} evidence files match the log` });
+
+  // 7. Git: every promotion's result commit and every attempt commit is in the bundle, with the recorded tree.
+  let objects;
+  try {
+    objects = readGitBundle(readFileSync(need('git.bundle'))).objects;
+  } catch (err) {
+    throw new AuditFailure('git', err instanceof GitBundleError ? `git.bundle: ${err.message}` : String(err));
+  }
+  const commits = new Set<string>();
+  for (const e of events) {
+    for (const c of commitsNamed(e)) {
+      const o = objects.get(c.commit);
+      if (!o) throw new AuditFailure('git', `commit ${c.commit} (${c.what}) is not in git.bundle`, e.position);
+      const tree = commitTree(o);
+      if (c.tree !== null && tree !== c.tree) throw new AuditFailure('git', `commit ${c.commit} (${c.what}) has tree ${tree}, the log recorded ${c.tree}`, e.position);
+      commits.add(c.commit);
+    }
+  }
+  print({ check: 'git', ok: true, detail: `${commits.size} commits the log names are in git.bundle with their recorded trees` });
+
+  // 8. The graph (R-39): reconstructed at every revision and checked against the SHA-256 recorded for it.
+  const graph = graphRecordProblems(events, initialBuildState);
+  if (graph) throw new AuditFailure('graph', graph.problem, graph.position);
+  const revisions = events.filter((e) => (e.metadata as { graph?: unknown }).graph !== undefined).length;
+  print({ check: 'graph', ok: true, detail: `${revisions} graph revisions reconstructed and matching their recorded SHA-256` });
+}
+
+/** Evidence files (by SHA-256) an event names: verification output. */
+export function evidenceNamed(e: StoredEvent): string[] {
+  if (e.type !== 'VerificationFinished') return [];
+  return (e.data as { evidence: { stdoutSha256: string; stderrSha256: string }[] }).evidence.flatMap((ev) => [ev.stdoutSha256, ev.stderrSha256]);
+}
+
+/** Commits an event names, with the tree it recorded for each (null: none recorded). */
+export function commitsNamed(e: StoredEvent): { commit: string; tree: string | null; what: string }[] {
+  if (e.type === 'IntegrationPromoted') {
+    const r = (e.data as { receipt: { resultCommit: string; tree: string; candidates: { nodeId: string; commit: string }[] } }).receipt;
+    return [{ commit: r.resultCommit, tree: r.tree, what: 'promoted' }, ...r.candidates.map((c) => ({ commit: c.commit, tree: null, what: `candidate of ${c.nodeId}` }))];
+  }
+  if (e.type === 'AttemptFinished') {
+    const d = e.data as { commit?: string; tree?: string; attemptId: string };
+    return d.commit ? [{ commit: d.commit, tree: d.tree ?? null, what: `attempt ${d.attemptId}` }] : [];
+  }
+  return [];
+}
+
+/** `node verify.mjs DIR? [--key VKEY] [--expect FILE] [--witness VKEY]...`; returns the exit code. */
+export function main(argv: readonly string[], dirDefault: string, write: (s: string) => void): number {
+  const opts: { key?: string; expect?: string; witnesses: string[] } = { witnesses: [] };
+  let dir = dirDefault;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new AuditFailure('usage', `${a} needs a value`);
+      return v;
+    };
+    if (a === '--key') opts.key = value();
+    else if (a === '--expect') opts.expect = value();
+    else if (a === '--witness') opts.witnesses.push(value());
+    else if (a === '--help' || a === '-h') {
+      write('usage: node verify.mjs [DIR] [--key VKEY|FILE] [--expect CHECKPOINT_FILE] [--witness VKEY]...\n');
+      return 0;
+    } else if (!a.startsWith('--')) dir = a;
+    else {
+      write(`FAILED usage: unknown option ${a}\n`);
+      return 2;
+    }
+  }
+  try {
+    verifyBundle(dir, opts, (l) => write(`ok ${l.check}: ${l.detail}\n`));
+    write('verified: every check passed\n');
+    return 0;
+  } catch (err) {
+    if (err instanceof AuditFailure) {
+      write(`FAILED ${err.check}${err.position !== undefined ? ` at position ${err.position}` : ''}: ${err.message}\n`);
+      return 1;
+    }
+    write(`FAILED: ${(err as Error).message}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,157 @@
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { canonicalJson, type JsonValue } from '../../../events/canonical.js';
+import { NotFoundError, UsageError, ValidationError } from '../../../events/errors.js';
+import { sha256Hex } from '../../../events/hash.js';
+import { git } from '../../git/git.js';
+import { readPages } from '../../log/paging.js';
+import { checkpointFiles } from '../../transparency/notary.js';
+import { AuditFailure, BUNDLE_FORMAT, commitsNamed, eventSchemas, evidenceNamed, verifyBundle, type CheckLine } from '../../audit/verifier.js';
+import { openBuildLog, pathsOf } from '../open-build.js';
+import type { CommandContext, FlagSpec } from '../types.js';
+
+export const flags: Record<string, FlagSpec> = { to: { type: 'string' }, key: { type: 'string' }, expect: { type: 'string' }, witness: { type: 'string', repeatable: true } };
+export const positionals = { min: 1, max: 2 };
+
+export type AuditOutput =
+  | { readonly action: 'export'; readonly to: string; readonly events: number; readonly checkpoints: number; readonly evidence: number; readonly commits: number; readonly bytes: number; readonly unvouched: number }
+  | { readonly action: 'verify'; readonly dir: string; readonly ok: boolean; readonly checks: CheckLine[]; readonly failure?: { check: string; position?: number; problem: string } };
+
+/** The standalone verifier, bundled by `npm run build` next to the compiled CLI. */
+const VERIFY_MJS = fileURLToPath(new URL('../../../verify.mjs', import.meta.url));
+
+export async function run(ctx: CommandContext): Promise<AuditOutput> {
+  const action = ctx.positionals[0];
+  if (action === 'export') {
+    if (ctx.positionals.length > 1) throw new UsageError('audit export: takes --to DIR, no positional directory');
+    if (typeof ctx.flags.to !== 'string') throw new UsageError('audit export: --to DIR is required (a new or empty directory)');
+    return exportBundle(ctx, resolve(ctx.cwd, ctx.flags.to));
+  }
+  if (action === 'verify') {
+    const dir = ctx.positionals[1];
+    if (dir === undefined) throw new UsageError('audit verify: give the bundle directory (audit verify DIR)');
+    return verifyDir(ctx, resolve(ctx.cwd, dir));
+  }
+  throw new UsageError(`audit: unknown action '${action}' (expected: export, verify)`);
+}
+
+/**
+ * R-40: a self-contained bundle an auditor checks offline: the log (canonical NDJSON), the signed
+ * checkpoints, every evidence file and commit the log names (a git bundle), the driver file, the
+ * event schemas as JSON Schema, a manifest, and `verify.mjs`.
+ */
+async function exportBundle(ctx: CommandContext, to: string): Promise<AuditOutput> {
+  if (existsSync(to) && readdirSync(to).length > 0) throw new ValidationError(`audit export: ${to} is not empty; give a new or empty directory`);
+  if (!existsSync(VERIFY_MJS)) throw new NotFoundError(`audit export: ${VERIFY_MJS} is missing (run \`npm run build\`)`);
+  const paths = pathsOf(ctx);
+  const log = await openBuildLog(paths);
+  try {
+    mkdirSync(join(to, 'checkpoints'), { recursive: true });
+    mkdirSync(join(to, 'evidence'));
+    mkdirSync(join(to, 'schemas'));
+    const lines: string[] = [];
+    const evidence = new Set<string>();
+    const commits = new Set<string>();
+    let buildId = '';
+    let vkey: string | undefined;
+    for await (const page of readPages(log)) {
+      for (const e of page) {
+        if (e.position === 1) {
+          const d = e.data as { buildId: string; signing?: { vkey: string } };
+          buildId = d.buildId;
+          vkey = d.signing?.vkey;
+        }
+        lines.push(canonicalJson(e as unknown as JsonValue));
+        for (const sha of evidenceNamed(e)) evidence.add(sha);
+        for (const c of commitsNamed(e)) commits.add(c.commit);
+      }
+    }
+    if (vkey === undefined) throw new ValidationError('audit export: the log records no signing key (a build from before signed checkpoints): nothing would vouch for the bundle');
+    writeFileSync(join(to, 'log.ndjson'), lines.length === 0 ? '' : `${lines.join('\n')}\n`);
+    const cps = checkpointFiles(paths);
+    for (const c of cps) copyFileSync(c.file, join(to, 'checkpoints', `${c.size}.checkpoint`));
+    for (const sha of evidence) {
+      const f = join(paths.evidence, sha);
+      if (!existsSync(f)) throw new NotFoundError(`audit export: evidence file ${sha} the log names is missing from ${paths.evidence}`);
+      copyFileSync(f, join(to, 'evidence', sha));
+    }
+    copyFileSync(paths.driver, join(to, 'driver.json'));
+    for (const [type, text] of Object.entries(eventSchemas())) writeFileSync(join(to, 'schemas', `${type}.json`), text);
+    await gitBundle(paths.integrator, [...commits], join(to, 'git.bundle'));
+    copyFileSync(VERIFY_MJS, join(to, 'verify.mjs'));
+    const files: Record<string, string> = {};
+    let bytes = 0;
+    for (const f of listFiles(to)) {
+      const body = readFileSync(join(to, f));
+      files[f] = sha256Hex(body);
+      bytes += body.length;
+    }
+    const last = cps[cps.length - 1];
+    writeFileSync(join(to, 'bundle.json'), `${JSON.stringify({ format: BUNDLE_FORMAT, buildId, vkey, events: lines.length, lastCheckpoint: last?.size ?? null, files }, null, 1)}\n`);
+    return { action: 'export', to, events: lines.length, checkpoints: cps.length, evidence: evidence.size, commits: commits.size, bytes, unvouched: lines.length - (last?.size ?? 0) };
+  } finally {
+    await log.close();
+  }
+}
+
+/** A git bundle of exactly the named commits (and their history), from the integrator's repository. */
+async function gitBundle(integrator: string, commits: readonly string[], file: string): Promise<void> {
+  const tmp = mkdtempSync(join(tmpdir(), 'longbuild-audit-git-'));
+  try {
+    await git(tmp, ['init', '--quiet', '--bare', '.']);
+    writeFileSync(join(tmp, 'objects', 'info', 'alternates'), `${join(integrator, 'objects')}\n`);
+    const updates = commits.map((c) => `create refs/audit/${c} ${c}\n`).join('');
+    await git(tmp, ['update-ref', '--stdin'], { input: updates });
+    if (commits.length === 0) {
+      const head = (await git(integrator, ['rev-parse', 'HEAD'], { allowFail: true })).stdout.trim();
+      if (/^[0-9a-f]{40}$/.test(head)) await git(tmp, ['update-ref', `refs/audit/${head}`, head]);
+    }
+    await git(tmp, ['bundle', 'create', file, '--all'], { allowFail: false });
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+function listFiles(dir: string, base = dir): string[] {
+  const out: string[] = [];
+  for (const f of readdirSync(dir).sort()) {
+    const p = join(dir, f);
+    if (statSync(p).isDirectory()) out.push(...listFiles(p, base));
+    else out.push(relative(base, p));
+  }
+  return out;
+}
+
+async function verifyDir(ctx: CommandContext, dir: string): Promise<AuditOutput> {
+  if (!existsSync(join(dir, 'bundle.json'))) throw new NotFoundError(`audit verify: ${dir} holds no audit bundle (bundle.json missing)`);
+  const checks: CheckLine[] = [];
+  const witnesses = Array.isArray(ctx.flags.witness) ? ctx.flags.witness : [];
+  const opts = {
+    ...(typeof ctx.flags.key === 'string' ? { key: ctx.flags.key } : {}),
+    ...(typeof ctx.flags.expect === 'string' ? { expect: resolve(ctx.cwd, ctx.flags.expect) } : {}),
+    witnesses,
+  };
+  try {
+    verifyBundle(dir, opts, (l) => checks.push(l));
+    return { action: 'verify', dir, ok: true, checks };
+  } catch (err) {
+    if (!(err instanceof AuditFailure)) throw err;
+    return { action: 'verify', dir, ok: false, checks, failure: { check: err.check, ...(err.position !== undefined ? { position: err.position } : {}), problem: err.message } };
+  }
+}
+
+export function render(d: AuditOutput): string {
+  if (d.action === 'export') {
+    return `exported ${d.events} events, ${d.checkpoints} signed checkpoints, ${d.evidence} evidence files and ${d.commits} commits (${Math.round(d.bytes / 1024)} KiB) to ${d.to}\n`
+      + (d.unvouched > 0 ? `note: the last ${d.unvouched} events are after the last signed checkpoint (a run was interrupted); \`longbuild step\` signs them\n` : '')
+      + `check it anywhere with: node ${join(d.to, 'verify.mjs')} --key VKEY\n`;
+  }
+  return d.checks.map((c) => `ok ${c.check}: ${c.detail}\n`).join('') + (d.failure ? `FAILED ${d.failure.check}${d.failure.position !== undefined ? ` at position ${d.failure.position}` : ''}: ${d.failure.problem}\n` : 'verified: every check passed\n');
+}
+
+export function failure(d: AuditOutput): string | undefined {
+  if (d.action !== 'verify' || !d.failure) return undefined;
+  return `audit verify failed${d.failure.position !== undefined ? ` at position ${d.failure.position}` : ''} (${d.failure.check}): ${d.failure.problem}`;
+}

@@ -1,0 +1,196 @@
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
+import { computeEventHash, type StoredEvent } from '../src/events/envelope.js';
+import { GENESIS_HASH } from '../src/events/hash.js';
+import { eventLeafHash, hashLeaves } from '../src/events/merkle.js';
+import { COSIGNATURE_V1, ED25519, checkpointText, formatVerifierKey, generateSigningKey, rawPublicKey, signNote } from '../src/events/signed-note.js';
+import { cliJson, runCli } from './support/cli.js';
+
+// The audit bundle (R-40) checked the way an auditor would: copied to a fresh directory with no
+// node_modules, verify.mjs run by `node` with PATH holding nothing but node. Every tamper of
+// issue 13, done on the bundle, is caught by the first check it breaks, naming the position.
+
+const root = mkdtempSync(join(tmpdir(), 'lb-bundle-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const ORBIT = join(import.meta.dirname, 'fixtures', 'orbit.json');
+const nodeOnly = join(root, 'bin');
+let repo = '';
+let bundle = '';
+let vkey = '';
+let n = 0;
+
+beforeAll(() => {
+  mkdirSync(nodeOnly);
+  symlinkSync(process.execPath, join(nodeOnly, 'node'));
+  repo = join(root, 'repo');
+  vkey = cliJson<{ signingKey: { vkey: string } }>(['init', '--blueprint', ORBIT, '--repo', repo], { cwd: root }).signingKey.vkey;
+  expect(runCli(['run', '--repo', repo], { cwd: root }).code).toBe(0);
+  bundle = join(root, 'bundle');
+  const out = cliJson<{ events: number; commits: number; unvouched: number }>(['audit', 'export', '--repo', repo, '--to', bundle], { cwd: root });
+  expect(out.unvouched).toBe(0);
+  expect(out.commits).toBeGreaterThan(3);
+});
+
+/** A fresh copy of the bundle (in a directory with no node_modules anywhere above it but /tmp). */
+function copy(): string {
+  const dir = join(root, `copy${n++}`);
+  cpSync(bundle, dir, { recursive: true });
+  return dir;
+}
+
+/** `node verify.mjs ARGS` in the bundle, PATH = only node, no other environment. */
+function standalone(dir: string, ...args: string[]): { code: number | null; out: string } {
+  const r = spawnSync('node', [join(dir, 'verify.mjs'), ...args], { cwd: dir, env: { PATH: nodeOnly }, encoding: 'utf8' });
+  return { code: r.status, out: r.stdout + r.stderr };
+}
+
+function events(dir: string): StoredEvent[] {
+  return readFileSync(join(dir, 'log.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as StoredEvent);
+}
+
+/** Write events back, rechaining from `from` (all hashes recomputed) unless `rechain` is false. */
+function writeEvents(dir: string, evs: StoredEvent[], rechain = true): void {
+  let prev = GENESIS_HASH;
+  const out = evs.map((e) => {
+    if (!rechain) return e;
+    const { hash: _h, ...rest } = { ...e, prevHash: prev };
+    const hash = computeEventHash(rest);
+    prev = hash;
+    return { ...rest, hash };
+  });
+  writeFileSync(join(dir, 'log.ndjson'), `${out.map((e) => canonicalJson(e as unknown as JsonValue)).join('\n')}\n`);
+}
+
+/** The attacker updates bundle.json so transport integrity still holds. */
+function fixManifest(dir: string): void {
+  const m = JSON.parse(readFileSync(join(dir, 'bundle.json'), 'utf8')) as { files: Record<string, string> };
+  for (const f of Object.keys(m.files)) m.files[f] = createHash('sha256').update(readFileSync(join(dir, f))).digest('hex');
+  writeFileSync(join(dir, 'bundle.json'), JSON.stringify(m));
+}
+
+/** Re-sign every checkpoint over the bundle's (rewritten) log with `key`, and swap the log's vkey for it. */
+function resign(dir: string, evs: StoredEvent[], key = generateSigningKey()): StoredEvent[] {
+  const origin = (evs[0]!.data as { buildId: string }).buildId;
+  const swapped = evs.map((e, i) => (i === 0 ? { ...e, data: { ...(e.data as object), signing: { vkey: formatVerifierKey(origin, ED25519, rawPublicKey(key)) } } as JsonValue } : e));
+  writeEvents(dir, swapped);
+  const leaves = events(dir).map((e) => eventLeafHash(e.hash));
+  for (const f of readdirSync(join(dir, 'checkpoints'))) {
+    const size = parseInt(f);
+    writeFileSync(join(dir, 'checkpoints', f), signNote(checkpointText(origin, size, hashLeaves(leaves.slice(0, size))), origin, key));
+  }
+  return swapped;
+}
+
+describe('R-40 the audit bundle and its standalone verifier', () => {
+  it('R-40 verify.mjs runs with PATH holding only node in a copy of the bundle, prints one line per check and passes; audit verify agrees', () => {
+    const dir = copy();
+    const r = standalone(dir, '--key', vkey);
+    expect(r.code, r.out).toBe(0);
+    expect(r.out.split('\n').filter((l) => l.startsWith('ok ')).map((l) => l.split(':')[0])).toEqual(['ok bundle', 'ok chain', 'ok schemas', 'ok keys', 'ok checkpoints', 'ok evidence', 'ok git', 'ok graph']);
+    expect(r.out).toMatch(/ok graph: \d+ graph revisions reconstructed/);
+    const same = cliJson<{ ok: boolean; checks: unknown[] }>(['audit', 'verify', dir, '--key', vkey], { cwd: root });
+    expect(same.ok).toBe(true);
+    expect(same.checks).toHaveLength(8);
+  });
+
+  it('R-40 one edited event (manifest fixed up) fails the chain at its position', () => {
+    const dir = copy();
+    const evs = events(dir);
+    (evs[4]!.metadata as Record<string, unknown>).recordedAt = '2020-01-01T00:00:00.000Z';
+    writeEvents(dir, evs, false);
+    fixManifest(dir);
+    const r = standalone(dir);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/FAILED chain at position 5: hash mismatch/);
+  });
+
+  it('R-40 a consistent rewrite (verify command replaced) fails the checkpoints; re-signed under another key it passes only without --key, and fails with --key and with --expect', () => {
+    const held = join(root, 'held.checkpoint');
+    const sizes = readdirSync(join(bundle, 'checkpoints')).map((f) => parseInt(f)).sort((a, b) => a - b);
+    cpSync(join(bundle, 'checkpoints', `${sizes[1]}.checkpoint`), held);
+    const dir = copy();
+    const evs = events(dir);
+    evs[0] = { ...evs[0]!, data: { ...(evs[0]!.data as object), verify: [['true']] } as JsonValue };
+    writeEvents(dir, evs);
+    fixManifest(dir);
+    const r = standalone(dir);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/FAILED checkpoints at position 1: the log is not the one checkpoints\/1\.checkpoint signed/);
+    resign(dir, evs);
+    fixManifest(dir);
+    expect(standalone(dir).code).toBe(0); // nothing inside the bundle can tell
+    const withKey = standalone(dir, '--key', vkey);
+    expect(withKey.code).toBe(1);
+    expect(withKey.out).toMatch(/FAILED keys at position 1: the log records the signing key .* not the one given with --key/);
+    const withHeld = standalone(dir, '--expect', held);
+    expect(withHeld.code).toBe(1);
+    expect(withHeld.out).toMatch(/FAILED checkpoints: .*held\.checkpoint does not verify/);
+  });
+
+  it('R-40 an event that fails its schema (a bogus BuildCompleted), rechained and re-signed, fails the schemas at its position', () => {
+    const dir = copy();
+    const evs = events(dir);
+    const last = evs[evs.length - 1]!;
+    evs.push({ ...last, position: last.position + 1, revision: last.revision + 1, type: 'BuildCompleted', data: { bogus: true } });
+    resign(dir, evs);
+    fixManifest(dir);
+    const r = standalone(dir);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(new RegExp(`FAILED schemas at position ${last.position + 1}: event fails the catalogue`));
+  });
+
+  it('R-40 a forged graph record (its SHA-256 changed), rechained and re-signed, fails the graph reconstruction at its position', () => {
+    const dir = copy();
+    const evs = events(dir);
+    const at = evs.findIndex((e) => (e.metadata as { graph?: unknown }).graph !== undefined && e.position > 10);
+    const meta = evs[at]!.metadata as unknown as { graph: { revision: number; sha256: string } };
+    meta.graph = { ...meta.graph, sha256: 'f'.repeat(64) };
+    resign(dir, evs);
+    fixManifest(dir);
+    const r = standalone(dir);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(new RegExp(`FAILED graph at position ${at + 1}: .* records graph ffffffff`));
+  });
+
+  it('R-40 an edited evidence file and a git bundle without the promoted commits are caught', () => {
+    const dir = copy();
+    const ev = readdirSync(join(dir, 'evidence'))[0]!;
+    writeFileSync(join(dir, 'evidence', ev), 'forged output\n');
+    fixManifest(dir);
+    const r = standalone(dir);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(new RegExp(`FAILED evidence at position \\d+: evidence file ${ev} does not hash to its name`));
+    const dir2 = copy();
+    // A bundle of the first commit only: the promotions' commits are missing.
+    const first = events(dir2).find((e) => e.type === 'BuildInitialized')!.data as { baseHead: string };
+    const g = join(root, `g${n}`);
+    spawnSync('git', ['clone', '--quiet', '--bare', join(repo, '.longbuild', 'integrator.git'), g]);
+    spawnSync('git', ['-C', g, 'update-ref', 'refs/heads/only', first.baseHead]);
+    spawnSync('git', ['-C', g, 'bundle', 'create', join(dir2, 'git.bundle'), 'refs/heads/only']);
+    fixManifest(dir2);
+    const r2 = standalone(dir2);
+    expect(r2.code).toBe(1);
+    expect(r2.out).toMatch(/FAILED git at position \d+: commit [0-9a-f]{40} \(.*\) is not in git\.bundle/);
+  });
+
+  it('R-40 a witness key: refused until the witness cosigned, then verified (and a forged cosignature fails)', () => {
+    const wkeyFile = join(root, 'w.key');
+    const w = cliJson<{ witnessKey: string }>(['witness', 'cosign', '--repo', repo, '--witness-key', wkeyFile, '--log-key', vkey, '--name', 'witness.example/a'], { cwd: root });
+    const before = copy();
+    const r = standalone(before, '--key', vkey, '--witness', w.witnessKey);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/no checkpoint in the bundle is cosigned by witness witness\.example\/a/);
+    const dir = join(root, `rebundle${n++}`);
+    cliJson(['audit', 'export', '--repo', repo, '--to', dir], { cwd: root });
+    const ok = standalone(dir, '--key', vkey, '--witness', w.witnessKey);
+    expect(ok.code, ok.out).toBe(0);
+    expect(ok.out).toMatch(/cosigned by witness\.example\/a up to size \d+/);
+    const other = formatVerifierKey('witness.example/a', COSIGNATURE_V1, rawPublicKey(generateSigningKey()));
+    expect(standalone(dir, '--witness', other).out).toMatch(/no checkpoint in the bundle is cosigned/);
+  });
+});
