@@ -9,6 +9,10 @@ import { GENESIS_HASH } from '../src/events/hash.js';
 import { hashLeaves, eventLeafHash } from '../src/events/merkle.js';
 import { checkpointText, formatVerifierKey, ED25519, generateSigningKey, rawPublicKey, signNote } from '../src/events/signed-note.js';
 import { runCli } from './support/cli.js';
+import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
+import { buildProjection } from '../src/projections/build-projection.js';
+import { makeSnapshot } from '../src/projections/snapshots.js';
+import { stateAt } from '../src/projections/time-travel.js';
 
 // The tampers of issue 13, each done as an attacker with write access to the build directory
 // would (raw SQL on events.db, files rewritten), and each caught: by `verify` (naming the
@@ -212,6 +216,34 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     expect(s.code).toBe(1);
     expect(s.stderr).toMatch(/no signed checkpoint in .* refusing to append/);
     expect(existsSync(join(b.dir, 'checkpoints'))).toBe(false);
+  });
+
+  it('R-6 a forged time-travel snapshot (its SHA recomputed) does not change what show prints, and verify (all, and a seeded sample) names its position', () => {
+    const b = build();
+    const at = 12;
+    const before = runCli(['show', '--repo', b.repo, '--at', String(at), '--json'], { cwd: root });
+    expect(before.code, before.stderr).toBe(0);
+    const log = new SqliteEventLog({ path: b.db, readonly: true });
+    const truth = stateAt((from, to) => log.readAllSync({ from, limit: to - from + 1 }), buildProjection, at).state;
+    const hash = log.readAllSync({ from: at, limit: 1 })[0]!.hash;
+    void log.close();
+    const forged = structuredClone(truth);
+    const victim = Object.keys(forged.nodes)[0]!;
+    const node = forged.nodes[victim] as { state: string };
+    node.state = node.state === 'accepted' ? 'blocked' : 'accepted';
+    const snap = makeSnapshot(buildProjection.name, at, hash, forged);
+    const p = new Database(join(b.dir, 'projections.db'));
+    p.prepare('INSERT OR REPLACE INTO snapshots (projection, position, event_hash, state_json, sha256) VALUES (?,?,?,?,?)').run(snap.projection, snap.position, snap.eventHash, snap.stateJson, snap.sha256);
+    p.close();
+    const after = runCli(['show', '--repo', b.repo, '--at', String(at), '--json'], { cwd: root });
+    expect(after.code, after.stderr).toBe(0);
+    expect(after.stdout).toBe(before.stdout);
+    const v = verify(b.repo);
+    expect(v.code).toBe(1);
+    expect(v.stderr).toMatch(new RegExp(`verify failed at position ${at}: time-travel snapshot of build at position ${at}: differs from the fold of the log`));
+    const sampled = verify(b.repo, '--sample', '1', '--seed', '7');
+    expect(sampled.code).toBe(1);
+    expect(sampled.stdout).toMatch(/1 time-travel snapshots refolded \(sample, --seed 7\)/);
   });
 
   it('R-35 a finished build has a signed checkpoint at its head whose root verify recomputes, and --expect-head accepts it and refuses another root', () => {

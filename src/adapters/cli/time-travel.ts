@@ -1,4 +1,5 @@
-import { NotFoundError, UsageError, ValidationError } from '../../events/errors.js';
+import { CorruptLogError, NotFoundError, UsageError, ValidationError } from '../../events/errors.js';
+import { graphSha256 } from '../../projections/graph.js';
 import { GENESIS_HASH } from '../../events/hash.js';
 import type { EventLog } from '../../events/log.js';
 import { positionOfRevision, type BuildState } from '../../projections/build-state.js';
@@ -31,7 +32,24 @@ export async function stateAsOf(s: BuildSession, point: TimePoint): Promise<Buil
   }
   if (position === current.position) return current;
   const snapshots = new SqliteSnapshotStore(s.projections.db);
-  return stateAtFromLog(s.log, buildProjection, position, snapshots);
+  const fast = await stateAtFromLog(s.log, buildProjection, position, snapshots);
+  if (await graphAsRecorded(s.log, fast)) return fast;
+  // The graph a snapshot gave is not the one the log recorded for that revision (R-39): the
+  // snapshot is forged or stale. Fold the log itself instead (`verify` names the snapshot).
+  const folded = await stateAtFromLog(s.log, buildProjection, position, { candidates: () => [], put() {}, clear() {} });
+  if (!(await graphAsRecorded(s.log, folded))) throw new CorruptLogError(position, `the graph folded from the log differs from the SHA-256 the log recorded for revision ${folded.graphRevision}; run \`longbuild verify\``);
+  return folded;
+}
+
+/** The state's graph is the one its revision's event recorded (builds from before graph records pass). */
+async function graphAsRecorded(log: EventLog, state: BuildState): Promise<boolean> {
+  if (state.graphRevision === 0) return true;
+  const at = positionOfRevision(state, state.graphRevision);
+  const [e] = at === undefined ? [] : await log.readAll({ from: at, limit: 1 });
+  const [first] = await log.readAll({ from: 1, limit: 1 });
+  if ((first?.data as { signing?: unknown } | undefined)?.signing === undefined) return true;
+  const recorded = (e?.metadata as { graph?: { revision: number; sha256: string } } | undefined)?.graph;
+  return recorded !== undefined && recorded.revision === state.graphRevision && recorded.sha256 === graphSha256(state.nodes);
 }
 
 /**

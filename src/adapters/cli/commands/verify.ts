@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { decideRefRepairs } from '../../../commands/refs.js';
 import { initialBuildState, type BuildState } from '../../../projections/build-state.js';
 import { graphRecordProblems } from '../../../projections/graph-record.js';
+import { snapshotProblems } from '../../../projections/snapshot-audit.js';
+import { SqliteSnapshotStore } from '../../../projections/snapshots.js';
 import { buildProjection } from '../../../projections/build-projection.js';
 import { observeRefs } from '../../controller/git-binding.js';
 import { readFileSync } from 'node:fs';
@@ -25,7 +27,7 @@ import { eventLeafHash, hashLeaves } from '../../../events/merkle.js';
 import { formatVerifierKey, parseVerifierKey, type VerifierKey } from '../../../events/signed-note.js';
 import { checkpointFiles, readCheckpoint } from '../../transparency/notary.js';
 
-export const flags: Record<string, FlagSpec> = { since: { type: 'string' }, 'expect-head': { type: 'string' }, key: { type: 'string' } };
+export const flags: Record<string, FlagSpec> = { since: { type: 'string' }, 'expect-head': { type: 'string' }, key: { type: 'string' }, sample: { type: 'int' }, seed: { type: 'int' } };
 
 export interface VerifyOutput {
   readonly ok: boolean;
@@ -38,6 +40,8 @@ export interface VerifyOutput {
   readonly checkpoints: number;
   /** The tree head at the log's size: base64 root (R-34). */
   readonly treeRoot: string | null;
+  /** Time-travel snapshots refolded (R-6), and the seed of the sample when `--sample` chose them. */
+  readonly snapshots: { readonly checked: number; readonly seed: number | null };
 }
 
 /**
@@ -48,6 +52,11 @@ export interface VerifyOutput {
 export async function run(ctx: CommandContext): Promise<VerifyOutput> {
   const paths = pathsOf(ctx);
   const expectHead = typeof ctx.flags['expect-head'] === 'string' ? parseExpectHead(ctx.flags['expect-head']) : null;
+  const sampleFlag = ctx.flags.sample;
+  if (sampleFlag !== undefined && (typeof sampleFlag !== 'number' || sampleFlag < 1)) throw new UsageError('verify: --sample must be a positive number of snapshots');
+  const seed = typeof ctx.flags.seed === 'number' ? ctx.flags.seed : Date.now() % 1_000_000;
+  const sample = typeof sampleFlag === 'number' ? { count: sampleFlag, seed } : undefined;
+  let snapshots = { checked: 0, seed: sample ? seed : null };
   const log = await openBuildLog(paths);
   try {
     // The projections' position is read before the log: the log only grows, so a live run never
@@ -76,7 +85,12 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
       try {
         rebuilt.rebuild(events);
         projectionsSha256 = rebuilt.dumpSha256();
-        if (existsSync(paths.projections) && seenBefore <= headPosition) problems.push(...(await compareStored(paths, log, headPosition, rebuilt)));
+        if (existsSync(paths.projections) && seenBefore <= headPosition) {
+          problems.push(...(await compareStored(paths, log, headPosition, rebuilt)));
+          const audit = auditSnapshots(paths, events, sample);
+          snapshots = { checked: audit.checked, seed: snapshots.seed };
+          problems.push(...audit.problems);
+        }
         problems.push(...(await refsProblems(paths, rebuilt.state<BuildState>(buildProjection.name), headPosition)));
       } finally {
         rebuilt.close();
@@ -84,12 +98,22 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
     }
     problems.sort((a, b) => a.position - b.position);
     // Rebuilding is the remedy only when the log itself passed every check (R-36).
-    if (problems.length > 0 && problems.every((p) => p.problem.startsWith('stored projections differ'))) {
-      problems[0] = { ...problems[0]!, problem: `${problems[0]!.problem}; the log checks out, so \`longbuild rebuild\` refolds the projections from it` };
+    if (problems.length > 0 && problems.every((p) => p.problem.startsWith('stored projections differ') || p.problem.startsWith('time-travel snapshot'))) {
+      problems[0] = { ...problems[0]!, problem: `${problems[0]!.problem}; the log checks out, so \`longbuild rebuild\` refolds the projections (and snapshots) from it` };
     }
-    return { ok: problems.length === 0, events: chain.events, headHash: chain.headHash, projectionsSha256, problems, checkpoints, treeRoot };
+    return { ok: problems.length === 0, events: chain.events, headHash: chain.headHash, projectionsSha256, problems, checkpoints, treeRoot, snapshots };
   } finally {
     await log.close();
+  }
+}
+
+/** R-6: the stored time-travel snapshots are folds of this log (all, or a seeded sample). */
+function auditSnapshots(paths: BuildPaths, events: readonly StoredEvent[], sample: { count: number; seed: number } | undefined): { checked: number; problems: VerifyProblem[] } {
+  const stored = openBuildProjections(paths);
+  try {
+    return snapshotProblems(allProjections(), new SqliteSnapshotStore(stored.db), events, sample);
+  } finally {
+    stored.close();
   }
 }
 
@@ -258,7 +282,7 @@ export function render(data: VerifyOutput): string {
   const lines = [
     `${data.ok ? 'ok' : 'FAILED'}: ${data.events} events, head ${data.headHash}`,
     `merkle root ${data.treeRoot ?? '(not computed: the chain is broken)'} at size ${data.events}; ${data.checkpoints} signed checkpoint${data.checkpoints === 1 ? '' : 's'} checked`,
-    `projections sha256 ${data.projectionsSha256 ?? '(not computed: the chain is broken)'}`,
+    `projections sha256 ${data.projectionsSha256 ?? '(not computed: the chain is broken)'}; ${data.snapshots.checked} time-travel snapshots refolded${data.snapshots.seed !== null ? ` (sample, --seed ${data.snapshots.seed})` : ''}`,
     ...data.problems.map((p) => `problem at position ${p.position}: ${p.problem}`),
   ];
   return `${lines.join('\n')}\n`;
