@@ -2,7 +2,7 @@ import { CorruptLogError } from '../../../events/errors.js';
 import { existsSync } from 'node:fs';
 import { readEventsFrom } from '../../log/paging.js';
 import { eventLeafHash } from '../../../events/merkle.js';
-import { checkCheckpoints, schemaProblems, storedPosition } from './verify.js';
+import { checkCheckpoints, readCheckpointNotes, schemaProblems, storedPosition } from './verify.js';
 import { openBuildLog, openBuildProjections, pathsOf } from '../open-build.js';
 import type { CommandContext } from '../types.js';
 
@@ -17,14 +17,16 @@ export async function run(ctx: CommandContext): Promise<RebuildOutput> {
   const log = await openBuildLog(paths);
   try {
     const seen = existsSync(paths.projections) ? storedPosition(paths) : 0;
+    const notes = readCheckpointNotes(paths);
     const chain = await log.verifyChain();
-    const all = await readEventsFrom(log);
+    // Only the prefix the chain walk verified (a live run may have appended since).
+    const all = (await readEventsFrom(log)).slice(0, chain.events);
     // R-36: the projections are never refolded from a log that is shorter than what they or a
     // signed checkpoint saw, that fails a schema, or that a signed checkpoint does not vouch for.
     const problems = [...chain.problems];
     if (problems.length === 0) {
       if (seen > all.length) problems.push({ position: all.length + 1, problem: `log truncated: the projections have seen position ${seen}, but the log ends at ${all.length}` });
-      problems.push(...schemaProblems(all), ...checkCheckpoints(paths, all, all.map((e) => eventLeafHash(e.hash)), undefined, undefined, null).problems);
+      problems.push(...schemaProblems(all), ...checkCheckpoints(paths, all, all.map((e) => eventLeafHash(e.hash)), undefined, undefined, null, notes).problems);
     }
     const first = problems.sort((a, b) => a.position - b.position)[0];
     if (first) throw new CorruptLogError(first.position, `${first.problem}; refusing to rebuild projections from this log`);

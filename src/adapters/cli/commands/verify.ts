@@ -42,6 +42,8 @@ export interface VerifyOutput {
   readonly treeRoot: string | null;
   /** Time-travel snapshots refolded (R-6), and the seed of the sample when `--sample` chose them. */
   readonly snapshots: { readonly checked: number; readonly seed: number | null };
+  /** The build advanced while verify ran: the log was verified as of `events`; caches and refs not compared. */
+  readonly live: boolean;
 }
 
 /**
@@ -62,19 +64,21 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
     // The projections' position is read before the log: the log only grows, so a live run never
     // makes it look cut (one consistent view per store; the chain walk is one read snapshot).
     const seenBefore = existsSync(paths.projections) ? storedPosition(paths) : 0;
+    const notes = readCheckpointNotes(paths);
     const chain = await log.verifyChain();
     const problems: VerifyProblem[] = [...chain.problems];
     const headPosition = chain.events;
     let projectionsSha256: string | null = null;
     let checkpoints = 0;
     let treeRoot: string | null = null;
+    let live = false;
     if (chain.ok) {
       const events: StoredEvent[] = [];
       for await (const page of readPages(log, 1, headPosition)) events.push(...page);
       problems.push(...schemaProblems(events));
       const leaves = events.map((e) => eventLeafHash(e.hash));
       treeRoot = hashLeaves(leaves).toString('base64');
-      const signed = checkCheckpoints(paths, events, leaves, typeof ctx.flags.key === 'string' ? ctx.flags.key : undefined, typeof ctx.flags.since === 'string' ? resolve(ctx.cwd, ctx.flags.since) : undefined, expectHead);
+      const signed = checkCheckpoints(paths, events, leaves, typeof ctx.flags.key === 'string' ? ctx.flags.key : undefined, typeof ctx.flags.since === 'string' ? resolve(ctx.cwd, ctx.flags.since) : undefined, expectHead, notes);
       checkpoints = signed.checked;
       problems.push(...signed.problems);
       if (seenBefore > headPosition) problems.push({ position: headPosition + 1, problem: `log truncated: the projections have seen position ${seenBefore}, but the log ends at ${headPosition}` });
@@ -85,13 +89,31 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
       try {
         rebuilt.rebuild(events);
         projectionsSha256 = rebuilt.dumpSha256();
-        if (existsSync(paths.projections) && seenBefore <= headPosition) {
-          problems.push(...(await compareStored(paths, log, headPosition, rebuilt)));
-          const audit = auditSnapshots(paths, events, sample);
-          snapshots = { checked: audit.checked, seed: snapshots.seed };
-          problems.push(...audit.problems);
+        // The caches (projections, snapshots) and the refs are compared with the log as read; a
+        // live run moves them on meanwhile. A disagreement counts only when the log stood still
+        // and it is still there a moment later (a promotion moves the ref just before its event).
+        const cacheChecks = async (): Promise<VerifyProblem[]> => {
+          const found: VerifyProblem[] = [];
+          if (existsSync(paths.projections) && seenBefore <= headPosition) {
+            found.push(...(await compareStored(paths, log, headPosition, rebuilt)));
+            const audit = auditSnapshots(paths, events, sample);
+            snapshots = { checked: audit.checked, seed: snapshots.seed };
+            found.push(...audit.problems);
+          }
+          found.push(...(await refsProblems(paths, rebuilt.state<BuildState>(buildProjection.name), headPosition)));
+          return found;
+        };
+        let found = await cacheChecks();
+        const advanced = async (): Promise<boolean> => ((await log.head())?.position ?? 0) !== headPosition;
+        if (found.length > 0 && !(await advanced())) {
+          await new Promise((r) => setTimeout(r, 300));
+          if (!(await advanced())) found = await cacheChecks();
         }
-        problems.push(...(await refsProblems(paths, rebuilt.state<BuildState>(buildProjection.name), headPosition)));
+        if (await advanced()) {
+          live = true;
+          found = [];
+        }
+        problems.push(...found);
       } finally {
         rebuilt.close();
       }
@@ -101,7 +123,7 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
     if (problems.length > 0 && problems.every((p) => p.problem.startsWith('stored projections differ') || p.problem.startsWith('time-travel snapshot'))) {
       problems[0] = { ...problems[0]!, problem: `${problems[0]!.problem}; the log checks out, so \`longbuild rebuild\` refolds the projections (and snapshots) from it` };
     }
-    return { ok: problems.length === 0, events: chain.events, headHash: chain.headHash, projectionsSha256, problems, checkpoints, treeRoot, snapshots };
+    return { ok: problems.length === 0, events: chain.events, headHash: chain.headHash, projectionsSha256, problems, checkpoints, treeRoot, snapshots, live };
   } finally {
     await log.close();
   }
@@ -156,6 +178,8 @@ export function schemaProblems(events: readonly StoredEvent[]): VerifyProblem[] 
 export function checkCheckpoints(
   paths: BuildPaths, events: readonly StoredEvent[], leaves: readonly Buffer[], keyArg: string | undefined, since: string | undefined,
   expectHead: { size: number; root: Buffer } | null,
+  /** Checkpoint files read before the log was (a live run signs new ones meanwhile); default: read now. */
+  preread: readonly CheckpointNote[] = readCheckpointNotes(paths),
 ): { checked: number; problems: VerifyProblem[] } {
   const init = events[0]?.type === 'BuildInitialized' ? (events[0].data as { buildId: string; signing?: { vkey: string } }) : undefined;
   const problems: VerifyProblem[] = [];
@@ -186,8 +210,8 @@ export function checkCheckpoints(
     else if (!rootAt(cp.size).equals(cp.root)) problems.push({ position: after(cp.size), problem: `the log is not the one ${file} signed at size ${cp.size} (its Merkle root differs: rewritten at or after position ${after(cp.size)})` });
     else matched.push(cp.size);
   };
-  const files = checkpointFiles(paths);
-  for (const f of files) check(readFileSync(f.file, 'utf8'), f.file);
+  const files = preread;
+  for (const f of files) check(f.note, f.file);
   if (init && !init.signing && keyArg === undefined) problems.push({ position: 1, problem: 'the log names no signing key: nothing vouches for it (a build from before signed checkpoints, or a stripped rewrite)' });
   else if (init?.signing && files.length === 0) problems.push({ position: 1, problem: `no signed checkpoint in ${paths.checkpoints} (deleted?)` });
   if (since !== undefined) {
@@ -199,6 +223,17 @@ export function checkCheckpoints(
     else if (!rootAt(expectHead.size).equals(expectHead.root)) problems.push({ position: 1, problem: `the log's Merkle root at size ${expectHead.size} is ${rootAt(expectHead.size).toString('base64')}, not the expected ${expectHead.root.toString('base64')}` });
   }
   return { checked: files.length + (since !== undefined ? 1 : 0), problems };
+}
+
+export interface CheckpointNote {
+  readonly size: number;
+  readonly file: string;
+  readonly note: string;
+}
+
+/** The build's checkpoint files and their text, read now. */
+export function readCheckpointNotes(paths: BuildPaths): CheckpointNote[] {
+  return checkpointFiles(paths).map((f) => ({ ...f, note: readFileSync(f.file, 'utf8') }));
 }
 
 /** Roots of prefixes, computed once per size asked for. */
@@ -283,6 +318,7 @@ export function render(data: VerifyOutput): string {
     `${data.ok ? 'ok' : 'FAILED'}: ${data.events} events, head ${data.headHash}`,
     `merkle root ${data.treeRoot ?? '(not computed: the chain is broken)'} at size ${data.events}; ${data.checkpoints} signed checkpoint${data.checkpoints === 1 ? '' : 's'} checked`,
     `projections sha256 ${data.projectionsSha256 ?? '(not computed: the chain is broken)'}; ${data.snapshots.checked} time-travel snapshots refolded${data.snapshots.seed !== null ? ` (sample, --seed ${data.snapshots.seed})` : ''}`,
+    ...(data.live ? [`note: the build advanced while verifying (a run is live): the log is verified up to position ${data.events}; the stored projections and refs were not compared`] : []),
     ...data.problems.map((p) => `problem at position ${p.position}: ${p.problem}`),
   ];
   return `${lines.join('\n')}\n`;
