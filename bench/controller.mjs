@@ -49,6 +49,7 @@ const instantGit = {
   prepareAttemptWorktree: async () => '', findAttemptCommit: async () => null, commitWorktree: async () => null,
   removeAttemptWorktree: async () => {}, changedPaths: async () => [], readRef: async () => HEAD,
   integrateAndVerify: async () => ({ ok: false, reason: 'not used' }), promote: async () => ({ ok: true }),
+  observeRefs: async () => ({ integration: HEAD, published: HEAD }), repairRef: async () => {},
 };
 
 /** A fresh build directory: log, projections and the BuildInitialized event. */

@@ -48,6 +48,21 @@ export function arraySource(leafHashes: readonly Hash[]): TreeSource {
   return { leaves: (s, e) => leafHashes.slice(s, e) };
 }
 
+/**
+ * A source over leaves in memory with every complete subtree hashed once (2n hashes): roots and
+ * proofs at any size then cost O(log n). For verifying a whole log (the audit bundle).
+ */
+export function memoryTree(leafHashes: readonly Hash[]): TreeSource {
+  const levels: Hash[][] = [leafHashes as Hash[]];
+  for (let below = levels[0]!; below.length > 1;) {
+    const up: Hash[] = new Array(below.length >> 1);
+    for (let i = 0; i < up.length; i++) up[i] = nodeHash(below[2 * i]!, below[2 * i + 1]!);
+    levels.push(up);
+    below = up;
+  }
+  return { leaves: (s, e) => leafHashes.slice(s, e), node: (level, index) => levels[level]?.[index] };
+}
+
 /** Largest power of two strictly below n (n ≥ 2). */
 export function splitPoint(n: number): number {
   let k = 1;

@@ -11,9 +11,37 @@ export function canonicalGraph(nodes: Readonly<Record<string, NodeRecord>>): str
   }));
 }
 
-/** SHA-256 of the canonical graph (R-9). */
+/**
+ * SHA-256 of the canonical graph (R-9): the bytes of `canonicalGraph`, built from each node's
+ * canonical JSON cached by node object (a fold shares unchanged node records, so a step
+ * re-serialises only the nodes it changed) and the sorted ids of the last call when the id set
+ * is the same.
+ */
 export function graphSha256(nodes: Readonly<Record<string, NodeRecord>>): string {
-  return sha256Hex(canonicalGraph(nodes));
+  const ids = sortedIds(nodes);
+  let out = '[';
+  for (let i = 0; i < ids.length; i++) out += (i === 0 ? '' : ',') + nodeCanonical(nodes[ids[i]!]!);
+  return sha256Hex(`${out}]`);
+}
+
+const nodeJson = new WeakMap<object, string>();
+
+function nodeCanonical(n: NodeRecord): string {
+  let json = nodeJson.get(n);
+  if (json === undefined) {
+    json = canonicalJson({ id: n.id, kind: n.kind, state: n.state, milestone: n.milestone, deps: [...n.deps].sort(compareCodePoints) });
+    nodeJson.set(n, json);
+  }
+  return json;
+}
+
+let lastIds: string[] = [];
+
+function sortedIds(nodes: Readonly<Record<string, NodeRecord>>): string[] {
+  const keys = Object.keys(nodes);
+  if (keys.length === lastIds.length && lastIds.every((id) => id in nodes)) return lastIds;
+  lastIds = keys.sort(compareCodePoints);
+  return lastIds;
 }
 
 /** A summary node, or an accepted one, satisfies its dependents (R-10). */

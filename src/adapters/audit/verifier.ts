@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
 import { DomainEventSchema, domainCatalogue } from '../../events/catalogue.js';
-import { EventMetadataSchema, computeEventHash, type StoredEvent } from '../../events/envelope.js';
+import { EventMetadataSchema, type StoredEvent } from '../../events/envelope.js';
 import { GENESIS_HASH } from '../../events/hash.js';
-import { arraySource, consistencyProof, eventLeafHash, hashLeaves, verifyConsistency } from '../../events/merkle.js';
+import { consistencyProof, eventLeafHash, memoryTree, treeRoot, verifyConsistency } from '../../events/merkle.js';
 import { COSIGNATURE_V1, NoteError, parseCheckpointText, parseNote, parseVerifierKey, verifyNote, type VerifierKey } from '../../events/signed-note.js';
 import { initialBuildState } from '../../projections/build-state.js';
 import { graphRecordProblems } from '../../projections/graph-record.js';
@@ -96,8 +96,12 @@ export function verifyBundle(dir: string, opts: AuditOptions, print: (line: Chec
     revs.set(e.streamId, rev);
     if (e.prevHash !== prev) throw new AuditFailure('chain', 'previous-hash link broken (an earlier event was edited, removed or reordered)', position);
     if (!EventMetadataSchema.safeParse(e.metadata).success) throw new AuditFailure('chain', 'metadata invalid', position);
-    const { hash, ...rest } = e;
-    if (computeEventHash(rest) !== hash) throw new AuditFailure('chain', 'hash mismatch (event edited)', position);
+    // The line is canonical, so the hashed part (everything but the hash) is the line without its
+    // `"hash"` member, which sorts between `"data"` and `"metadata"` (R-2).
+    const hash = e.hash;
+    const member = `,"hash":${JSON.stringify(hash)},"metadata":`;
+    const at = line.indexOf(member);
+    if (typeof hash !== 'string' || at < 0 || sha256(line.slice(0, at) + ',"metadata":' + line.slice(at + member.length)) !== hash) throw new AuditFailure('chain', 'hash mismatch (event edited)', position);
     prev = hash;
     events.push(e);
   }
@@ -135,7 +139,7 @@ export function verifyBundle(dir: string, opts: AuditOptions, print: (line: Chec
   // 5. Checkpoints (R-34, R-35): each signature, each root against the Merkle tree of the log,
   //    consecutive ones consistent; the witnesses' cosignatures.
   const leaves = events.map((e) => eventLeafHash(e.hash));
-  const tree = arraySource(leaves);
+  const tree = memoryTree(leaves);
   const cpDir = need('checkpoints');
   const files = readdirSync(cpDir).filter((f) => /^[0-9]+\.checkpoint$/.test(f)).sort((a, b) => parseInt(a) - parseInt(b));
   if (files.length === 0) throw new AuditFailure('checkpoints', 'the bundle holds no signed checkpoint');
@@ -160,7 +164,7 @@ export function verifyBundle(dir: string, opts: AuditOptions, print: (line: Chec
     if (body.origin !== initData.buildId) throw new AuditFailure('checkpoints', `${file} is a checkpoint of '${body.origin}', not of ${initData.buildId}`);
     if (body.size > leaves.length) throw new AuditFailure('checkpoints', `log truncated: ${file} was signed at size ${body.size}, the log ends at ${leaves.length}`, leaves.length + 1);
     let root = roots.get(body.size);
-    if (!root) roots.set(body.size, (root = hashLeaves(leaves.slice(0, body.size))));
+    if (!root) roots.set(body.size, (root = treeRoot(tree, body.size)));
     if (!root.equals(body.root)) throw new AuditFailure('checkpoints', `the log is not the one ${file} signed at size ${body.size} (its Merkle root differs: rewritten)`, 1);
     return { size: body.size, root };
   };

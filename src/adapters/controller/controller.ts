@@ -88,7 +88,7 @@ export class Controller {
     }
   }
 
-  private fold(e: StoredEvent): void {
+  private fold(e: StoredEvent, folded?: BuildState): void {
     if (this.prevHash !== null && e.prevHash !== this.prevHash) {
       throw new CorruptLogError(e.position, 'previous-hash link broken while reading the log (run `longbuild verify`)');
     }
@@ -98,7 +98,7 @@ export class Controller {
     if (e.streamId === this.streamId) this.streamRevision = e.revision;
     this.prevHash = e.hash;
     if (e.type === 'EffectReinvoked' || e.type === 'RefRepaired') this.reinvocations += 1;
-    this.state = evolveBuild(this.state, e);
+    this.state = folded ?? evolveBuild(this.state, e);
   }
 
   private async append(events: readonly DomainEvent[], causationId: string): Promise<void> {
@@ -107,7 +107,7 @@ export class Controller {
     const position = this.state.position + 1;
     const recordedAt = this.now(position);
     // R-39: an event that changes the graph records the revision it makes and that graph's SHA-256.
-    const graphs = graphRecords(this.state, events, recordedAt);
+    const { records: graphs, states } = graphRecords(this.state, events, recordedAt);
     const result = await this.deps.log.append(
       this.streamId,
       events.map((e, i) => ({
@@ -116,7 +116,9 @@ export class Controller {
       })),
       this.streamRevision,
     );
-    for (const e of result.events) this.fold(e);
+    // The states folded for the graph records are the fold of these events: adopt them (each
+    // event still re-hashed and linked) instead of folding again.
+    result.events.forEach((e, i) => this.fold(e, e.position === position + i ? states[i] : undefined));
     this.deps.onAppended?.(result.events, this.state);
     for (const e of events) this.deps.faults.reach(`after-append:${e.type}`);
   }

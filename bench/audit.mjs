@@ -1,0 +1,172 @@
+// The verifiable log's costs (issue 13). Run on demand: `npm run build && node bench/audit.mjs`.
+// Prints figures; not a timed test. Sections (BENCH_ONLY=append,bundle,revision):
+//   append    append throughput, log alone vs log + Merkle tree + a signed checkpoint every K events
+//   bundle    `audit export` and the standalone `node verify.mjs` on a synthetic N-event build
+//   revision  reconstructing one past graph revision from the nearest snapshot and checking it
+//             against the SHA-256 the log recorded, at M events
+// BENCH_EVENTS (default 100000) sizes `bundle`; BENCH_REVISION_EVENTS (default 1000000) `revision`.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteEventLog } from '../dist/adapters/log/sqlite-log.js';
+import { buildPaths } from '../dist/adapters/build-dir.js';
+import { Notary } from '../dist/adapters/transparency/notary.js';
+import { buildVerifierKey } from '../dist/adapters/transparency/keys.js';
+import { canonicalJson } from '../dist/events/canonical.js';
+import { sha256Hex } from '../dist/events/hash.js';
+import { generateSigningKey, parseVerifierKey } from '../dist/events/signed-note.js';
+import { ProjectionStore } from '../dist/projections/engine.js';
+import { allProjections } from '../dist/projections/registry.js';
+import { buildProjection } from '../dist/projections/build-projection.js';
+import { initialBuildState, evolveBuild, positionOfRevision } from '../dist/projections/build-state.js';
+import { graphRecords } from '../dist/projections/graph-record.js';
+import { graphSha256 } from '../dist/projections/graph.js';
+import { SqliteSnapshotStore } from '../dist/projections/snapshots.js';
+import { stateAt } from '../dist/projections/time-travel.js';
+
+const only = new Set((process.env.BENCH_ONLY ?? 'append,bundle,revision').split(','));
+const N_BUNDLE = Number(process.env.BENCH_EVENTS ?? 100_000);
+const N_REVISION = Number(process.env.BENCH_REVISION_EVENTS ?? 1_000_000);
+const root = mkdtempSync(join(tmpdir(), 'lb-bench-audit-'));
+const BIN = join(import.meta.dirname, '..', 'bin', 'longbuild.js');
+const NODES = 30;
+const ms = (t) => `${(performance.now() - t).toFixed(0)} ms`;
+
+/**
+ * A synthetic build directory: a real repository and integrator, a driver file, and a log of
+ * `n` domain events (a horizon of NODES read-only nodes, then attempts on them round robin),
+ * every graph change recorded as the controller records it. Returns the paths and the key.
+ */
+async function syntheticBuild(name, n, { signEvery = 1000, snapshotEvery = 0 } = {}) {
+  const repo = join(root, name);
+  mkdirSync(repo, { recursive: true });
+  execFileSync('git', ['init', '-q', repo]);
+  execFileSync('git', ['-C', repo, '-c', 'user.name=b', '-c', 'user.email=b@b', 'commit', '-q', '--allow-empty', '-m', 'base']);
+  const head = execFileSync('git', ['-C', repo, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+  const paths = buildPaths({ repo });
+  mkdirSync(paths.dir, { recursive: true });
+  execFileSync('git', ['clone', '-q', '--bare', repo, paths.integrator]);
+  const driver = canonicalJson({ kind: 'blueprint', blueprint: { bench: true } });
+  writeFileSync(paths.driver, driver);
+  const key = generateSigningKey();
+  const buildId = `b-bench${name}`;
+  const vkey = buildVerifierKey(buildId, key);
+  const log = new SqliteEventLog({ path: paths.events, synchronous: 'NORMAL' });
+  const notary = Notary.open(paths, log, buildId, parseVerifierKey(vkey), key);
+  const nodes = Array.from({ length: NODES }, (_, i) => ({ id: `n${i}`, kind: 'read-only', deps: i === 0 ? [] : [`n${i - 1}`], milestone: 'm1' }));
+  const pins = { requestSha256: 'a'.repeat(64), graphRevision: 0, integrationHead: head, contracts: [], foundations: [], createdAt: '2026-01-01T00:00:00.000Z', plannerRoute: 'bench' };
+  const first = [
+    { type: 'BuildInitialized', data: { buildId, request: {}, requestSha256: 'a'.repeat(64), integrationRef: 'refs/heads/longbuild/integration', baseHead: head, verify: [['true']], settings: { detailedWindow: 1, coarseWindow: 0, maxBatch: 1, maxAttempts: 100, compaction: false, plannerRoute: 'bench' }, driver: { kind: 'blueprint', sourceSha256: sha256Hex(driver) }, signing: { vkey } } },
+    { type: 'HorizonSealed', data: { horizonId: 'h', revision: 1, planSha256: 'b'.repeat(64), detailed: [{ id: 'm1', title: 'M1' }], coarse: [], nodes, pins, callId: 'c', graphRevision: 0 } },
+  ];
+  let state = initialBuildState;
+  let position = 0;
+  const store = snapshotEvery > 0 ? ProjectionStore.open(paths.projections, allProjections(), { snapshotEvery }) : null;
+  const append = (events) => {
+    const records = graphRecords(state, events, '2026-01-01T00:00:00.000Z');
+    const r = log.appendSync(`build-${buildId}`, events.map((e, i) => ({ ...e, metadata: { recordedAt: '2026-01-01T00:00:00.000Z', correlationId: buildId, ...(records[i] ? { graph: records[i] } : {}) } })), 'any');
+    for (const e of r.events) state = evolveBuild(state, e);
+    if (store) store.catchUp(r.events);
+    position = r.position;
+  };
+  append(first);
+  let k = 0;
+  while (position < n) {
+    const batch = [];
+    for (let j = 0; j < 500 && position + batch.length < n; j += 2, k++) {
+      const node = `n${k % NODES}`;
+      const attempt = Math.floor(k / NODES) + 1;
+      batch.push({ type: 'AttemptStarted', data: { attemptId: `${node}.${attempt}`, nodeId: node, attempt, baseHead: head, branch: `refs/heads/a/${node}.${attempt}`, graphRevision: state.graphRevision } });
+      batch.push({ type: 'AttemptFinished', data: { attemptId: `${node}.${attempt}`, nodeId: node, outcome: 'failed', reason: 'bench', evidenceSha256: 'c'.repeat(64), adopted: false, graphRevision: state.graphRevision } });
+    }
+    append(batch.slice(0, n - position));
+    if (signEvery > 0 && Math.floor(position / signEvery) !== Math.floor((position - batch.length) / signEvery)) await notary.sign();
+  }
+  await notary.sign();
+  notary.close();
+  store?.close();
+  await log.close();
+  return { repo, paths, vkey, state };
+}
+
+if (only.has('append')) {
+  // The controller's own path: one or two events per append, fsync'd (FULL), and a signed
+  // checkpoint at every promotion; the demo promotes about every 6 events.
+  const N = 3000;
+  const EVERY = 6;
+  for (const withTree of [false, true]) {
+    const dir = join(root, `append-${withTree}`);
+    mkdirSync(dir);
+    const paths = buildPaths(dir);
+    const log = new SqliteEventLog({ path: paths.events });
+    const key = generateSigningKey();
+    const notary = Notary.open(paths, log, 'b-bench', parseVerifierKey(buildVerifierKey('b-bench', key)), key);
+    const t = performance.now();
+    for (let i = 0; i < N; i++) {
+      log.appendSync('s', [{ type: 'EffectReinvoked', data: { effect: 'worker', key: `k${i}` }, metadata: { recordedAt: '2026-01-01T00:00:00.000Z' } }], 'any');
+      if (withTree && i % EVERY === EVERY - 1) await notary.sign();
+    }
+    const total = performance.now() - t;
+    console.log(`append ${withTree ? 'log + tree + signed checkpoint every 6' : 'log alone (FULL fsync)                '}: ${(N / (total / 1000)).toFixed(0)} events/s (${(total / N * 1000).toFixed(0)} µs/event)`);
+    notary.close();
+    await log.close();
+  }
+  // Bulk appends (an import, a batch of events): the tree is off the append path; catch-up cost per event.
+  const dir = join(root, 'bulk');
+  mkdirSync(dir);
+  const paths = buildPaths(dir);
+  const log = new SqliteEventLog({ path: paths.events, synchronous: 'NORMAL' });
+  const events = Array.from({ length: 1000 }, (_, i) => ({ type: 'EffectReinvoked', data: { effect: 'worker', key: `k${i}` }, metadata: { recordedAt: '2026-01-01T00:00:00.000Z' } }));
+  let t = performance.now();
+  for (let i = 0; i < 100; i++) log.appendSync('s', events, 'any');
+  const appendMs = performance.now() - t;
+  const key = generateSigningKey();
+  const notary = Notary.open(paths, log, 'b-bench', parseVerifierKey(buildVerifierKey('b-bench', key)), key);
+  t = performance.now();
+  await notary.sign();
+  const treeMs = performance.now() - t;
+  console.log(`bulk 100k events: append ${appendMs.toFixed(0)} ms (${(appendMs * 10).toFixed(1)} µs/event); tree catch-up + first signature ${treeMs.toFixed(0)} ms (${(treeMs * 10).toFixed(1)} µs/event)`);
+  notary.close();
+  await log.close();
+}
+
+if (only.has('bundle')) {
+  let t = performance.now();
+  const b = await syntheticBuild('bundle', N_BUNDLE);
+  console.log(`bundle: synthetic ${N_BUNDLE}-event build made in ${ms(t)}`);
+  const out = join(root, 'bundle-out');
+  t = performance.now();
+  const ex = spawnSync(process.execPath, [BIN, 'audit', 'export', '--repo', b.repo, '--to', out], { encoding: 'utf8' });
+  if (ex.status !== 0) throw new Error(ex.stderr);
+  console.log(`bundle: audit export ${ms(t)}`);
+  t = performance.now();
+  const v = spawnSync(process.execPath, [join(out, 'verify.mjs'), '--key', b.vkey], { encoding: 'utf8', env: { PATH: '' } });
+  const took = ms(t);
+  if (v.status !== 0) throw new Error(v.stdout + v.stderr);
+  console.log(`bundle: standalone node verify.mjs ${took} (target export + verify ≤ 10 s)\n${v.stdout.trim().split('\n').map((l) => `  ${l}`).join('\n')}`);
+}
+
+if (only.has('revision')) {
+  let t = performance.now();
+  const b = await syntheticBuild('revision', N_REVISION, { signEvery: 0, snapshotEvery: 1000 });
+  console.log(`revision: synthetic ${N_REVISION}-event build with snapshots every 1000 made in ${ms(t)}`);
+  const log = new SqliteEventLog({ path: b.paths.events, readonly: true });
+  const store = ProjectionStore.open(b.paths.projections, allProjections(), { snapshotEvery: 1000 });
+  const snapshots = new SqliteSnapshotStore(store.db);
+  const times = [];
+  for (let i = 0; i < 20; i++) {
+    const revision = 1 + Math.floor(((i * 7919) % 1000) / 1000 * (b.state.graphRevision - 1));
+    t = performance.now();
+    const position = positionOfRevision(b.state, revision);
+    const st = stateAt((from, to) => log.readAllSync({ from, limit: to - from + 1 }), buildProjection, position, snapshots).state;
+    const recorded = log.readAllSync({ from: position, limit: 1 })[0].metadata.graph;
+    if (recorded.revision !== st.graphRevision || recorded.sha256 !== graphSha256(st.nodes)) throw new Error(`revision ${revision} does not match its record`);
+    times.push(performance.now() - t);
+  }
+  times.sort((x, y) => x - y);
+  console.log(`revision: reconstruct + check one past revision at ${N_REVISION} events: median ${times[10].toFixed(1)} ms, max ${times[19].toFixed(1)} ms (target ≤ 50 ms)`);
+  store.close();
+  await log.close();
+}
+if (!process.env.BENCH_KEEP) rmSync(root, { recursive: true, force: true }); else console.log(`kept ${root}`);
