@@ -213,3 +213,48 @@ export function verifyConsistency(size1: number, size2: number, root1: Uint8Arra
   }
   return sn === 0 && same(fr, root1) && same(sr, root2);
 }
+
+/**
+ * The right border of the tree (its complete subtrees, largest first): appending a leaf costs
+ * O(1) hashes amortised and the root O(log n), so a log extended and signed every few events
+ * never rehashes what it already hashed.
+ */
+export class Frontier {
+  private readonly stack: { level: number; hash: Hash }[] = [];
+  private count = 0;
+
+  /** The frontier of the tree of `size` leaves read from `src` (stored subtrees where it has them). */
+  static at(src: TreeSource, size: number): Frontier {
+    const f = new Frontier();
+    let start = 0;
+    for (let level = size > 0 ? Math.floor(Math.log2(size)) : -1; level >= 0; level--) {
+      const width = 2 ** level;
+      if (start + width > size) continue;
+      f.stack.push({ level, hash: rangeHash(src, start, start + width) });
+      start += width;
+    }
+    f.count = size;
+    return f;
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  push(leaf: Hash): void {
+    let entry = { level: 0, hash: leaf };
+    while (this.stack.length > 0 && this.stack[this.stack.length - 1]!.level === entry.level) {
+      const left = this.stack.pop()!;
+      entry = { level: entry.level + 1, hash: nodeHash(left.hash, entry.hash) };
+    }
+    this.stack.push(entry);
+    this.count += 1;
+  }
+
+  root(): Hash {
+    if (this.stack.length === 0) return EMPTY_ROOT;
+    let r = this.stack[this.stack.length - 1]!.hash;
+    for (let i = this.stack.length - 2; i >= 0; i--) r = nodeHash(this.stack[i]!.hash, r);
+    return r;
+  }
+}

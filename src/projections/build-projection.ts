@@ -1,7 +1,7 @@
 import { canonicalJson } from '../events/canonical.js';
 import type { Projection, TableSpec } from './projection.js';
 import type { SummaryRecord } from './summaries.js';
-import { evolveBuild, evolveBuildRun, initialBuildState, type AttemptRecord, type BuildState, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-state.js';
+import { evolveBuild, initialBuildState, type AttemptRecord, type BuildState, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-state.js';
 
 const json = (v: unknown): string => canonicalJson(v);
 
@@ -122,6 +122,5 @@ export const buildProjection: Projection<BuildState> = {
   name: 'build',
   initialState: initialBuildState,
   evolve: evolveBuild,
-  evolveMany: (state, events) => evolveBuildRun(state, events),
   tables: [nodesTable, horizonsTable, checkpointsTable, summariesTable, attemptsTable, jobsTable, plannerCallsTable, metaTable],
 };

@@ -87,21 +87,6 @@ export function evolveBuild(state: BuildState, event: StoredEvent): BuildState {
   });
 }
 
-/**
- * Fold a run of consecutive events in one immer draft (R-7): equal to folding them one by one
- * with `evolveBuild`, a proxy tree and a finalisation per run instead of per event. `observe`
- * sees the draft after each event (to read what that event made; it must not mutate it).
- */
-export function evolveBuildRun(state: BuildState, events: readonly StoredEvent[], observe?: (draft: Draft<BuildState>, event: StoredEvent) => void): BuildState {
-  return immer.produce(state, (draft) => {
-    for (const event of events) {
-      draft.position = event.position;
-      applyDomainEvent(draft, { type: event.type, data: event.data } as DomainEvent, event.metadata.recordedAt);
-      observe?.(draft, event);
-    }
-  });
-}
-
 function bumpGraph(draft: Draft<BuildState>): void {
   // One event is one graph change however many nodes it touches (a batch promotion), so every
   // revision names exactly one position and time travel by revision lands on that revision.

@@ -1,9 +1,7 @@
-import { current } from 'immer';
 import type { JsonValue } from '../events/canonical.js';
 import type { DomainEvent } from '../events/catalogue.js';
 import type { StoredEvent } from '../events/envelope.js';
-import { evolveBuild, evolveBuildRun, type BuildState } from './build-state.js';
-import { FOLD_RUN_EVENTS } from './projection.js';
+import { evolveBuild, type BuildState } from './build-state.js';
 import { graphSha256 } from './graph.js';
 
 /** What an event that changes the graph records in its metadata (R-39): the revision it makes and its SHA-256. */
@@ -32,43 +30,30 @@ export function graphRecords(state: BuildState, events: readonly DomainEvent[], 
 
 /**
  * Reconstruct the graph at every revision and check each against the SHA-256 its event recorded
- * (R-39), folding in runs (one immer draft per run, the draft read after each event). Builds
- * from before graph records (no signing key recorded) are not held to it. Returns the first
- * problem, or null.
+ * (R-39): the log folded event by event, as the controller folded it when it recorded them
+ * (graphSha256 re-serialises only the node records an event changed). Builds from before graph
+ * records (no signing key recorded) are not held to it. Returns the first problem, or null.
  */
 export function graphRecordProblems(events: Iterable<StoredEvent>, initial: BuildState): { position: number; problem: string } | null {
   let state = initial;
   let required = false;
-  let revision = initial.graphRevision;
-  let found: { position: number; problem: string } | null = null;
-  let run: StoredEvent[] = [];
-  const fold = (): void => {
-    state = evolveBuildRun(state, run, (draft, e) => {
-      if (found !== null) return;
-      if (e.type === 'BuildInitialized') required = (e.data as { signing?: unknown }).signing !== undefined;
-      const recorded = (e.metadata as { graph?: Partial<GraphRecord> }).graph;
-      const changed = draft.graphRevision !== revision;
-      revision = draft.graphRevision;
-      if (!required) return;
-      let problem: string | null = null;
-      if (!changed) problem = recorded === undefined ? null : `records graph revision ${String(recorded.revision)}, but it does not change the graph`;
-      else if (recorded === undefined) problem = `makes graph revision ${revision} but records no graph SHA-256`;
-      else if (recorded.revision !== revision) problem = `records graph revision ${String(recorded.revision)}, but the fold makes revision ${revision}`;
-      else {
-        // A plain copy of the drafted nodes: unchanged node records are the originals, so the
-        // per-node JSON cache of graphSha256 serves them.
-        const sha = graphSha256(current(draft.nodes) as BuildState['nodes']);
-        if (recorded.sha256 !== sha) problem = `records graph ${String(recorded.sha256).slice(0, 16)}… for revision ${revision}, but the graph reconstructed from the log is ${sha.slice(0, 16)}…`;
-      }
-      if (problem !== null) found = { position: e.position, problem: `${e.type} ${problem}` };
-    });
-    run = [];
-  };
   for (const e of events) {
-    run.push(e);
-    if (run.length === FOLD_RUN_EVENTS) fold();
-    if (found !== null) return found;
+    const next = evolveBuild(state, e);
+    if (e.type === 'BuildInitialized') required = (e.data as { signing?: unknown }).signing !== undefined;
+    if (required) {
+      const problem = recordProblem(state, next, (e.metadata as { graph?: Partial<GraphRecord> }).graph);
+      if (problem !== null) return { position: e.position, problem: `${e.type} ${problem}` };
+    }
+    state = next;
   }
-  if (run.length > 0) fold();
-  return found;
+  return null;
+}
+
+function recordProblem(before: BuildState, after: BuildState, recorded: Partial<GraphRecord> | undefined): string | null {
+  const revision = after.graphRevision;
+  if (revision === before.graphRevision) return recorded === undefined ? null : `records graph revision ${String(recorded.revision)}, but it does not change the graph`;
+  if (recorded === undefined) return `makes graph revision ${revision} but records no graph SHA-256`;
+  if (recorded.revision !== revision) return `records graph revision ${String(recorded.revision)}, but the fold makes revision ${revision}`;
+  const sha = graphSha256(after.nodes);
+  return recorded.sha256 === sha ? null : `records graph ${String(recorded.sha256).slice(0, 16)}… for revision ${revision}, but the graph reconstructed from the log is ${sha.slice(0, 16)}…`;
 }

@@ -4,7 +4,7 @@ import type * as crypto from 'node:crypto';
 import { CorruptLogError } from '../../events/errors.js';
 import { domainCatalogue } from '../../events/catalogue.js';
 import type { EventLog } from '../../events/log.js';
-import { consistencyProof, eventLeafHash, inclusionProof, treeRoot, verifyConsistency, verifyInclusion } from '../../events/merkle.js';
+import { Frontier, eventLeafHash, inclusionProof, verifyInclusion } from '../../events/merkle.js';
 import { NoteError, checkpointText, parseCheckpointText, signNote, verifyNote, type VerifierKey } from '../../events/signed-note.js';
 import type { BuildPaths } from '../build-dir.js';
 import { TreeStore } from './tree-store.js';
@@ -49,6 +49,10 @@ export class Notary {
     private readonly vkey: VerifierKey,
     private privateKey: crypto.KeyObject | null,
   ) {}
+
+  /** The last checkpoint this notary signed or read, and the tree's frontier at its size. */
+  private lastSigned: SignedCheckpoint | null = null;
+  private frontier: Frontier | null = null;
 
   /** Sign with this key from now on (the caller has checked it is the build's). */
   useKey(privateKey: crypto.KeyObject): void {
@@ -122,44 +126,47 @@ export class Notary {
   async sign(): Promise<SignedCheckpoint | null> {
     if (this.privateKey === null) return null;
     const size = (await this.log.head())?.position ?? 0;
-    const last = this.latest();
+    const last = this.lastSigned ?? this.latest();
     if (size === 0 || (last !== null && last.size === size)) return last;
     if (last !== null && last.size > size) throw new CorruptLogError(size + 1, `log truncated: a checkpoint was signed at size ${last.size}, but the log ends at ${size}; refusing to sign`);
-    await this.matchLog(last?.size ?? 0, size);
-    let root: Buffer | null = null;
-    for (let tries = 0; tries < 2 && root === null; tries++) {
-      if (tries > 0) {
-        this.store.truncate(0);
-        await this.store.catchUp(this.log, size);
-      }
-      const candidate = treeRoot(this.store.source(), size);
-      if (last === null || verifyConsistency(last.size, size, last.root, candidate, consistencyProof(this.store.source(), last.size, size))) root = candidate;
+    const frontier = await this.frontierAt(last);
+    // The new leaves come from the log itself; the tree store is brought to the same place.
+    for (let at = frontier.size; at < size;) {
+      const hashes = await this.log.readHashes(at + 1, Math.min(8192, size - at));
+      if (hashes.length === 0) throw new CorruptLogError(at + 1, 'the log ended while its tree was extended');
+      const leaves = hashes.map(eventLeafHash);
+      if (this.store.size() > at) this.store.truncate(at);
+      this.store.append(leaves);
+      for (const l of leaves) frontier.push(l);
+      at += hashes.length;
     }
-    if (root === null) throw new CorruptLogError(last!.size, `the log is not an extension of the checkpoint signed at size ${last!.size} (rewritten?); refusing to sign`);
+    const root = frontier.root();
     const note = signNote(checkpointText(this.origin, size, root), this.origin, this.privateKey);
     mkdirSync(this.paths.checkpoints, { recursive: true, mode: 0o700 });
     const file = join(this.paths.checkpoints, `${size}.checkpoint`);
     writeFileSync(`${file}.tmp`, note, { mode: 0o600 });
     renameSync(`${file}.tmp`, file);
-    return { size, root, note, file };
+    this.lastSigned = { size, root, note, file };
+    return this.lastSigned;
   }
 
   /**
-   * The stored leaves (from, to] are the log's event hashes: a store left from another history
-   * (a cut and re-grown log) is cut back to where they differ and refilled from the log.
+   * The tree's frontier at the last signed size, kept between signatures. Built from the tree
+   * store once and checked against the signed root (the store rebuilt from the log once if it
+   * disagrees): every later checkpoint extends that frontier, so it is consistent with the last
+   * one by construction (R-35: never sign a checkpoint inconsistent with an earlier one).
    */
-  private async matchLog(from: number, to: number): Promise<void> {
-    if (this.store.size() > to) this.store.truncate(to);
-    for (let at = from; at < to; at += 8192) {
-      const hashes = await this.log.readHashes(at + 1, Math.min(8192, to - at));
-      const stored = this.store.leaves(at, at + hashes.length);
-      const differs = hashes.findIndex((h, i) => stored[i] === undefined || !eventLeafHash(h).equals(stored[i]!));
-      if (differs >= 0) {
-        this.store.truncate(at + differs);
-        break;
-      }
+  private async frontierAt(last: SignedCheckpoint | null): Promise<Frontier> {
+    const base = last?.size ?? 0;
+    if (this.frontier !== null && this.frontier.size === base) return this.frontier;
+    for (let tries = 0; tries < 2; tries++) {
+      if (tries > 0) this.store.truncate(0);
+      else if (this.store.size() > base) this.store.truncate(base);
+      await this.store.catchUp(this.log, base);
+      const f = Frontier.at(this.store.source(), base);
+      if (this.store.size() === base && (last === null || f.root().equals(last.root))) return (this.frontier = f);
     }
-    await this.store.catchUp(this.log, to);
+    throw new CorruptLogError(base, `the log is not an extension of the checkpoint signed at size ${base} (rewritten?); refusing to sign`);
   }
 
   /** The tree store, caught up to `size` (for proofs). */

@@ -5,35 +5,42 @@ import { eventLeafHash, hashLeaves, nodeHash, type Hash, type TreeSource } from 
 /** Leaves per tile: subtrees of 2^8 leaves and above are stored (as c2sp.org/tlog-tiles' tile height). */
 export const TILE_LEVEL = 8;
 const TILE = 1 << TILE_LEVEL;
+const HASH = 32;
 const READ_PAGE = 8192;
 
 const SCHEMA = `
-CREATE TABLE IF NOT EXISTS leaves (idx INTEGER PRIMARY KEY, hash BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS tiles (idx INTEGER PRIMARY KEY, hashes BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS nodes (level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (level, idx)) WITHOUT ROWID;
 `;
 
 /**
- * The Merkle tree of the log (R-34), kept incrementally in `<dir>/tree.db`: every leaf hash and
- * the hash of every complete subtree of 256 leaves or more, so a root or a proof at any size
- * reads O(log n) stored nodes and at most a few hundred leaves. A cache like the projections:
- * derived from the log, checked against signed checkpoints, rebuilt when it disagrees.
+ * The Merkle tree of the log (R-34), kept incrementally in `<dir>/tree.db`: the leaf hashes in
+ * tiles of 256 (one row each, the last one partial) and the hash of every complete subtree of 256
+ * leaves or more, so a root or a proof at any size reads O(log n) stored nodes and at most a few
+ * hundred leaves. A cache like the projections: derived from the log, checked against signed
+ * checkpoints, rebuilt when it disagrees; so it is written without fsync.
  */
 export class TreeStore {
   private readonly db: Database.Database;
   private readonly stmts;
+  private leafCount: number;
 
   private constructor(path: string) {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 10000');
     this.db.exec(SCHEMA);
     this.stmts = {
-      size: this.db.prepare('SELECT COALESCE(MAX(idx) + 1, 0) AS n FROM leaves').pluck(true),
-      leaves: this.db.prepare('SELECT hash FROM leaves WHERE idx >= ? AND idx < ? ORDER BY idx').pluck(true),
-      insertLeaf: this.db.prepare('INSERT OR REPLACE INTO leaves (idx, hash) VALUES (?, ?)'),
+      last: this.db.prepare('SELECT idx, length(hashes) AS bytes FROM tiles ORDER BY idx DESC LIMIT 1'),
+      tiles: this.db.prepare('SELECT idx, hashes FROM tiles WHERE idx >= ? AND idx <= ? ORDER BY idx'),
+      tile: this.db.prepare('SELECT hashes FROM tiles WHERE idx = ?').pluck(true),
+      putTile: this.db.prepare('INSERT OR REPLACE INTO tiles (idx, hashes) VALUES (?, ?)'),
       node: this.db.prepare('SELECT hash FROM nodes WHERE level = ? AND idx = ?').pluck(true),
-      insertNode: this.db.prepare('INSERT OR REPLACE INTO nodes (level, idx, hash) VALUES (?, ?, ?)'),
+      putNode: this.db.prepare('INSERT OR REPLACE INTO nodes (level, idx, hash) VALUES (?, ?, ?)'),
     };
+    const last = this.stmts.last.get() as { idx: number; bytes: number } | undefined;
+    this.leafCount = last ? last.idx * TILE + last.bytes / HASH : 0;
   }
 
   static open(path: string): TreeStore {
@@ -42,51 +49,73 @@ export class TreeStore {
 
   /** Leaves stored so far (the tree size it can prove at). */
   size(): number {
-    return this.stmts.size.get() as number;
+    return this.leafCount;
   }
 
   /** Add the log's events after what is stored, up to `upTo` (default: the log's head). */
   async catchUp(log: EventLog, upTo?: number): Promise<number> {
-    let size = this.size();
     const target = upTo ?? (await log.head())?.position ?? 0;
-    while (size < target) {
-      const hashes = await log.readHashes(size + 1, Math.min(READ_PAGE, target - size));
+    while (this.leafCount < target) {
+      const hashes = await log.readHashes(this.leafCount + 1, Math.min(READ_PAGE, target - this.leafCount));
       if (hashes.length === 0) break;
-      this.append(size, hashes.map(eventLeafHash));
-      size += hashes.length;
+      this.append(hashes.map(eventLeafHash));
     }
-    return size;
+    return this.leafCount;
   }
 
-  /** Store leaves from index `start` on, and every subtree of 256 or more they complete. */
-  append(start: number, leafHashes: readonly Hash[]): void {
+  /** Store leaves after the last one, and every subtree of 256 or more they complete. */
+  append(leafHashes: readonly Hash[]): void {
+    if (leafHashes.length === 0) return;
     this.db.transaction(() => {
-      for (let i = 0; i < leafHashes.length; i++) {
-        const idx = start + i;
-        this.stmts.insertLeaf.run(idx, leafHashes[i]!);
-        if ((idx + 1) % TILE !== 0) continue;
-        let index = (idx + 1) / TILE - 1;
-        let hash = hashLeaves(this.leaves(index * TILE, (index + 1) * TILE));
-        this.stmts.insertNode.run(TILE_LEVEL, index, hash);
-        for (let level = TILE_LEVEL; index % 2 === 1; level++) {
-          hash = nodeHash(this.node(level, index - 1)!, hash);
-          index = (index - 1) / 2;
-          this.stmts.insertNode.run(level + 1, index, hash);
-        }
+      let i = 0;
+      while (i < leafHashes.length) {
+        const tileIdx = Math.floor(this.leafCount / TILE);
+        const have = this.leafCount % TILE;
+        const take = Math.min(TILE - have, leafHashes.length - i);
+        const old = have === 0 ? Buffer.alloc(0) : (this.stmts.tile.get(tileIdx) as Buffer);
+        const tile = Buffer.concat([old.subarray(0, have * HASH), ...leafHashes.slice(i, i + take)]);
+        this.stmts.putTile.run(tileIdx, tile);
+        i += take;
+        this.leafCount += take;
+        if (have + take === TILE) this.completeTile(tileIdx, tile);
       }
     })();
   }
 
+  private completeTile(index: number, tile: Buffer): void {
+    const leaves: Hash[] = new Array(TILE);
+    for (let k = 0; k < TILE; k++) leaves[k] = tile.subarray(k * HASH, (k + 1) * HASH);
+    let hash = hashLeaves(leaves);
+    this.stmts.putNode.run(TILE_LEVEL, index, hash);
+    for (let level = TILE_LEVEL; index % 2 === 1; level++) {
+      hash = nodeHash(this.node(level, index - 1)!, hash);
+      index = (index - 1) / 2;
+      this.stmts.putNode.run(level + 1, index, hash);
+    }
+  }
+
   /** Forget everything from leaf `from` on (the log was found to differ there). */
   truncate(from: number): void {
+    if (from >= this.leafCount) return;
     this.db.transaction(() => {
-      this.db.prepare('DELETE FROM leaves WHERE idx >= ?').run(from);
-      for (let level = TILE_LEVEL; level < 64; level++) this.db.prepare('DELETE FROM nodes WHERE level = ? AND (idx + 1) * ? > ?').run(level, 2 ** level, from);
+      const tileIdx = Math.floor(from / TILE);
+      this.db.prepare('DELETE FROM tiles WHERE idx > ?').run(tileIdx);
+      const keep = from % TILE;
+      if (keep === 0) this.db.prepare('DELETE FROM tiles WHERE idx = ?').run(tileIdx);
+      else this.stmts.putTile.run(tileIdx, (this.stmts.tile.get(tileIdx) as Buffer).subarray(0, keep * HASH));
+      for (let level = TILE_LEVEL; level < 53; level++) this.db.prepare('DELETE FROM nodes WHERE level = ? AND (idx + 1) * ? > ?').run(level, 2 ** level, from);
     })();
+    this.leafCount = from;
   }
 
   leaves(start: number, end: number): Hash[] {
-    return this.stmts.leaves.all(start, end) as Hash[];
+    const out: Hash[] = [];
+    if (end <= start) return out;
+    for (const row of this.stmts.tiles.all(Math.floor(start / TILE), Math.floor((end - 1) / TILE)) as { idx: number; hashes: Buffer }[]) {
+      const base = row.idx * TILE;
+      for (let k = Math.max(start - base, 0); k < row.hashes.length / HASH && base + k < end; k++) out.push(row.hashes.subarray(k * HASH, (k + 1) * HASH));
+    }
+    return out;
   }
 
   node(level: number, index: number): Hash | undefined {
