@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   COSIGNATURE_V1, ED25519, checkpointText, cosignNote, formatSignerKey, formatVerifierKey, generateSigningKey, parseCheckpointText, parseNote,
@@ -53,6 +54,18 @@ describe('R-35 signed checkpoints (C2SP signed-note, tlog-checkpoint, tlog-cosig
     expect(() => verifyNote(cosigned.replace('\n7\n', '\n8\n'), wkey)).toThrow(/does not verify/);
     // The log's own key does not verify as a cosigner key (different key ID: type 0x04).
     expect(() => verifyNote(cosigned, parseVerifierKey(formatVerifierKey('witness.example/w1', ED25519, rawPublicKey(witness))))).toThrow(/no signature/);
+  });
+
+  it('R-35 for all checkpoints, any one-bit change anywhere in the signed note (text, signature line) makes it fail to verify or to parse', () => {
+    const key = generateSigningKey();
+    const vkey = parseVerifierKey(formatVerifierKey('b-0123456789abcdef', ED25519, rawPublicKey(key)));
+    fc.assert(fc.property(fc.integer({ min: 1, max: 2 ** 40 }), fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.nat(), fc.nat(7), (size, root, at, bit) => {
+      const note = Buffer.from(signNote(checkpointText('b-0123456789abcdef', size, root), 'b-0123456789abcdef', key), 'utf8');
+      expect(parseCheckpointText(verifyNote(note.toString('utf8'), vkey).text).size).toBe(size);
+      const changed = Buffer.from(note);
+      changed[at % changed.length]! ^= 1 << bit;
+      expect(() => parseCheckpointText(verifyNote(changed.toString('utf8'), vkey).text)).toThrow();
+    }), { numRuns: 500 });
   });
 
   it('R-35 malformed notes and keys are refused with a reason', () => {

@@ -71,6 +71,9 @@ export function parseNote(note: string): ParsedNote {
     const m = /^\u2014 (\S+) ([A-Za-z0-9+/=]+)$/u.exec(line);
     if (!m) throw new NoteError(`malformed signature line '${line.slice(0, 60)}'`);
     const raw = Buffer.from(m[2]!, 'base64');
+    // Strict base64: a signature whose text is not the canonical encoding of its bytes is refused
+    // (lenient decoding would let a changed character verify).
+    if (raw.toString('base64') !== m[2]) throw new NoteError(`signature of '${m[1]}' is not canonical base64`);
     if (raw.length < 5) throw new NoteError(`signature of '${m[1]}' is too short`);
     signatures.push({ name: m[1]!, keyId: raw.subarray(0, 4).toString('hex'), bytes: raw.subarray(4) });
   }
