@@ -64,7 +64,7 @@ async function syntheticBuild(name, n, { signEvery = 1000, snapshotEvery = 0 } =
   let position = 0;
   const store = snapshotEvery > 0 ? ProjectionStore.open(paths.projections, allProjections(), { snapshotEvery }) : null;
   const append = (events) => {
-    const records = graphRecords(state, events, '2026-01-01T00:00:00.000Z');
+    const { records } = graphRecords(state, events, '2026-01-01T00:00:00.000Z');
     const r = log.appendSync(`build-${buildId}`, events.map((e, i) => ({ ...e, metadata: { recordedAt: '2026-01-01T00:00:00.000Z', correlationId: buildId, ...(records[i] ? { graph: records[i] } : {}) } })), 'any');
     for (const e of r.events) state = evolveBuild(state, e);
     if (store) store.catchUp(r.events);

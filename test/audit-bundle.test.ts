@@ -132,6 +132,16 @@ describe('R-40 the audit bundle and its standalone verifier', () => {
     expect(withHeld.out).toMatch(/FAILED checkpoints: .*held\.checkpoint does not verify/);
   });
 
+  it('R-40 a log cut short (its last events dropped, manifest fixed up) fails the checkpoints: log truncated, at the first missing position', () => {
+    const dir = copy();
+    const evs = events(dir);
+    writeEvents(dir, evs.slice(0, evs.length - 3), false);
+    fixManifest(dir);
+    const r = standalone(dir);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(new RegExp(`FAILED checkpoints at position ${evs.length - 2}: log truncated: checkpoints/\\d+\\.checkpoint was signed at size \\d+, the log ends at ${evs.length - 3}`));
+  });
+
   it('R-40 an event that fails its schema (a bogus BuildCompleted), rechained and re-signed, fails the schemas at its position', () => {
     const dir = copy();
     const evs = events(dir);

@@ -79,7 +79,8 @@ export function render(d: DemoOutput): string {
     [`${lb} show --checkpoint ${d.checkpoints[0] ?? 'core'}`, 'the graph as it was checkpointed'],
     [`${lb} diff 1 ${d.position}`, 'what changed'],
     [`${lb} log --type IntegrationPromoted`, 'the integration receipts'],
-    [`${lb} verify`, 'hash chain and projections'],
+    [`${lb} verify`, 'chain, signed checkpoints, graph records, projections'],
+    [`${lb} audit export --to audit && node audit/verify.mjs`, 'an offline audit bundle, checked with plain node'],
   ];
   const width = Math.max(...explore.map(([c]) => c.length));
   return [
