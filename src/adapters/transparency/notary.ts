@@ -9,6 +9,9 @@ import { NoteError, checkpointText, parseCheckpointText, signNote, verifyNote, t
 import type { BuildPaths } from '../build-dir.js';
 import { TreeStore } from './tree-store.js';
 
+/** Leaves kept in memory before they are written to the tree store (four tiles). */
+const PENDING_LEAVES = 1024;
+
 export interface SignedCheckpoint {
   readonly size: number;
   readonly root: Buffer;
@@ -53,6 +56,18 @@ export class Notary {
   /** The last checkpoint this notary signed or read, and the tree's frontier at its size. */
   private lastSigned: SignedCheckpoint | null = null;
   private frontier: Frontier | null = null;
+  /** Leaves in the frontier not yet written to the tree store (written a tile's worth at a time, and on close). */
+  private pending: Buffer[] = [];
+  private dirMade = false;
+
+  /** Write the pending leaves to the tree store, which then holds exactly the frontier's leaves. */
+  private flush(): void {
+    if (this.pending.length === 0 || this.frontier === null) return;
+    const from = this.frontier.size - this.pending.length;
+    if (this.store.size() > from) this.store.truncate(from);
+    if (this.store.size() === from) this.store.append(this.pending);
+    this.pending = [];
+  }
 
   /** Sign with this key from now on (the caller has checked it is the build's). */
   useKey(privateKey: crypto.KeyObject): void {
@@ -111,6 +126,7 @@ export class Notary {
 
   /** The event at `cp.size` is leaf size-1 of the signed tree (the tree store rebuilt once if it disagrees). */
   private async includesHeadOf(cp: SignedCheckpoint): Promise<boolean> {
+    this.flush();
     const [hash] = await this.log.readHashes(cp.size, 1);
     if (hash === undefined) return false;
     const leaf = eventLeafHash(hash);
@@ -134,15 +150,18 @@ export class Notary {
     for (let at = frontier.size; at < size;) {
       const hashes = await this.log.readHashes(at + 1, Math.min(8192, size - at));
       if (hashes.length === 0) throw new CorruptLogError(at + 1, 'the log ended while its tree was extended');
-      const leaves = hashes.map(eventLeafHash);
-      if (this.store.size() > at) this.store.truncate(at);
-      this.store.append(leaves);
-      for (const l of leaves) frontier.push(l);
+      for (const h of hashes) {
+        const leaf = eventLeafHash(h);
+        frontier.push(leaf);
+        this.pending.push(leaf);
+      }
       at += hashes.length;
     }
+    if (this.pending.length >= PENDING_LEAVES) this.flush();
     const root = frontier.root();
     const note = signNote(checkpointText(this.origin, size, root), this.origin, this.privateKey);
-    mkdirSync(this.paths.checkpoints, { recursive: true, mode: 0o700 });
+    if (!this.dirMade) mkdirSync(this.paths.checkpoints, { recursive: true, mode: 0o700 });
+    this.dirMade = true;
     const file = join(this.paths.checkpoints, `${size}.checkpoint`);
     writeFileSync(`${file}.tmp`, note, { mode: 0o600 });
     renameSync(`${file}.tmp`, file);
@@ -159,6 +178,7 @@ export class Notary {
   private async frontierAt(last: SignedCheckpoint | null): Promise<Frontier> {
     const base = last?.size ?? 0;
     if (this.frontier !== null && this.frontier.size === base) return this.frontier;
+    this.pending = [];
     for (let tries = 0; tries < 2; tries++) {
       if (tries > 0) this.store.truncate(0);
       else if (this.store.size() > base) this.store.truncate(base);
@@ -171,11 +191,16 @@ export class Notary {
 
   /** The tree store, caught up to `size` (for proofs). */
   async tree(size: number): Promise<TreeStore> {
+    this.flush();
     await this.store.catchUp(this.log, size);
     return this.store;
   }
 
   close(): void {
-    this.store.close();
+    try {
+      this.flush();
+    } finally {
+      this.store.close();
+    }
   }
 }
