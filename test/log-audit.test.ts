@@ -9,6 +9,7 @@ import { GENESIS_HASH } from '../src/events/hash.js';
 import { hashLeaves, eventLeafHash } from '../src/events/merkle.js';
 import { checkpointText, formatVerifierKey, ED25519, generateSigningKey, rawPublicKey, signNote } from '../src/events/signed-note.js';
 import { runCli } from './support/cli.js';
+import { signedHeadPath } from '../src/adapters/transparency/keys.js';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { buildProjection } from '../src/projections/build-projection.js';
 import { makeSnapshot } from '../src/projections/snapshots.js';
@@ -178,7 +179,29 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     rmSync(join(b.dir, 'projections.db'));
     const again = step(b.repo);
     expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(/log truncated: a checkpoint was signed at size \d+, but the log ends at/);
+    expect(again.stderr).toMatch(/log truncated: (a checkpoint was signed|this machine signed a checkpoint) at size \d+/);
+    expect(count(b.db)).toBe(keep);
+  });
+
+  it('R-36 a log cut back together with its later checkpoint files (projections gone, anchor moved): step refuses from the copy of the last checkpoint kept outside the build directory', () => {
+    const b = build(8);
+    const total = count(b.db);
+    const keep = total - 4;
+    const d = new Database(b.db);
+    const h = d.prepare('SELECT hash FROM events WHERE position = ?').pluck().get(keep) as string;
+    d.prepare('DELETE FROM events WHERE position > ?').run(keep);
+    d.prepare('UPDATE chain_head SET position = ?, hash = ?').run(keep, h);
+    d.close();
+    for (const f of readdirSync(join(b.dir, 'checkpoints'))) if (parseInt(f) > keep) rmSync(join(b.dir, 'checkpoints', f));
+    rmSync(join(b.dir, 'projections.db'));
+    rmSync(join(b.dir, 'tree.db'));
+    const v = verify(b.repo);
+    expect(v.code).toBe(1);
+    expect(v.stderr).toMatch(new RegExp(`verify failed at position ${keep + 1}: log truncated: .*heads/.*\\.checkpoint was signed at size ${total}`));
+    expect(runCli(['rebuild', '--repo', b.repo], { cwd: root }).stderr).toMatch(/log truncated.*refusing to rebuild/);
+    const s = step(b.repo);
+    expect(s.code).toBe(1);
+    expect(s.stderr).toMatch(new RegExp(`corrupt log at position ${keep + 1}: log truncated: this machine signed a checkpoint at size ${total} \\(kept in .*heads/.*\\.checkpoint\\), but the log ends at ${keep}`));
     expect(count(b.db)).toBe(keep);
   });
 
@@ -209,6 +232,7 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     expect(sound.code).toBe(1);
     expect(sound.stderr).toMatch(/stored projections differ.*the log checks out, so `longbuild rebuild`/);
     rmSync(join(b.dir, 'checkpoints'), { recursive: true });
+    rmSync(signedHeadPath(process.env, b.dir)); // and the copy outside the build directory
     const bad = verify(b.repo);
     expect(bad.stdout + bad.stderr).not.toMatch(/longbuild rebuild/);
     expect(bad.stdout).toMatch(/no signed checkpoint/);

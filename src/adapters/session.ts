@@ -34,7 +34,7 @@ import type { KeyObject } from 'node:crypto';
 import type { StepResult } from './controller/controller.js';
 import { parseVerifierKey } from '../events/signed-note.js';
 import { Notary } from './transparency/notary.js';
-import { buildVerifierKey, loadOrCreateSigningKey, loadSigningKey, signingKeyPath } from './transparency/keys.js';
+import { buildVerifierKey, loadOrCreateSigningKey, loadSigningKey, signedHeadPath, signingKeyPath } from './transparency/keys.js';
 
 export const INTEGRATION_REF = 'refs/heads/longbuild/integration';
 
@@ -222,7 +222,7 @@ async function initBuild(
     } finally {
       store.close();
     }
-    const notary = Notary.open(paths, log, buildId, parseVerifierKey(vkey), key.privateKey);
+    const notary = Notary.open(paths, log, buildId, parseVerifierKey(vkey), key.privateKey, signedHeadPath(opts.env ?? process.env, paths.dir));
     try {
       await notary.sign();
     } finally {
@@ -287,7 +287,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       // Issue 7: a deliberate resume bug, only ever set by the fuzz test to prove fuzz can fail.
       ...(env.LONGBUILD_FUZZ_PLANT_BUG === 'skip-adoption' ? { plantedBug: 'skip-adoption' as const } : {}),
     });
-    notary = openNotary(paths, log, initData);
+    notary = openNotary(paths, log, initData, env);
     const signer = notary;
     let checked = false;
     const sign = async (): Promise<void> => {
@@ -327,11 +327,11 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
 /** Events after which a checkpoint is signed: promotions, milestone checkpoints, the end. */
 const SIGNED_AFTER = new Set(['IntegrationPromoted', 'CheckpointWritten', 'BuildCompleted', 'BuildBlocked']);
 
-function openNotary(paths: BuildPaths, log: TransferableEventLog, initData: { buildId: string; signing?: { vkey: string } }): Notary {
+function openNotary(paths: BuildPaths, log: TransferableEventLog, initData: { buildId: string; signing?: { vkey: string } }, env: NodeJS.ProcessEnv): Notary {
   if (initData.signing === undefined) {
     throw new CorruptLogError(1, 'the log names no signing key (the build predates signed checkpoints, R-35): it can be read and verified, not extended');
   }
-  return Notary.open(paths, log, initData.buildId, parseVerifierKey(initData.signing.vkey), null);
+  return Notary.open(paths, log, initData.buildId, parseVerifierKey(initData.signing.vkey), null, signedHeadPath(env, paths.dir));
 }
 
 /** The signing key for appending: it must be the key the build recorded. */

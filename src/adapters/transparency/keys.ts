@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type * as crypto from 'node:crypto';
@@ -47,6 +48,21 @@ export function loadOrCreateSigningKey(path: string, name = 'longbuild'): Signin
     throw err;
   }
   return { path, name, privateKey, created: true };
+}
+
+/**
+ * Where this machine keeps a copy of the last checkpoint it signed for the build in `buildDir`
+ * (R-36): outside the build directory, so a log cut back together with its later checkpoint
+ * files is still caught. Keyed by the build directory's real path.
+ */
+export function signedHeadPath(env: NodeJS.ProcessEnv, buildDir: string): string {
+  let real = buildDir;
+  try {
+    real = realpathSync(buildDir);
+  } catch {
+    // not created yet: the path as given
+  }
+  return join(configDir(env), 'heads', `${createHash('sha256').update(real).digest('hex').slice(0, 32)}.checkpoint`);
 }
 
 /** The verifier key a build records: the key named by the build's origin (its id). */

@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type * as crypto from 'node:crypto';
 import { CorruptLogError } from '../../events/errors.js';
 import { domainCatalogue } from '../../events/catalogue.js';
@@ -74,8 +74,23 @@ export class Notary {
     this.privateKey = privateKey;
   }
 
-  static open(paths: BuildPaths, log: EventLog, origin: string, vkey: VerifierKey, privateKey: crypto.KeyObject | null): Notary {
-    return new Notary(paths, log, TreeStore.open(paths.tree), origin, vkey, privateKey);
+  static open(paths: BuildPaths, log: EventLog, origin: string, vkey: VerifierKey, privateKey: crypto.KeyObject | null, headCopy?: string): Notary {
+    const n = new Notary(paths, log, TreeStore.open(paths.tree), origin, vkey, privateKey);
+    n.headCopy = headCopy;
+    return n;
+  }
+
+  /** A copy of the last checkpoint this machine signed, kept outside the build directory (R-36). */
+  private headCopy: string | undefined;
+
+  /** The checkpoint in the head copy, verified; null when there is none. */
+  private keptHead(): SignedCheckpoint | null {
+    if (this.headCopy === undefined || !existsSync(this.headCopy)) return null;
+    try {
+      return readCheckpoint(readFileSync(this.headCopy, 'utf8'), this.vkey, this.origin, this.headCopy);
+    } catch {
+      return null; // another build's (a build directory reused) or damaged: the build's own files decide
+    }
   }
 
   /** The checkpoint with the largest tree size, verified; null when none was signed. */
@@ -107,12 +122,18 @@ export class Notary {
     if (anchor !== null && (anchor.position !== at || anchor.hash !== head!.hash)) {
       throw new CorruptLogError(anchor.position + 1, `events after position ${anchor.position} were not appended by longbuild (the chain head anchor is at ${anchor.position}, the log ends at ${at}); refusing to append on a forged log`);
     }
-    const cp = this.latest();
+    const inBuild = this.latest();
+    const kept = this.keptHead();
+    if (kept !== null && kept.size > at) {
+      throw new CorruptLogError(at + 1, `log truncated: this machine signed a checkpoint at size ${kept.size} (kept in ${this.headCopy}), but the log ends at ${at}; refusing to append`);
+    }
+    const cp = kept !== null && (inBuild === null || kept.size > inBuild.size) ? kept : inBuild;
     if (cp === null) throw new CorruptLogError(1, `no signed checkpoint in ${this.paths.checkpoints} (deleted?): refusing to append to a log nothing vouches for`);
     if (cp.size > at) throw new CorruptLogError(at + 1, `log truncated: a checkpoint was signed at size ${cp.size}, but the log ends at ${at}; refusing to append`);
     if (!(await this.includesHeadOf(cp))) {
       throw new CorruptLogError(cp.size, `the log is not the one the checkpoint at size ${cp.size} signed (rewritten?); refusing to append; run \`longbuild verify\``);
     }
+    this.lastSigned = cp; // the next checkpoint extends this one (the newest, in the build or kept outside)
     // Events after the last checkpoint (a crash between an append and its signature) vouch for
     // nothing yet: each must at least be one the catalogue accepts (R-28).
     for (const e of await this.log.readAll({ from: cp.size + 1 })) {
@@ -165,6 +186,11 @@ export class Notary {
     const file = join(this.paths.checkpoints, `${size}.checkpoint`);
     writeFileSync(`${file}.tmp`, note, { mode: 0o600 });
     renameSync(`${file}.tmp`, file);
+    if (this.headCopy !== undefined) {
+      mkdirSync(dirname(this.headCopy), { recursive: true, mode: 0o700 });
+      writeFileSync(`${this.headCopy}.tmp`, note, { mode: 0o600 });
+      renameSync(`${this.headCopy}.tmp`, this.headCopy);
+    }
     this.lastSigned = { size, root, note, file };
     return this.lastSigned;
   }

@@ -1,5 +1,6 @@
 import { CorruptLogError } from '../../../events/errors.js';
 import { existsSync } from 'node:fs';
+import { signedHeadPath } from '../../transparency/keys.js';
 import { readEventsFrom } from '../../log/paging.js';
 import { eventLeafHash } from '../../../events/merkle.js';
 import { checkCheckpoints, readCheckpointNotes, schemaProblems, storedPosition } from './verify.js';
@@ -26,7 +27,7 @@ export async function run(ctx: CommandContext): Promise<RebuildOutput> {
     const problems = [...chain.problems];
     if (problems.length === 0) {
       if (seen > all.length) problems.push({ position: all.length + 1, problem: `log truncated: the projections have seen position ${seen}, but the log ends at ${all.length}` });
-      problems.push(...schemaProblems(all), ...checkCheckpoints(paths, all, all.map((e) => eventLeafHash(e.hash)), undefined, undefined, null, notes).problems);
+      problems.push(...schemaProblems(all), ...checkCheckpoints(paths, all, all.map((e) => eventLeafHash(e.hash)), undefined, undefined, null, notes, signedHeadPath(ctx.env as NodeJS.ProcessEnv, paths.dir)).problems);
     }
     const first = problems.sort((a, b) => a.position - b.position)[0];
     if (first) throw new CorruptLogError(first.position, `${first.problem}; refusing to rebuild projections from this log`);

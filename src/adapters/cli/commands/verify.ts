@@ -26,6 +26,7 @@ import { sha256Hex } from '../../../events/hash.js';
 import { eventLeafHash, hashLeaves } from '../../../events/merkle.js';
 import { formatVerifierKey, parseVerifierKey, type VerifierKey } from '../../../events/signed-note.js';
 import { checkpointFiles, readCheckpoint } from '../../transparency/notary.js';
+import { signedHeadPath } from '../../transparency/keys.js';
 
 export const flags: Record<string, FlagSpec> = { since: { type: 'string' }, 'expect-head': { type: 'string' }, key: { type: 'string' }, sample: { type: 'int' }, seed: { type: 'int' } };
 
@@ -78,7 +79,7 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
       problems.push(...schemaProblems(events));
       const leaves = events.map((e) => eventLeafHash(e.hash));
       treeRoot = hashLeaves(leaves).toString('base64');
-      const signed = checkCheckpoints(paths, events, leaves, typeof ctx.flags.key === 'string' ? ctx.flags.key : undefined, typeof ctx.flags.since === 'string' ? resolve(ctx.cwd, ctx.flags.since) : undefined, expectHead, notes);
+      const signed = checkCheckpoints(paths, events, leaves, typeof ctx.flags.key === 'string' ? ctx.flags.key : undefined, typeof ctx.flags.since === 'string' ? resolve(ctx.cwd, ctx.flags.since) : undefined, expectHead, notes, signedHeadPath(ctx.env as NodeJS.ProcessEnv, paths.dir));
       checkpoints = signed.checked;
       problems.push(...signed.problems);
       if (seenBefore > headPosition) problems.push({ position: headPosition + 1, problem: `log truncated: the projections have seen position ${seenBefore}, but the log ends at ${headPosition}` });
@@ -180,6 +181,7 @@ export function checkCheckpoints(
   expectHead: { size: number; root: Buffer } | null,
   /** Checkpoint files read before the log was (a live run signs new ones meanwhile); default: read now. */
   preread: readonly CheckpointNote[] = readCheckpointNotes(paths),
+  kept?: string,
 ): { checked: number; problems: VerifyProblem[] } {
   const init = events[0]?.type === 'BuildInitialized' ? (events[0].data as { buildId: string; signing?: { vkey: string } }) : undefined;
   const problems: VerifyProblem[] = [];
@@ -217,6 +219,18 @@ export function checkCheckpoints(
   if (since !== undefined) {
     if (!existsSync(since)) throw new UsageError(`verify: --since ${since} does not exist`);
     check(readFileSync(since, 'utf8'), since);
+  }
+  // The copy of the last checkpoint this machine signed, outside the build directory (R-36); one
+  // that does not verify as this build's belongs to another build once kept at this path.
+  if (kept !== undefined && key && init && existsSync(kept)) {
+    const note = readFileSync(kept, 'utf8');
+    let ours = true;
+    try {
+      readCheckpoint(note, key, init.buildId, kept);
+    } catch {
+      ours = false;
+    }
+    if (ours) check(note, kept);
   }
   if (expectHead) {
     if (expectHead.size > leaves.length) problems.push({ position: leaves.length + 1, problem: `log truncated: the expected head has size ${expectHead.size}, the log ends at ${leaves.length}` });
