@@ -1,4 +1,4 @@
-// Integration benchmark (issue 5, SPEC R-24/R-25/R-27). Run on demand:
+// Integration benchmark (issue 5, R-24/R-25/R-27). Run on demand:
 //   npm run build && node bench/integration.mjs            (8 candidates, verify = `sleep 1`)
 //   BENCH_NODES=16 BENCH_VERIFY_MS=1000 node bench/integration.mjs
 // Prints figures; not a timed test. On a real git repository it integrates the same N

@@ -11,7 +11,7 @@ import { eventLeafHash, hashLeaves } from '../src/events/merkle.js';
 import { COSIGNATURE_V1, ED25519, checkpointText, formatVerifierKey, generateSigningKey, rawPublicKey, signNote } from '../src/events/signed-note.js';
 import { cliJson, runCli } from './support/cli.js';
 
-// The audit bundle (R-40) checked the way an auditor would: copied to a fresh directory with no
+// The audit bundle (R-37) checked the way an auditor would: copied to a fresh directory with no
 // node_modules, verify.mjs run by `node` with PATH holding nothing but node. Every tamper of
 // issue 13, done on the bundle, is caught by the first check it breaks, naming the position.
 
@@ -86,8 +86,8 @@ function resign(dir: string, evs: StoredEvent[], key = generateSigningKey()): St
   return swapped;
 }
 
-describe('R-40 the audit bundle and its standalone verifier', () => {
-  it('R-40 verify.mjs runs with PATH holding only node in a copy of the bundle, prints one line per check and passes; audit verify agrees', () => {
+describe('R-37 the audit bundle and its standalone verifier', () => {
+  it('R-37 verify.mjs runs with PATH holding only node in a copy of the bundle, prints one line per check and passes; audit verify agrees', () => {
     const dir = copy();
     const r = standalone(dir, '--key', vkey);
     expect(r.code, r.out).toBe(0);
@@ -98,7 +98,7 @@ describe('R-40 the audit bundle and its standalone verifier', () => {
     expect(same.checks).toHaveLength(8);
   });
 
-  it('R-40 one edited event (manifest fixed up) fails the chain at its position', () => {
+  it('R-37 one edited event (manifest fixed up) fails the chain at its position', () => {
     const dir = copy();
     const evs = events(dir);
     (evs[4]!.metadata as Record<string, unknown>).recordedAt = '2020-01-01T00:00:00.000Z';
@@ -109,7 +109,7 @@ describe('R-40 the audit bundle and its standalone verifier', () => {
     expect(r.out).toMatch(/FAILED chain at position 5: hash mismatch/);
   });
 
-  it('R-40 a consistent rewrite (verify command replaced) fails the checkpoints; re-signed under another key it passes only without --key, and fails with --key and with --expect', () => {
+  it('R-37 a consistent rewrite (verify command replaced) fails the checkpoints; re-signed under another key it passes only without --key, and fails with --key and with --expect', () => {
     const held = join(root, 'held.checkpoint');
     const sizes = readdirSync(join(bundle, 'checkpoints')).map((f) => parseInt(f)).sort((a, b) => a - b);
     cpSync(join(bundle, 'checkpoints', `${sizes[1]}.checkpoint`), held);
@@ -132,7 +132,7 @@ describe('R-40 the audit bundle and its standalone verifier', () => {
     expect(withHeld.out).toMatch(/FAILED checkpoints: .*held\.checkpoint does not verify/);
   });
 
-  it('R-40 a log cut short (its last events dropped, manifest fixed up) fails the checkpoints: log truncated, at the first missing position', () => {
+  it('R-37 a log cut short (its last events dropped, manifest fixed up) fails the checkpoints: log truncated, at the first missing position', () => {
     const dir = copy();
     const evs = events(dir);
     writeEvents(dir, evs.slice(0, evs.length - 3), false);
@@ -142,7 +142,7 @@ describe('R-40 the audit bundle and its standalone verifier', () => {
     expect(r.out).toMatch(new RegExp(`FAILED checkpoints at position ${evs.length - 2}: log truncated: checkpoints/\\d+\\.checkpoint was signed at size \\d+, the log ends at ${evs.length - 3}`));
   });
 
-  it('R-40 an event that fails its schema (a bogus BuildCompleted), rechained and re-signed, fails the schemas at its position', () => {
+  it('R-37 an event that fails its schema (a bogus BuildCompleted), rechained and re-signed, fails the schemas at its position', () => {
     const dir = copy();
     const evs = events(dir);
     const last = evs[evs.length - 1]!;
@@ -154,7 +154,7 @@ describe('R-40 the audit bundle and its standalone verifier', () => {
     expect(r.out).toMatch(new RegExp(`FAILED schemas at position ${last.position + 1}: event fails the catalogue`));
   });
 
-  it('R-40 a forged graph record (its SHA-256 changed), rechained and re-signed, fails the graph reconstruction at its position', () => {
+  it('R-37 a forged graph record (its SHA-256 changed), rechained and re-signed, fails the graph reconstruction at its position', () => {
     const dir = copy();
     const evs = events(dir);
     const at = evs.findIndex((e) => (e.metadata as { graph?: unknown }).graph !== undefined && e.position > 10);
@@ -167,7 +167,7 @@ describe('R-40 the audit bundle and its standalone verifier', () => {
     expect(r.out).toMatch(new RegExp(`FAILED graph at position ${at + 1}: .* records graph ffffffff`));
   });
 
-  it('R-40 an edited evidence file and a git bundle without the promoted commits are caught', () => {
+  it('R-37 an edited evidence file and a git bundle without the promoted commits are caught', () => {
     const dir = copy();
     const ev = readdirSync(join(dir, 'evidence'))[0]!;
     writeFileSync(join(dir, 'evidence', ev), 'forged output\n');
@@ -188,7 +188,7 @@ describe('R-40 the audit bundle and its standalone verifier', () => {
     expect(r2.out).toMatch(/FAILED git at position \d+: commit [0-9a-f]{40} \(.*\) is not in git\.bundle/);
   });
 
-  it('R-40 a witness key: refused until the witness cosigned, then verified (and a forged cosignature fails)', () => {
+  it('R-37 a witness key: refused until the witness cosigned, then verified (and a forged cosignature fails)', () => {
     const wkeyFile = join(root, 'w.key');
     const w = cliJson<{ witnessKey: string }>(['witness', 'cosign', '--repo', repo, '--witness-key', wkeyFile, '--log-key', vkey, '--name', 'witness.example/a'], { cwd: root });
     const before = copy();

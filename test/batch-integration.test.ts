@@ -55,7 +55,7 @@ function outcome(repo: string) {
   };
 }
 
-describe('batch integration (SPEC R-25, R-12, R-24)', () => {
+describe('batch integration (R-25, R-12, R-24)', () => {
   it('R-25 a split partitions a failed batch into two non-empty halves, order kept, so bisection always terminates', () => {
     fc.assert(fc.property(fc.uniqueArray(fc.stringMatching(/^[a-z][a-z0-9]{0,6}$/), { minLength: 2, maxLength: 64 }), (ids) => {
       const [a, b] = splitHalves(ids);
@@ -155,7 +155,7 @@ async function cliAsync(args: string[], cwd: string, env: Record<string, string>
   }
 }
 
-describe('batch integration under SIGKILL (SPEC R-25, R-18, R-19)', () => {
+describe('batch integration under SIGKILL (R-25, R-18, R-19)', () => {
   // A batch of four with one bad member: one batch job, a split, a promoted half, a second split,
   // a blamed culprit, a promoted single, the culprit's second attempt promoted.
   const POINTS = [

@@ -36,7 +36,7 @@ function refusal(value: unknown): string {
   throw new Error('blueprint was accepted');
 }
 
-describe('blueprint format (CLI.md, R-28)', () => {
+describe('blueprint format (docs/cli.md, R-28)', () => {
   it('R-28 helios loads with its defaults', () => {
     const bp = loadBlueprint(HELIOS);
     expect(bp.detailedWindow).toBe(2);

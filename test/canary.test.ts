@@ -25,7 +25,7 @@ function seedShape(dir: string, withCoarse: boolean, compaction = true): string 
   return path;
 }
 
-describe('forced-interruption canary (SPEC R-11, R-12, R-17..R-20)', () => {
+describe('forced-interruption canary (R-11, R-12, R-17..R-20)', () => {
   it('R-19 a controller SIGKILLed after integrating catalog-api and before its checkpoint resumes with zero planning and zero re-implementation', async () => {
     const repo = tempDir();
     const blueprint = seedShape(repo, false, false);

@@ -104,6 +104,10 @@ describe('CLI error paths: one clear line, the right exit code, nothing appended
     expect(cliJson(['status', '--repo', repo], { cwd: elsewhere }).position).toBe(1);
     expect(cliJson(['verify', '--repo', repo], { cwd: elsewhere }).events).toBe(1);
     expect(runCli(['log', '--repo', repo, '--json'], { cwd: elsewhere }).stdout.trim().split('\n')).toHaveLength(1);
+    // A type no event can have is a usage error naming it, not an empty listing.
+    const nope = runCli(['log', '--repo', repo, '--type', 'Nope'], { cwd: elsewhere });
+    expect(nope.code).toBe(2);
+    expect(nope.stderr).toMatch(/^longbuild: log: unknown event type 'Nope' \(known: BatchSplit, BuildBlocked/);
   });
 
   it('every command has --help with an example', () => {

@@ -128,7 +128,7 @@ describe('CLI: log, verify, rebuild', () => {
 });
 
 describe('CLI: usage and exit codes', () => {
-  it('maps typed errors to the exit codes of CLI.md in one place', () => {
+  it('maps typed errors to the exit codes of docs/cli.md in one place', () => {
     expect(exitCodeFor(new ConcurrencyError('s', '1', 2))).toBe(3);
     expect(exitCodeFor(new UsageError('x'))).toBe(2);
     expect(exitCodeFor(new CorruptLogError(1, 'x'))).toBe(1);

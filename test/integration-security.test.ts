@@ -28,7 +28,7 @@ function smallBuild(extra: Record<string, unknown> = {}, files?: Record<string, 
   return repo;
 }
 
-describe('trusted verification commands and protected paths (SPEC R-26, R-28, R-29)', () => {
+describe('trusted verification commands and protected paths (R-26, R-28, R-29)', () => {
   it('R-26 a blueprint node carrying a `verify` field is refused: commands come only from the trusted top-level list', () => {
     const bp = helios();
     bp.milestones[0].nodes[1].verify = [['sh', '-c', 'true']];

@@ -7,7 +7,7 @@ import { COSIGNATURE_V1, ED25519, checkpointText, formatVerifierKey, generateSig
 import { eventLeafHash, hashLeaves } from '../src/events/merkle.js';
 import { cliJson, runCli } from './support/cli.js';
 
-// Proof files (R-37) and the witness (R-38), driven through the CLI on a real build.
+// Proof files (R-34) and the witness (R-35), driven through the CLI on a real build.
 
 const root = mkdtempSync(join(tmpdir(), 'lb-proofs-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -36,8 +36,8 @@ function flipLine(file: string, line: number, to: string): void {
   writeFileSync(to, lines.join('\n'));
 }
 
-describe('R-37 proof files an auditor checks offline', () => {
-  it('R-37 inclusion proofs of every position check out against the build\'s key outside the build; a changed event, proof hash or checkpoint byte fails', () => {
+describe('R-34 proof files an auditor checks offline', () => {
+  it('R-34 inclusion proofs of every position check out against the build\'s key outside the build; a changed event, proof hash or checkpoint byte fails', () => {
     const b = build();
     const total = cliJson<{ events: number }>(['verify', '--repo', b.repo], { cwd: root }).events;
     for (const position of [1, 2, Math.floor(total / 2), total]) {
@@ -60,7 +60,7 @@ describe('R-37 proof files an auditor checks offline', () => {
     expect(outside.stderr.trim()).toBe("longbuild: prove: --check needs --key VKEY (the log's verifier key) outside a build\nrun `longbuild --help` for usage");
   });
 
-  it('R-37 a consistency proof from a checkpoint held early to the latest verifies; claimed from another size it does not', () => {
+  it('R-34 a consistency proof from a checkpoint held early to the latest verifies; claimed from another size it does not', () => {
     const b = build(4);
     const held = join(root, `held-${n}`);
     copyFileSync(latestCheckpoint(b.dir), held);
@@ -76,8 +76,8 @@ describe('R-37 proof files an auditor checks offline', () => {
   });
 });
 
-describe('R-38 a witness cosigns only extensions of what it saw', () => {
-  it('R-38 cosigns, cosigns again after the build grew (consistent), and its cosignature verifies under its key; a rewrite re-signed by another key and a cut log are refused', () => {
+describe('R-35 a witness cosigns only extensions of what it saw', () => {
+  it('R-35 cosigns, cosigns again after the build grew (consistent), and its cosignature verifies under its key; a rewrite re-signed by another key and a cut log are refused', () => {
     const b = build(4);
     const wkey = join(root, `w${n}.key`);
     const first = cliJson<{ size: number; from: number | null; witnessKey: string }>(['witness', 'cosign', '--repo', b.repo, '--witness-key', wkey, '--log-key', b.vkey, '--name', 'witness.example/w1'], { cwd: root });

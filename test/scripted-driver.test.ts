@@ -45,7 +45,7 @@ function packet(nodeId: string, attempt: number, baseHead: string, kind: 'read-o
   return { attemptId, idempotencyKey: `worker:${attemptId}`, nodeId, attempt, kind, milestone: 'm', deps: [], baseHead, branch: attemptBranch(attemptId), commitDate: DATE };
 }
 
-describe('scripted planner (CLI.md blueprint, R-13 input)', () => {
+describe('scripted planner (docs/cli.md blueprint, R-13 input)', () => {
   it('R-13 seal proposes the first detailedWindow milestones in detail and the next ones coarse', async () => {
     const bp = loadBlueprint(HELIOS);
     const p = (await new ScriptedPlanner(bp).propose(input('seal', null))) as any;

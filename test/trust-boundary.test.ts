@@ -1,5 +1,5 @@
 /**
- * The trust boundary (SPEC R-29..R-33), proved by attacks: each test is a hostile planner, worker
+ * The trust boundary (R-29..R-33), proved by attacks: each test is a hostile planner, worker
  * or verified program doing what issue 12 found it could do, with real git repositories, real
  * bubblewrap sandboxes and real processes, and each asserts what a user would check — what is
  * on the integration ref, what the receipt says, what changed on disk, which processes are alive.

@@ -57,7 +57,7 @@ function entryFiles(f: Fixture): string[] {
   }
 }
 
-describe('verification cache (SPEC R-27)', () => {
+describe('verification cache (R-27)', () => {
   it('R-27 a hit replays the exact stdout and stderr bytes of the cached pass without running the command', async () => {
     const f = await fixture();
     const ws = await workspace(f, 0);
@@ -259,7 +259,7 @@ describe('verification cache (SPEC R-27)', () => {
   });
 });
 
-describe('verification cache in a build (SPEC R-18, R-24, R-27)', () => {
+describe('verification cache in a build (R-18, R-24, R-27)', () => {
   /** Run helios, crashing right before the first verification result is recorded, then resume. */
   function crashedThenResumed(env: Record<string, string>) {
     const repo = tempDir();

@@ -1,7 +1,7 @@
 import { appendFileSync, writeSync } from 'node:fs';
 
 /**
- * Fault injection (CLI.md): `LONGBUILD_CRASH_AT=POINT:K` kills this process with a real SIGKILL
+ * Fault injection (docs/cli.md): `LONGBUILD_CRASH_AT=POINT:K` kills this process with a real SIGKILL
  * the K-th time it reaches interruption point POINT. `LONGBUILD_POINTS_FILE=PATH` records every
  * point reached (one per line), which is how `fuzz` enumerates them from a clean run.
  * `LONGBUILD_PAUSE_AT=POINT:K:MS` freezes the whole process (event loop included, like SIGSTOP or

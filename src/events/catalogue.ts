@@ -298,7 +298,7 @@ export const RefRepaired = e('RefRepaired', z.strictObject({
   graphRevision: z.number().int().nonnegative(),
 }));
 
-/** Every domain event, one discriminated union (ARCHITECTURE pattern 2). */
+/** Every domain event, one discriminated union (one source of truth for every type). */
 export const DomainEventSchema = z.discriminatedUnion('type', [
   BuildInitialized,
   PlannerInvoked,

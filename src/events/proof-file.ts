@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { leafHash, verifyConsistency, verifyInclusion } from './merkle.js';
 import { NoteError, parseCheckpointText, parseNote, verifyNote, type VerifierKey } from './signed-note.js';
 
-// Proof files an auditor checks offline (R-37). Inclusion: c2sp.org/tlog-proof@v1, whose `extra`
+// Proof files an auditor checks offline (R-34). Inclusion: c2sp.org/tlog-proof@v1, whose `extra`
 // line carries the event's hashed bytes (canonical JSON of everything but its hash), so the leaf
 // is recomputed from the event itself: leaf = SHA-256(0x00 || SHA-256(extra)). Consistency: the
 // same shape with a `size1`/`root1` header, the proof from the tree the auditor held to the tree

@@ -4,7 +4,7 @@ import type { StoredEvent } from '../events/envelope.js';
 import { evolveBuild, type BuildState } from './build-state.js';
 import { graphSha256 } from './graph.js';
 
-/** What an event that changes the graph records in its metadata: the revision it makes and its SHA-256. */
+/** What an event that changes the graph records in its metadata: the revision it makes and its SHA-256. */
 export interface GraphRecord {
   readonly revision: number;
   readonly sha256: string;
@@ -30,7 +30,7 @@ export function graphRecords(state: BuildState, events: readonly DomainEvent[], 
 
 /**
  * Reconstruct the graph at every revision and check each against the SHA-256 its event recorded
- * (R-39): the log folded event by event, as the controller folded it when it recorded them
+ * (R-37): the log folded event by event, as the controller folded it when it recorded them
  * (graphSha256 re-serialises only the node records an event changed). Builds from before graph
  * records (no signing key recorded) are not held to it. Returns the first problem, or null.
  */

@@ -1,5 +1,5 @@
 /**
- * Given/when/then for the build fold (ARCHITECTURE pattern 7): domain events are validated
+ * Given/when/then for the build fold: domain events are validated
  * against the real catalogue, wrapped as hash-chained StoredEvents at positions 1..n with a
  * logical clock, and folded with `evolveBuild` — the same path the controller and the SQLite
  * tables take, so a test state is one a real log could produce.

@@ -12,7 +12,7 @@ import { initialBuildState } from '../../projections/build-state.js';
 import { graphRecordProblems } from '../../projections/graph-record.js';
 import { commitTree, readGitBundle, GitBundleError } from './git-pack.js';
 
-// The audit bundle's verifier (R-40). The same module is `longbuild audit verify DIR` and,
+// The audit bundle's verifier (R-37). The same module is `longbuild audit verify DIR` and,
 // bundled with its imports into one file that needs nothing but Node, the bundle's `verify.mjs`:
 // an auditor runs `node DIR/verify.mjs [--key VKEY] [--expect CHECKPOINT] [--witness VKEY]...`
 // on a machine with nothing installed. Checks run in order; the first failure stops them.
@@ -219,7 +219,7 @@ export function verifyBundle(dir: string, opts: AuditOptions, print: (line: Chec
   }
   print({ check: 'git', ok: true, detail: `${commits.size} commits the log names are in git.bundle with their recorded trees` });
 
-  // 8. The graph (R-39): reconstructed at every revision and checked against the SHA-256 recorded for it.
+  // 8. The graph (R-37): reconstructed at every revision and checked against the SHA-256 recorded for it.
   const graph = graphRecordProblems(events, initialBuildState);
   if (graph) throw new AuditFailure('graph', graph.problem, graph.position);
   const revisions = events.filter((e) => (e.metadata as { graph?: unknown }).graph !== undefined).length;

@@ -1,4 +1,4 @@
-// The entry of the standalone `verify.mjs` an audit bundle carries (R-40): bundled with every
+// The entry of the standalone `verify.mjs` an audit bundle carries (R-37): bundled with every
 // module it imports into one file that needs only Node. It verifies the bundle it sits in unless
 // given another directory.
 import { dirname } from 'node:path';

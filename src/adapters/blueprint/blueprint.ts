@@ -1,5 +1,5 @@
 /**
- * The blueprint format (../shared/CLI.md "Blueprint"): a JSON file that drives the scripted
+ * The blueprint format (docs/cli.md "Blueprint"): a JSON file that drives the scripted
  * planner and worker. Parsing is strict (unknown fields refused, R-28) but structural only: a
  * blueprint may describe an invalid PLAN (coarseWindow 13, a dependency on a later milestone,
  * an unknown dep) — the host refuses that when the planner proposes it (R-13).
@@ -66,7 +66,7 @@ export const BlueprintSchema = z.strictObject({
   detailedWindow: z.literal([1, 2], { message: 'detailedWindow must be 1 or 2' }),
   /** Any 0..64 so that an over-long coarse list can be described; the host refuses > 12. */
   coarseWindow: z.number().int().min(0).max(64).default(12),
-  // Optional build settings (extensions of the CLI.md format); the controller applies defaults.
+  // Optional build settings (extensions of the docs/cli.md format); the controller applies defaults.
   maxBatch: z.number().int().min(1).max(64).optional(),
   maxAttempts: z.number().int().min(1).max(100).optional(),
   compaction: z.boolean().optional(),

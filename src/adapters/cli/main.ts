@@ -12,7 +12,7 @@ export interface CliIo {
   readonly env: Readonly<Record<string, string | undefined>>;
 }
 
-/** Exit codes of CLI.md, decided here and nowhere else. */
+/** Exit codes of docs/cli.md, decided here and nowhere else. */
 const EXIT_CODES: Record<LongbuildErrorCode, number> = {
   USAGE: 2,
   CONCURRENCY: 3,

@@ -34,7 +34,7 @@ export async function stateAsOf(s: BuildSession, point: TimePoint): Promise<Buil
   const snapshots = new SqliteSnapshotStore(s.projections.db);
   const fast = await stateAtFromLog(s.log, buildProjection, position, snapshots);
   if (await graphAsRecorded(s.log, fast)) return fast;
-  // The graph a snapshot gave is not the one the log recorded for that revision (R-39): the
+  // The graph a snapshot gave is not the one the log recorded for that revision (R-37): the
   // snapshot is forged or stale. Fold the log itself instead (`verify` names the snapshot).
   const folded = await stateAtFromLog(s.log, buildProjection, position, { candidates: () => [], put() {}, clear() {} });
   if (!(await graphAsRecorded(s.log, folded))) throw new CorruptLogError(position, `the graph folded from the log differs from the SHA-256 the log recorded for revision ${folded.graphRevision}; run \`longbuild verify\``);

@@ -106,7 +106,7 @@ export class Controller {
     this.deps.beforeAppend?.();
     const position = this.state.position + 1;
     const recordedAt = this.now(position);
-    // an event that changes the graph records the revision it makes and that graph's SHA-256.
+    // an event that changes the graph records the revision it makes and that graph's SHA-256.
     const { records: graphs, states } = graphRecords(this.state, events, recordedAt);
     const result = await this.deps.log.append(
       this.streamId,

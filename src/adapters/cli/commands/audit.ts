@@ -38,7 +38,7 @@ export async function run(ctx: CommandContext): Promise<AuditOutput> {
 }
 
 /**
- * R-40: a self-contained bundle an auditor checks offline: the log (canonical NDJSON), the signed
+ * R-37: a self-contained bundle an auditor checks offline: the log (canonical NDJSON), the signed
  * checkpoints, every evidence file and commit the log names (a git bundle), the driver file, the
  * event schemas as JSON Schema, a manifest, and `verify.mjs`.
  */

@@ -1,4 +1,6 @@
 import { canonicalJson } from '../../../events/canonical.js';
+import { SCHEMA_VERSIONS } from '../../../events/catalogue.js';
+import { UsageError } from '../../../events/errors.js';
 import type { StoredEvent } from '../../../events/envelope.js';
 import { readPages } from '../../log/paging.js';
 import { SqliteEventLog } from '../../log/sqlite-log.js';
@@ -13,9 +15,12 @@ export interface LogOutput {
 }
 
 export async function run(ctx: CommandContext): Promise<LogOutput> {
+  const types = Array.isArray(ctx.flags.type) ? new Set(ctx.flags.type) : null;
+  // A type the catalogue does not know can match nothing: say so rather than print nothing.
+  const unknown = [...(types ?? [])].filter((t) => !(t in SCHEMA_VERSIONS));
+  if (unknown.length > 0) throw new UsageError(`log: unknown event type '${unknown[0]}' (known: ${Object.keys(SCHEMA_VERSIONS).sort().join(', ')})`);
   const log = await openBuildLog(pathsOf(ctx));
   const from = typeof ctx.flags.from === 'number' ? Math.max(1, ctx.flags.from) : 1;
-  const types = Array.isArray(ctx.flags.type) ? new Set(ctx.flags.type) : null;
   if (!(log instanceof SqliteEventLog)) {
     // Renderers are synchronous: a remote log is read through the port, page by page, up front.
     const events: StoredEvent[] = [];
@@ -38,7 +43,7 @@ export async function run(ctx: CommandContext): Promise<LogOutput> {
   return { events: events() };
 }
 
-/** NDJSON: one object per event (CLI.md), in canonical JSON. */
+/** NDJSON: one object per event (docs/cli.md), in canonical JSON. */
 export function* renderJson(data: LogOutput): Generator<string> {
   for (const e of data.events) {
     yield `${canonicalJson({ position: e.position, type: e.type, revision: e.revision, streamId: e.streamId, schemaVersion: e.schemaVersion, data: e.data, metadata: e.metadata, hash: e.hash, prevHash: e.prevHash })}\n`;

@@ -20,7 +20,7 @@ export type ProveOutput =
   | { readonly action: 'check'; readonly file: string; readonly result: CheckedProof };
 
 /**
- * R-37: `--position N` proves event N is in the tree of the last signed checkpoint; `--since
+ * R-34: `--position N` proves event N is in the tree of the last signed checkpoint; `--since
  * FILE` proves that tree extends the one of a checkpoint held before; `--check FILE` verifies a
  * proof file offline (against `--key`, or the build's own key when run in the build).
  */
@@ -78,7 +78,7 @@ async function checkFile(ctx: CommandContext, file: string): Promise<ProveOutput
   try {
     return { action: 'check', file, result: checkProofFile(readFileSync(file, 'utf8'), key) };
   } catch (err) {
-    if (err instanceof NoteError) throw new ValidationError(`prove: ${file} does not verify: ${err.message}`, 'R-37');
+    if (err instanceof NoteError) throw new ValidationError(`prove: ${file} does not verify: ${err.message}`, 'R-34');
     throw err;
   }
 }

@@ -36,7 +36,7 @@ export interface WitnessOutput {
 }
 
 /**
- * `longbuild witness cosign` (R-38, c2sp.org/tlog-cosignature): check that the build's latest
+ * `longbuild witness cosign` (R-35, c2sp.org/tlog-cosignature): check that the build's latest
  * checkpoint is signed by the log key the witness knows and is an extension (a verified
  * consistency proof) of the largest tree it cosigned before; then add a timestamped Ed25519
  * cosignature to the checkpoint file and remember the new size and root. A smaller tree, a
@@ -60,7 +60,7 @@ export async function run(ctx: CommandContext): Promise<WitnessOutput> {
     const state = readState(statePath, init.buildId);
     const logKeyText = typeof ctx.flags['log-key'] === 'string' ? ctx.flags['log-key'] : state?.logKey;
     if (logKeyText === undefined) throw new UsageError('witness cosign: the first cosignature of a log needs --log-key VKEY (the key the build printed at init, obtained out of band)');
-    if (state && logKeyText !== state.logKey) throw new ValidationError(`witness cosign: --log-key differs from the key this witness knows for ${init.buildId} (${state.logKey}); refusing`, 'R-38');
+    if (state && logKeyText !== state.logKey) throw new ValidationError(`witness cosign: --log-key differs from the key this witness knows for ${init.buildId} (${state.logKey}); refusing`, 'R-35');
     const logKey = parseVerifierKey(logKeyText);
     const notary = Notary.open(paths, log, init.buildId, logKey, null);
     try {
@@ -68,17 +68,17 @@ export async function run(ctx: CommandContext): Promise<WitnessOutput> {
       try {
         cp = notary.latest();
       } catch (err) {
-        throw new ValidationError(`witness cosign: ${(err as Error).message}; refusing to cosign`, 'R-38');
+        throw new ValidationError(`witness cosign: ${(err as Error).message}; refusing to cosign`, 'R-35');
       }
       if (cp === null) throw new NotFoundError(`witness cosign: no signed checkpoint in ${paths.checkpoints}`);
       if (state) {
         const root = Buffer.from(state.root, 'base64');
-        if (cp.size < state.size) throw new ValidationError(`witness cosign: the latest checkpoint has size ${cp.size}, smaller than the ${state.size} this witness cosigned (the log was cut); refusing`, 'R-38');
-        if (cp.size === state.size && !cp.root.equals(root)) throw new ValidationError(`witness cosign: a checkpoint of size ${cp.size} with another root than the one this witness cosigned (a split view); refusing`, 'R-38');
+        if (cp.size < state.size) throw new ValidationError(`witness cosign: the latest checkpoint has size ${cp.size}, smaller than the ${state.size} this witness cosigned (the log was cut); refusing`, 'R-35');
+        if (cp.size === state.size && !cp.root.equals(root)) throw new ValidationError(`witness cosign: a checkpoint of size ${cp.size} with another root than the one this witness cosigned (a split view); refusing`, 'R-35');
         if (cp.size > state.size) {
           const proof = consistencyProof((await notary.tree(cp.size)).source(), state.size, cp.size);
           if (!verifyConsistency(state.size, cp.size, root, cp.root, proof)) {
-            throw new ValidationError(`witness cosign: the tree of size ${cp.size} is not an extension of the tree of size ${state.size} this witness cosigned (the log was rewritten); refusing`, 'R-38');
+            throw new ValidationError(`witness cosign: the tree of size ${cp.size} is not an extension of the tree of size ${state.size} this witness cosigned (the log was rewritten); refusing`, 'R-35');
           }
         }
       }
