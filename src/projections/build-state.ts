@@ -83,14 +83,23 @@ const immer = new Immer({ autoFreeze: false });
 export function evolveBuild(state: BuildState, event: StoredEvent): BuildState {
   return immer.produce(state, (draft) => {
     draft.position = event.position;
+    graphBumped = false;
     applyDomainEvent(draft, { type: event.type, data: event.data } as DomainEvent, event.metadata.recordedAt);
   });
 }
 
+/**
+ * Whether the event being folded has already made a graph revision. Set at the start of every
+ * (synchronous) produce of one event; it replaces a read of `revisionPositions` through the
+ * draft, which made immer copy two 64-entry bucket indexes per event just to look.
+ */
+let graphBumped = false;
+
 function bumpGraph(draft: Draft<BuildState>): void {
   // One event is one graph change however many nodes it touches (a batch promotion), so every
   // revision names exactly one position and time travel by revision lands on that revision.
-  if (draft.graphRevision > 0 && shardGet(draft.revisionPositions as Sharded<number>, String(draft.graphRevision)) === draft.position) return;
+  if (graphBumped) return;
+  graphBumped = true;
   draft.graphRevision += 1;
   shardSet(draft.revisionPositions, String(draft.graphRevision), draft.position);
 }

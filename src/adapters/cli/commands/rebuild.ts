@@ -1,11 +1,11 @@
 import { CorruptLogError } from '../../../events/errors.js';
 import { existsSync } from 'node:fs';
-import { signedHeadPath } from '../../transparency/keys.js';
 import { readEventsFrom } from '../../log/paging.js';
 import { eventLeafHash } from '../../../events/merkle.js';
-import { checkCheckpoints, readCheckpointNotes, schemaProblems, storedPosition } from './verify.js';
+import { checkCheckpoints, readCheckpointNotes, readKeptHead, schemaProblems, storedPosition } from './verify.js';
 import { openBuildLog, openBuildProjections, pathsOf } from '../open-build.js';
 import type { CommandContext } from '../types.js';
+import { withControl } from '../with-control.js';
 
 export interface RebuildOutput {
   readonly events: number;
@@ -14,10 +14,17 @@ export interface RebuildOutput {
 
 /** Verify the chain, then drop and refold every projection (one transaction: all or nothing). */
 export async function run(ctx: CommandContext): Promise<RebuildOutput> {
+  // Under the controller lease: dropping the tables while a run folds into them would leave them
+  // half of each; with a run live, rebuild exits 3 and changes nothing.
+  return withControl(ctx, () => rebuild(ctx));
+}
+
+async function rebuild(ctx: CommandContext): Promise<RebuildOutput> {
   const paths = pathsOf(ctx);
   const log = await openBuildLog(paths);
   try {
     const seen = existsSync(paths.projections) ? storedPosition(paths) : 0;
+    const kept = readKeptHead(paths, ctx.env as NodeJS.ProcessEnv);
     const notes = readCheckpointNotes(paths);
     const chain = await log.verifyChain();
     // Only the prefix the chain walk verified (a live run may have appended since).
@@ -27,7 +34,7 @@ export async function run(ctx: CommandContext): Promise<RebuildOutput> {
     const problems = [...chain.problems];
     if (problems.length === 0) {
       if (seen > all.length) problems.push({ position: all.length + 1, problem: `log truncated: the projections have seen position ${seen}, but the log ends at ${all.length}` });
-      problems.push(...schemaProblems(all), ...checkCheckpoints(paths, all, all.map((e) => eventLeafHash(e.hash)), undefined, undefined, null, notes, signedHeadPath(ctx.env as NodeJS.ProcessEnv, paths.dir)).problems);
+      problems.push(...schemaProblems(all), ...checkCheckpoints(paths, all, all.map((e) => eventLeafHash(e.hash)), undefined, undefined, null, notes, kept).problems);
     }
     const first = problems.sort((a, b) => a.position - b.position)[0];
     if (first) throw new CorruptLogError(first.position, `${first.problem}; refusing to rebuild projections from this log`);

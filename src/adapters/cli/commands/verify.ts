@@ -65,6 +65,7 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
     // The projections' position is read before the log: the log only grows, so a live run never
     // makes it look cut (one consistent view per store; the chain walk is one read snapshot).
     const seenBefore = existsSync(paths.projections) ? storedPosition(paths) : 0;
+    const kept = readKeptHead(paths, ctx.env as NodeJS.ProcessEnv);
     const notes = readCheckpointNotes(paths);
     const chain = await log.verifyChain();
     const problems: VerifyProblem[] = [...chain.problems];
@@ -79,7 +80,7 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
       problems.push(...schemaProblems(events));
       const leaves = events.map((e) => eventLeafHash(e.hash));
       treeRoot = hashLeaves(leaves).toString('base64');
-      const signed = checkCheckpoints(paths, events, leaves, typeof ctx.flags.key === 'string' ? ctx.flags.key : undefined, typeof ctx.flags.since === 'string' ? resolve(ctx.cwd, ctx.flags.since) : undefined, expectHead, notes, signedHeadPath(ctx.env as NodeJS.ProcessEnv, paths.dir));
+      const signed = checkCheckpoints(paths, events, leaves, typeof ctx.flags.key === 'string' ? ctx.flags.key : undefined, typeof ctx.flags.since === 'string' ? resolve(ctx.cwd, ctx.flags.since) : undefined, expectHead, notes, kept);
       checkpoints = signed.checked;
       problems.push(...signed.problems);
       if (seenBefore > headPosition) problems.push({ position: headPosition + 1, problem: `log truncated: the projections have seen position ${seenBefore}, but the log ends at ${headPosition}` });
@@ -181,7 +182,8 @@ export function checkCheckpoints(
   expectHead: { size: number; root: Buffer } | null,
   /** Checkpoint files read before the log was (a live run signs new ones meanwhile); default: read now. */
   preread: readonly CheckpointNote[] = readCheckpointNotes(paths),
-  kept?: string,
+  /** The copy of the last checkpoint this machine signed (read, like `preread`, before the log). */
+  kept?: { readonly file: string; readonly note: string },
 ): { checked: number; problems: VerifyProblem[] } {
   const init = events[0]?.type === 'BuildInitialized' ? (events[0].data as { buildId: string; signing?: { vkey: string } }) : undefined;
   const problems: VerifyProblem[] = [];
@@ -222,15 +224,14 @@ export function checkCheckpoints(
   }
   // The copy of the last checkpoint this machine signed, outside the build directory (R-36); one
   // that does not verify as this build's belongs to another build once kept at this path.
-  if (kept !== undefined && key && init && existsSync(kept)) {
-    const note = readFileSync(kept, 'utf8');
+  if (kept !== undefined && key && init) {
     let ours = true;
     try {
-      readCheckpoint(note, key, init.buildId, kept);
+      readCheckpoint(kept.note, key, init.buildId, kept.file);
     } catch {
       ours = false;
     }
-    if (ours) check(note, kept);
+    if (ours) check(kept.note, kept.file);
   }
   if (expectHead) {
     if (expectHead.size > leaves.length) problems.push({ position: leaves.length + 1, problem: `log truncated: the expected head has size ${expectHead.size}, the log ends at ${leaves.length}` });
@@ -243,6 +244,16 @@ export interface CheckpointNote {
   readonly size: number;
   readonly file: string;
   readonly note: string;
+}
+
+/** The copy of the last checkpoint this machine signed for the build (R-36), read now; undefined when none. */
+export function readKeptHead(paths: BuildPaths, env: NodeJS.ProcessEnv): { file: string; note: string } | undefined {
+  const file = signedHeadPath(env, paths.dir);
+  try {
+    return { file, note: readFileSync(file, 'utf8') };
+  } catch {
+    return undefined;
+  }
 }
 
 /** The build's checkpoint files and their text, read now. */
