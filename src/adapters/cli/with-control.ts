@@ -34,6 +34,21 @@ export async function withControl<T>(ctx: CommandContext, fn: (lease: Controller
 }
 
 /**
+ * Run a command that rewrites the build's caches (`rebuild`) under the controller lease, without
+ * the controller's git housekeeping: while a controller runs, it exits 3 and changes nothing.
+ */
+export async function withLease<T>(ctx: CommandContext, fn: () => Promise<T>): Promise<T> {
+  const paths = pathsOf(ctx);
+  if (!buildExists(paths)) return fn();
+  const lease = await takeLease(ctx, paths);
+  try {
+    return await fn();
+  } finally {
+    await lease.release();
+  }
+}
+
+/**
  * The lease that fits the build's log (issue 8): a PostgreSQL log is shared by hosts, so its lease
  * is a row in PostgreSQL with expiry and fencing token; any other log uses the local file lock.
  * `--standby` waits for the lease (and takes over when its holder dies) instead of exiting 3.

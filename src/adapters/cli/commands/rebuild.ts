@@ -5,7 +5,7 @@ import { eventLeafHash } from '../../../events/merkle.js';
 import { checkCheckpoints, readCheckpointNotes, readKeptHead, schemaProblems, storedPosition } from './verify.js';
 import { openBuildLog, openBuildProjections, pathsOf } from '../open-build.js';
 import type { CommandContext } from '../types.js';
-import { withControl } from '../with-control.js';
+import { withLease } from '../with-control.js';
 
 export interface RebuildOutput {
   readonly events: number;
@@ -16,7 +16,7 @@ export interface RebuildOutput {
 export async function run(ctx: CommandContext): Promise<RebuildOutput> {
   // Under the controller lease: dropping the tables while a run folds into them would leave them
   // half of each; with a run live, rebuild exits 3 and changes nothing.
-  return withControl(ctx, () => rebuild(ctx));
+  return withLease(ctx, () => rebuild(ctx));
 }
 
 async function rebuild(ctx: CommandContext): Promise<RebuildOutput> {
