@@ -87,6 +87,15 @@ function appendForged(db: string, type: string, data: unknown, keepAnchor = fals
 }
 
 const count = (db: string): number => rows(db).length;
+
+/** Cut the log after `keep` and move the anchor back with it, as an attacker hiding events would. */
+function cutLog(db: string, keep: number): void {
+  const d = new Database(db);
+  const h = d.prepare('SELECT hash FROM events WHERE position = ?').pluck().get(keep) as string;
+  d.prepare('DELETE FROM events WHERE position > ?').run(keep);
+  d.prepare('UPDATE chain_head SET position = ?, hash = ?').run(keep, h);
+  d.close();
+}
 const verify = (repo: string, ...args: string[]) => runCli(['verify', '--repo', repo, ...args], { cwd: root });
 const step = (repo: string) => runCli(['step', '--repo', repo], { cwd: root });
 
@@ -161,11 +170,7 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     const b = build(8);
     const total = count(b.db);
     const keep = total - 3;
-    const d = new Database(b.db);
-    const h = d.prepare('SELECT hash FROM events WHERE position = ?').pluck().get(keep) as string;
-    d.prepare('DELETE FROM events WHERE position > ?').run(keep);
-    d.prepare('UPDATE chain_head SET position = ?, hash = ?').run(keep, h);
-    d.close();
+    cutLog(b.db, keep);
     const v = verify(b.repo);
     expect(v.code).toBe(1);
     expect(v.stderr).toMatch(new RegExp(`position ${keep + 1}: log truncated`));
@@ -187,11 +192,7 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     const b = build(8);
     const total = count(b.db);
     const keep = total - 4;
-    const d = new Database(b.db);
-    const h = d.prepare('SELECT hash FROM events WHERE position = ?').pluck().get(keep) as string;
-    d.prepare('DELETE FROM events WHERE position > ?').run(keep);
-    d.prepare('UPDATE chain_head SET position = ?, hash = ?').run(keep, h);
-    d.close();
+    cutLog(b.db, keep);
     for (const f of readdirSync(join(b.dir, 'checkpoints'))) if (parseInt(f) > keep) rmSync(join(b.dir, 'checkpoints', f));
     rmSync(join(b.dir, 'projections.db'));
     rmSync(join(b.dir, 'tree.db'));
