@@ -8,7 +8,8 @@ import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
 import { computeEventHash, type StoredEvent } from '../src/events/envelope.js';
 import { GENESIS_HASH } from '../src/events/hash.js';
 import { eventLeafHash, hashLeaves } from '../src/events/merkle.js';
-import { COSIGNATURE_V1, ED25519, checkpointText, formatVerifierKey, generateSigningKey, rawPublicKey, signNote } from '../src/events/signed-note.js';
+import { COSIGNATURE_V1, ED25519, checkpointText, formatVerifierKey, rawPublicKey, signNote } from '../src/events/signed-note.js';
+import { generateSigningKey } from '../src/adapters/transparency/keys.js';
 import { cliJson, runCli } from './support/cli.js';
 
 // The audit bundle checked the way an auditor would: copied to a fresh directory with no

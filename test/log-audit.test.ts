@@ -7,8 +7,9 @@ import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
 import { computeEventHash } from '../src/events/envelope.js';
 import { GENESIS_HASH } from '../src/events/hash.js';
 import { hashLeaves, eventLeafHash } from '../src/events/merkle.js';
-import { checkpointText, formatVerifierKey, ED25519, generateSigningKey, rawPublicKey, signNote } from '../src/events/signed-note.js';
+import { checkpointText, formatVerifierKey, ED25519, rawPublicKey, signNote } from '../src/events/signed-note.js';
 import { runCli } from './support/cli.js';
+import { generateSigningKey } from '../src/adapters/transparency/keys.js';
 import { signedHeadPath } from '../src/adapters/transparency/keys.js';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { buildProjection } from '../src/projections/build-projection.js';
@@ -241,6 +242,23 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     expect(s.code).toBe(1);
     expect(s.stderr).toMatch(/no signed checkpoint in .* refusing to append/);
     expect(existsSync(join(b.dir, 'checkpoints'))).toBe(false);
+  });
+
+  it('R-35 a forged tree store (every stored leaf replaced) never gets a wrong root signed: the next step rebuilds it from the log and its checkpoint matches the log', () => {
+    const b = build(6);
+    const t = new Database(join(b.dir, 'tree.db'));
+    for (const row of t.prepare('SELECT idx, length(hashes) AS n FROM tiles').all() as { idx: number; n: number }[]) {
+      t.prepare('UPDATE tiles SET hashes = ? WHERE idx = ?').run(Buffer.alloc(row.n, 0xab), row.idx);
+    }
+    t.close();
+    const s = step(b.repo);
+    expect(s.code, s.stderr).toBe(0);
+    const v = verify(b.repo);
+    expect(v.code, v.stdout + v.stderr).toBe(0);
+    const leaves = rows(b.db).map((r) => eventLeafHash(r.hash));
+    const newest = readdirSync(join(b.dir, 'checkpoints')).map((f) => parseInt(f)).sort((x, y) => y - x)[0]!;
+    const note = readFileSync(join(b.dir, 'checkpoints', `${newest}.checkpoint`), 'utf8');
+    expect(note.split('\n')[2]).toBe(hashLeaves(leaves.slice(0, newest)).toString('base64'));
   });
 
   it('R-6 a forged time-travel snapshot (its SHA recomputed) does not change what show prints, and verify (all, and a seeded sample) names its position', () => {

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { COSIGNATURE_V1, ED25519, checkpointText, formatVerifierKey, generateSigningKey, parseNote, parseSignerKey, parseVerifierKey, rawPublicKey, signNote, verifyNote } from '../src/events/signed-note.js';
+import { COSIGNATURE_V1, ED25519, checkpointText, formatVerifierKey, parseNote, parseSignerKey, parseVerifierKey, rawPublicKey, signNote, verifyNote } from '../src/events/signed-note.js';
 import { eventLeafHash, hashLeaves } from '../src/events/merkle.js';
+import { generateSigningKey } from '../src/adapters/transparency/keys.js';
 import { cliJson, runCli } from './support/cli.js';
 
 // Proof files and the witness, driven through the CLI on a real build.

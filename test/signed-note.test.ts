@@ -1,9 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  COSIGNATURE_V1, ED25519, checkpointText, cosignNote, formatSignerKey, formatVerifierKey, generateSigningKey, parseCheckpointText, parseNote,
+  COSIGNATURE_V1, ED25519, checkpointText, cosignNote, formatSignerKey, formatVerifierKey, parseCheckpointText, parseNote,
   parseSignerKey, parseVerifierKey, rawPublicKey, signNote, verifyNote,
 } from '../src/events/signed-note.js';
+import { generateSigningKey } from '../src/adapters/transparency/keys.js';
 
 // Interop: the examples of c2sp.org/signed-note and tlog-checkpoint, and the signer key of
 // golang.org/x/mod/sumdb/note's ExampleSign (Ed25519 is deterministic: the same bytes).

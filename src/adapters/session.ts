@@ -71,7 +71,6 @@ export interface BuildSession {
   readonly log: TransferableEventLog;
   readonly projections: ProjectionStore;
   readonly controller: Controller;
-  readonly notary: Notary;
   /**
    * One controller step (R-17). Before the first, the log is checked against the chain head
    * anchor and the last signed checkpoint (R-36); a checkpoint is signed after every promotion,
@@ -248,7 +247,6 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
   const env = opts.env ?? process.env;
   const log = await openBuildLog(paths, opts.appendFence ? { postgresFence: opts.appendFence } : {});
   let projections: ProjectionStore | null = null;
-  let notary: Notary | null = null;
   try {
     projections = openBuildProjections(paths);
     const store = projections;
@@ -287,37 +285,41 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       // Issue 7: a deliberate resume bug, only ever set by the fuzz test to prove fuzz can fail.
       ...(env.LONGBUILD_FUZZ_PLANT_BUG === 'skip-adoption' ? { plantedBug: 'skip-adoption' as const } : {}),
     });
-    notary = openNotary(paths, log, initData, env);
-    const signer = notary;
-    let checked = false;
-    const sign = async (): Promise<void> => {
-      signDue = false;
-      await signer.sign();
-    };
+    // The notary is opened at the first step: reading commands (status, show) need no key and no
+    // tree store, and still read builds from before signed checkpoints.
+    let notary: Notary | null = null;
     return {
-      paths, log, projections: store, controller, notary: signer,
+      paths, log, projections: store, controller,
       async advance() {
-        if (!checked) {
-          signer.useKey(loadBuildKey(opts, env, initData));
-          await signer.check();
-          checked = true;
+        if (notary === null) {
+          const opened = openNotary(paths, log, initData, env);
+          try {
+            opened.useKey(loadBuildKey(opts, env, initData));
+            await opened.check();
+          } catch (err) {
+            opened.close();
+            throw err;
+          }
+          notary = opened;
         }
         const result = await controller.advance();
-        if (signDue) await sign();
+        if (signDue) {
+          signDue = false;
+          await notary.sign();
+        }
         return result;
       },
       async close() {
         try {
-          if (checked) await sign();
+          await notary?.sign();
         } finally {
-          signer.close();
+          notary?.close();
           store.close();
           await log.close();
         }
       },
     };
   } catch (err) {
-    notary?.close();
     projections?.close();
     await log.close();
     throw err;

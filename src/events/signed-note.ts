@@ -166,10 +166,6 @@ export function parseCheckpointText(text: string): CheckpointBody {
   return { origin, size: Number(sizeLine), root, extensions };
 }
 
-/** Generate an Ed25519 key pair (the host's signing key, a witness key). */
-export function generateSigningKey(): crypto.KeyObject {
-  return crypto.generateKeyPairSync('ed25519').privateKey;
-}
 
 const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 

@@ -68,7 +68,13 @@ export function verifyBundle(dir: string, opts: AuditOptions, print: (line: Chec
     return p;
   };
   // 1. The manifest: every file it lists is present with its SHA-256 (transport integrity).
-  const manifest = JSON.parse(readFileSync(need('bundle.json'), 'utf8')) as { format?: string; buildId?: string; files?: Record<string, string> };
+  let manifest: { format?: string; buildId?: string; files?: Record<string, string> };
+  try {
+    manifest = JSON.parse(readFileSync(need('bundle.json'), 'utf8')) as typeof manifest;
+  } catch (err) {
+    if (err instanceof AuditFailure) throw err;
+    throw new AuditFailure('bundle', 'bundle.json is not JSON');
+  }
   if (manifest.format !== BUNDLE_FORMAT) throw new AuditFailure('bundle', `bundle.json is not a ${BUNDLE_FORMAT} manifest`);
   for (const [f, want] of Object.entries(manifest.files ?? {})) {
     if (sha256(readFileSync(need(f))) !== want) throw new AuditFailure('bundle', `${f} does not match the SHA-256 in bundle.json (changed in transit?)`);

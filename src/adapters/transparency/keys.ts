@@ -1,10 +1,9 @@
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import type * as crypto from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { NotFoundError, ValidationError } from '../../events/errors.js';
-import { ED25519, NoteError, formatSignerKey, formatVerifierKey, generateSigningKey, parseSignerKey, rawPublicKey } from '../../events/signed-note.js';
+import { ED25519, NoteError, formatSignerKey, formatVerifierKey, parseSignerKey, rawPublicKey } from '../../events/signed-note.js';
 
 /** longbuild's per-user configuration directory (never inside a build directory). */
 export function configDir(env: NodeJS.ProcessEnv): string {
@@ -24,6 +23,11 @@ export interface SigningKey {
   /** The key name the file records (the build signs under its own id instead). */
   readonly name: string;
   readonly privateKey: crypto.KeyObject;
+}
+
+/** A new Ed25519 key (a build's signing key, a witness key): the randomness lives here, not in the pure core. */
+export function generateSigningKey(): crypto.KeyObject {
+  return crypto.generateKeyPairSync('ed25519').privateKey;
 }
 
 /** Read a signer key file (the sumdb/note `PRIVATE+KEY+…` line); one clear line when it is missing or bad. */
@@ -62,7 +66,7 @@ export function signedHeadPath(env: NodeJS.ProcessEnv, buildDir: string): string
   } catch {
     // not created yet: the path as given
   }
-  return join(configDir(env), 'heads', `${createHash('sha256').update(real).digest('hex').slice(0, 32)}.checkpoint`);
+  return join(configDir(env), 'heads', `${crypto.createHash('sha256').update(real).digest('hex').slice(0, 32)}.checkpoint`);
 }
 
 /** The verifier key a build records: the key named by the build's origin (its id). */

@@ -43,7 +43,7 @@ export async function run(ctx: CommandContext): Promise<AuditOutput> {
  * event schemas as JSON Schema, a manifest, and `verify.mjs`.
  */
 async function exportBundle(ctx: CommandContext, to: string): Promise<AuditOutput> {
-  if (existsSync(to) && readdirSync(to).length > 0) throw new ValidationError(`audit export: ${to} is not empty; give a new or empty directory`);
+  if (existsSync(to) && (!statSync(to).isDirectory() || readdirSync(to).length > 0)) throw new ValidationError(`audit export: ${to} is not an empty directory; give a new or empty one`);
   if (!existsSync(VERIFY_MJS)) throw new NotFoundError(`audit export: ${VERIFY_MJS} is missing (run \`npm run build\`)`);
   const paths = pathsOf(ctx);
   const log = await openBuildLog(paths);

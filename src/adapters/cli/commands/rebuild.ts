@@ -34,7 +34,7 @@ async function rebuild(ctx: CommandContext): Promise<RebuildOutput> {
     const problems = [...chain.problems];
     if (problems.length === 0) {
       if (seen > all.length) problems.push({ position: all.length + 1, problem: `log truncated: the projections have seen position ${seen}, but the log ends at ${all.length}` });
-      problems.push(...schemaProblems(all), ...checkCheckpoints(paths, all, all.map((e) => eventLeafHash(e.hash)), undefined, undefined, null, notes, kept).problems);
+      problems.push(...schemaProblems(all), ...checkCheckpoints(paths, all, all.map((e) => eventLeafHash(e.hash)), { notes, ...(kept ? { kept } : {}) }).problems);
     }
     const first = problems.sort((a, b) => a.position - b.position)[0];
     if (first) throw new CorruptLogError(first.position, `${first.problem}; refusing to rebuild projections from this log`);

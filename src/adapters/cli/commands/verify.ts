@@ -23,7 +23,7 @@ import type { StoredEvent } from '../../../events/envelope.js';
 import { UsageError, ValidationError } from '../../../events/errors.js';
 import { domainCatalogue } from '../../../events/catalogue.js';
 import { sha256Hex } from '../../../events/hash.js';
-import { eventLeafHash, hashLeaves } from '../../../events/merkle.js';
+import { eventLeafHash, hashLeaves, memoryTree, treeRoot } from '../../../events/merkle.js';
 import { formatVerifierKey, parseVerifierKey, type VerifierKey } from '../../../events/signed-note.js';
 import { checkpointFiles, readCheckpoint } from '../../transparency/notary.js';
 import { signedHeadPath } from '../../transparency/keys.js';
@@ -80,7 +80,12 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
       problems.push(...schemaProblems(events));
       const leaves = events.map((e) => eventLeafHash(e.hash));
       treeRoot = hashLeaves(leaves).toString('base64');
-      const signed = checkCheckpoints(paths, events, leaves, typeof ctx.flags.key === 'string' ? ctx.flags.key : undefined, typeof ctx.flags.since === 'string' ? resolve(ctx.cwd, ctx.flags.since) : undefined, expectHead, notes, kept);
+      const signed = checkCheckpoints(paths, events, leaves, {
+        ...(typeof ctx.flags.key === 'string' ? { key: ctx.flags.key } : {}),
+        ...(typeof ctx.flags.since === 'string' ? { since: resolve(ctx.cwd, ctx.flags.since) } : {}),
+        ...(expectHead ? { expectHead } : {}),
+        notes, ...(kept ? { kept } : {}),
+      });
       checkpoints = signed.checked;
       problems.push(...signed.problems);
       if (seenBefore > headPosition) problems.push({ position: headPosition + 1, problem: `log truncated: the projections have seen position ${seenBefore}, but the log ends at ${headPosition}` });
@@ -177,14 +182,23 @@ export function schemaProblems(events: readonly StoredEvent[]): VerifyProblem[] 
  * and an expected tree head (`--expect-head`). A log rewritten consistently, even with every
  * checkpoint re-signed by another key, fails against a key or checkpoint from before.
  */
-export function checkCheckpoints(
-  paths: BuildPaths, events: readonly StoredEvent[], leaves: readonly Buffer[], keyArg: string | undefined, since: string | undefined,
-  expectHead: { size: number; root: Buffer } | null,
+export interface CheckpointChecks {
+  /** `--key`: the log's verifier key as the auditor holds it (a vkey or a file). */
+  readonly key?: string;
+  /** `--since`: a checkpoint file held before. */
+  readonly since?: string;
+  readonly expectHead?: { size: number; root: Buffer };
   /** Checkpoint files read before the log was (a live run signs new ones meanwhile); default: read now. */
-  preread: readonly CheckpointNote[] = readCheckpointNotes(paths),
-  /** The copy of the last checkpoint this machine signed (read, like `preread`, before the log). */
-  kept?: { readonly file: string; readonly note: string },
+  readonly notes?: readonly CheckpointNote[];
+  /** The copy of the last checkpoint this machine signed (read, like `notes`, before the log). */
+  readonly kept?: { readonly file: string; readonly note: string };
+}
+
+export function checkCheckpoints(
+  paths: BuildPaths, events: readonly StoredEvent[], leaves: readonly Buffer[], opts: CheckpointChecks = {},
 ): { checked: number; problems: VerifyProblem[] } {
+  const { key: keyArg, since, expectHead, kept } = opts;
+  const preread = opts.notes ?? readCheckpointNotes(paths);
   const init = events[0]?.type === 'BuildInitialized' ? (events[0].data as { buildId: string; signing?: { vkey: string } }) : undefined;
   const problems: VerifyProblem[] = [];
   let key: VerifierKey | null = null;
@@ -197,7 +211,9 @@ export function checkCheckpoints(
   if (key && init?.signing && keyArg !== undefined && key.name === init.buildId && init.signing.vkey !== formatVerifierKey(key.name, key.type, key.publicKey)) {
     problems.push({ position: 1, problem: `the log records the signing key ${init.signing.vkey}, not the key given with --key (the log was rewritten under another key)` });
   }
-  const rootAt = memoRoots(leaves);
+  // Every complete subtree hashed once: a root at any checkpoint's size is then O(log n).
+  const tree = memoryTree(leaves);
+  const rootAt = (size: number): Buffer => treeRoot(tree, size);
   const matched: number[] = [];
   // A mismatch lies after the largest smaller checkpoint that matched: that narrows the position.
   const after = (size: number): number => 1 + Math.max(0, ...matched.filter((m) => m < size));
@@ -259,16 +275,6 @@ export function readKeptHead(paths: BuildPaths, env: NodeJS.ProcessEnv): { file:
 /** The build's checkpoint files and their text, read now. */
 export function readCheckpointNotes(paths: BuildPaths): CheckpointNote[] {
   return checkpointFiles(paths).map((f) => ({ ...f, note: readFileSync(f.file, 'utf8') }));
-}
-
-/** Roots of prefixes, computed once per size asked for. */
-function memoRoots(leaves: readonly Buffer[]): (size: number) => Buffer {
-  const memo = new Map<number, Buffer>();
-  return (size) => {
-    let r = memo.get(size);
-    if (!r) memo.set(size, (r = hashLeaves(leaves.slice(0, size))));
-    return r;
-  };
 }
 
 /** The driver file still has the SHA-256 BuildInitialized pinned. */
