@@ -13,6 +13,7 @@ import { generateSigningKey } from '../src/adapters/transparency/keys.js';
 import { signedHeadPath } from '../src/adapters/transparency/keys.js';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { buildProjection } from '../src/projections/build-projection.js';
+import { buildView, type BuildState } from '../src/projections/build-state.js';
 import { makeSnapshot } from '../src/projections/snapshots.js';
 import { stateAt } from '../src/projections/time-travel.js';
 
@@ -261,7 +262,7 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     expect(note.split('\n')[2]).toBe(hashLeaves(leaves.slice(0, newest)).toString('base64'));
   });
 
-  it('R-6 a forged time-travel snapshot (its SHA recomputed) does not change what show prints, and verify (all, and a seeded sample) names its position', () => {
+  it.each([['build', (s: BuildState) => s], ['build-view', buildView]] as const)('R-6 a forged time-travel snapshot of %s (its SHA recomputed) does not change what show prints, and verify (all, and a seeded sample) names its position', (name, of) => {
     const b = build();
     const at = 12;
     const before = runCli(['show', '--repo', b.repo, '--at', String(at), '--json'], { cwd: root });
@@ -274,7 +275,7 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     const victim = Object.keys(forged.nodes)[0]!;
     const node = forged.nodes[victim] as { state: string };
     node.state = node.state === 'accepted' ? 'blocked' : 'accepted';
-    const snap = makeSnapshot(buildProjection.name, at, hash, forged);
+    const snap = makeSnapshot(name, at, hash, of(forged));
     const p = new Database(join(b.dir, 'projections.db'));
     p.prepare('INSERT OR REPLACE INTO snapshots (projection, position, event_hash, state_json, sha256) VALUES (?,?,?,?,?)').run(snap.projection, snap.position, snap.eventHash, snap.stateJson, snap.sha256);
     p.close();
@@ -283,7 +284,7 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     expect(after.stdout).toBe(before.stdout);
     const v = verify(b.repo);
     expect(v.code).toBe(1);
-    expect(v.stderr).toMatch(new RegExp(`verify failed at position ${at}: time-travel snapshot of build at position ${at}: differs from the fold of the log`));
+    expect(v.stderr).toMatch(new RegExp(`verify failed at position ${at}: time-travel snapshot of ${name} at position ${at}: differs from the fold of the log`));
     const sampled = verify(b.repo, '--sample', '1', '--seed', '7');
     expect(sampled.code).toBe(1);
     expect(sampled.stdout).toMatch(/1 time-travel snapshots refolded \(sample, --seed 7\)/);

@@ -90,6 +90,15 @@ export class ChainSealer {
   }
 }
 
+/**
+ * A stored event as one canonical JSON line (its `hash` member between `data` and `metadata`,
+ * R-2), assembled from the stored bytes of its data and metadata without parsing them: an export
+ * carries the log exactly as stored, so an edit to stored bytes stays visible to the auditor.
+ */
+export function storedLine(e: { position: number; streamId: string; revision: number; type: string; schemaVersion: number; dataJson: string; metadataJson: string; prevHash: string; hash: string }): string {
+  return `{"data":${e.dataJson},"hash":${jsonString(e.hash)},"metadata":${e.metadataJson},"position":${e.position},"prevHash":${jsonString(e.prevHash)},"revision":${e.revision},"schemaVersion":${e.schemaVersion},"streamId":${jsonString(e.streamId)},"type":${jsonString(e.type)}}`;
+}
+
 /** Seal an event: give it its hash. */
 export function sealEvent(e: Omit<StoredEvent, 'hash'>): StoredEvent {
   return { ...e, hash: computeEventHash(e) };

@@ -56,5 +56,11 @@ export interface EventLog {
   anchor(): Promise<LogHead | null>;
   /** The hashes of up to `limit` events from position `from` on, in order (the Merkle leaves, R-34). */
   readHashes(from: number, limit: number): Promise<string[]>;
+  /**
+   * Optional: up to `limit` events from `from` on as stored, one canonical JSON line each
+   * (`storedLine`), with their type — for an export that must carry the stored bytes as they are.
+   * A backend without it is exported by re-serialising what `readAll` parsed.
+   */
+  readStoredLines?(from: number, limit: number): Promise<{ readonly type: string; readonly line: string }[]>;
   close(): Promise<void>;
 }

@@ -1,7 +1,8 @@
+import type { Draft } from 'immer';
 import { canonicalJson } from '../events/canonical.js';
 import type { Projection, TableSpec } from './projection.js';
 import type { SummaryRecord } from './summaries.js';
-import { evolveBuild, initialBuildState, type AttemptRecord, type BuildState, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-state.js';
+import { buildView, evolveBuild, evolveBuildInPlace, initialBuildState, type AttemptRecord, type BuildState, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-state.js';
 
 const json = (v: unknown): string => canonicalJson(v);
 
@@ -122,5 +123,7 @@ export const buildProjection: Projection<BuildState> = {
   name: 'build',
   initialState: initialBuildState,
   evolve: evolveBuild,
+  evolveInPlace: (state, event) => evolveBuildInPlace(state as Draft<BuildState>, event),
   tables: [nodesTable, horizonsTable, checkpointsTable, summariesTable, attemptsTable, jobsTable, plannerCallsTable, metaTable],
+  view: { name: 'build-view', of: buildView },
 };

@@ -1,4 +1,4 @@
-import { Immer, original, type Draft } from 'immer';
+import { Immer, isDraft, original, type Draft } from 'immer';
 import { topologicalIndex } from './graph.js';
 import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
@@ -89,6 +89,17 @@ export function evolveBuild(state: BuildState, event: StoredEvent): BuildState {
 }
 
 /**
+ * Fold one stored event into a mutable state, in place: the same recipe as `evolveBuild`, without
+ * immer's copies (an audit that folds a whole log once and keeps no earlier state; ~10x cheaper).
+ * `state` must be the caller's own (e.g. `structuredClone(initialBuildState)`): it is changed.
+ */
+export function evolveBuildInPlace(state: Draft<BuildState>, event: StoredEvent): void {
+  state.position = event.position;
+  graphBumped = false;
+  applyDomainEvent(state, { type: event.type, data: event.data } as DomainEvent, event.metadata.recordedAt);
+}
+
+/**
  * Whether the event being folded has already made a graph revision. Set at the start of every
  * (synchronous) produce of one event; it replaces a read of `revisionPositions` through the
  * draft, which made immer copy two 64-entry bucket indexes per event just to look.
@@ -121,6 +132,32 @@ export function jobOf(state: Pick<BuildState, 'jobs'>, jobId: string): JobRecord
 /** The log position that produced graph revision `revision`, or undefined. */
 export function positionOfRevision(state: Pick<BuildState, 'revisionPositions'>, revision: number): number | undefined {
   return shardGet(state.revisionPositions, String(revision));
+}
+
+/**
+ * The build state without its closed history (R-6 time travel, R-37 audit): attempts that have
+ * finished, planner calls that have returned and the positions of past graph revisions dropped;
+ * everything else (graph, horizon, checkpoints, jobs, summaries, counters, open work) kept.
+ * The fold never reads what is dropped for anything it keeps, so for every state `s` and events
+ * `E`, `buildView(fold(buildView(s), E))` equals `buildView(fold(s, E))` (property-tested): a
+ * view is a valid place to start folding from, and it stays small however long the build runs.
+ * Jobs are kept whole: a replayed IntegrationStarted looks up the job it names.
+ */
+export function buildView(state: BuildState): BuildState {
+  const attempts: Record<string, AttemptRecord> = {};
+  for (const id of state.openAttempts) {
+    const a = attemptOf(state, id);
+    if (a !== undefined) attempts[id] = a;
+  }
+  const plannerCalls: Record<string, PlannerCallRecord> = {};
+  for (const id in state.plannerCalls) if (state.plannerCalls[id]!.status === 'invoked') plannerCalls[id] = state.plannerCalls[id]!;
+  const at = positionOfRevision(state, state.graphRevision);
+  return {
+    ...state,
+    attempts: shardedOf(attempts),
+    plannerCalls,
+    revisionPositions: shardedOf(at === undefined ? {} : { [String(state.graphRevision)]: at }),
+  };
 }
 
 function setNodeState(draft: Draft<BuildState>, nodeId: string, state: NodeState): void {
@@ -309,7 +346,7 @@ function applyHorizon(draft: Draft<BuildState>, d: DataOf<'HorizonSealed'> | Dat
   };
   let added = false;
   // A dependency on compacted work is a dependency on the summary that now stands for it (R-21).
-  const summaries = (original(draft) ?? draft).summaries;
+  const summaries = (isDraft(draft) ? original(draft)! : draft).summaries;
   const depsOf = (deps: readonly string[]): string[] => {
     const mapped = deps.map((dep) => (draft.nodes[dep] ? dep : liveSummaryOf(summaries, dep) ?? dep));
     // Two compacted deps may map to one summary: keep it once (only then, so old logs fold the same).

@@ -100,6 +100,7 @@ export class ProjectionStore {
       for (const t of projection.tables) this.db.exec(createTableSql(t));
       if (layoutChanged) {
         this.snapshots.clear(projection.name);
+        if (projection.view) this.snapshots.clear(projection.view.name);
         this.stmts.setPosition.run(projection.name, 0, GENESIS_HASH, fingerprint);
       }
     })();
@@ -274,7 +275,7 @@ export class ProjectionStore {
     r.state = state;
     r.memPosition = position;
     r.memHash = hash;
-    if (this.snapshotEvery > 0 && position % this.snapshotEvery === 0) this.putSnapshot(r.projection.name, position, hash, state);
+    if (this.snapshotEvery > 0 && position % this.snapshotEvery === 0) this.putSnapshot(r.projection, position, hash, state);
     this.writeUpTo(r, base);
     return true;
   }
@@ -283,8 +284,14 @@ export class ProjectionStore {
    * Write a snapshot and thin the older ones: the newest two stay, older ones every SNAPSHOT_STRIDE
    * intervals. A state that grows with the build's history is snapshotted less often (one interval
    * per SNAPSHOT_BYTES of its last snapshot), so serialising it stays a constant cost per event.
+   * A projection's view (small by design) is snapshotted at every boundary.
    */
-  private putSnapshot(name: string, position: number, hash: string, state: unknown): void {
+  private putSnapshot(projection: Projection<unknown>, position: number, hash: string, state: unknown): void {
+    if (projection.view) this.putOne(projection.view.name, position, hash, projection.view.of(state));
+    this.putOne(projection.name, position, hash, state);
+  }
+
+  private putOne(name: string, position: number, hash: string, state: unknown): void {
     const last = this.lastSnapshot.get(name);
     if (last !== undefined && position > last.position) {
       const spacing = this.snapshotEvery * Math.max(1, Math.ceil(last.bytes / SNAPSHOT_BYTES));
@@ -321,7 +328,7 @@ export class ProjectionStore {
         r.memPosition = position;
         r.memHash = hash;
         start = i + 1;
-        if (snapshot) this.putSnapshot(r.projection.name, position, hash, r.state);
+        if (snapshot) this.putSnapshot(r.projection, position, hash, r.state);
       }
     }
   }

@@ -1,7 +1,8 @@
 import type { JsonValue } from '../events/canonical.js';
 import type { DomainEvent } from '../events/catalogue.js';
 import type { StoredEvent } from '../events/envelope.js';
-import { evolveBuild, type BuildState } from './build-state.js';
+import type { Draft } from 'immer';
+import { evolveBuild, evolveBuildInPlace, type BuildState } from './build-state.js';
 import { graphSha256 } from './graph.js';
 
 /** What an event that changes the graph records in its metadata (R-37): the revision it makes and its SHA-256. */
@@ -30,28 +31,28 @@ export function graphRecords(state: BuildState, events: readonly DomainEvent[], 
 
 /**
  * Reconstruct the graph at every revision and check each against the SHA-256 its event recorded
- * (R-37): the log folded event by event, as the controller folded it when it recorded them
- * (graphSha256 re-serialises only the node records an event changed). Builds from before graph
+ * (R-37): the log folded event by event with the controller's own recipe, in place on a private
+ * copy (one pass, no earlier state kept, so no immutable copies). Builds from before graph
  * records (no signing key recorded) are not held to it. Returns the first problem, or null.
  */
 export function graphRecordProblems(events: Iterable<StoredEvent>, initial: BuildState): { position: number; problem: string } | null {
-  let state = initial;
+  const state = structuredClone(initial) as Draft<BuildState>;
   let required = false;
   for (const e of events) {
-    const next = evolveBuild(state, e);
+    const before = state.graphRevision;
+    evolveBuildInPlace(state, e);
     if (e.type === 'BuildInitialized') required = (e.data as { signing?: unknown }).signing !== undefined;
     if (required) {
-      const problem = recordProblem(state, next, (e.metadata as { graph?: Partial<GraphRecord> }).graph);
+      const problem = recordProblem(before, state, (e.metadata as { graph?: Partial<GraphRecord> }).graph);
       if (problem !== null) return { position: e.position, problem: `${e.type} ${problem}` };
     }
-    state = next;
   }
   return null;
 }
 
-function recordProblem(before: BuildState, after: BuildState, recorded: Partial<GraphRecord> | undefined): string | null {
+function recordProblem(before: number, after: BuildState, recorded: Partial<GraphRecord> | undefined): string | null {
   const revision = after.graphRevision;
-  if (revision === before.graphRevision) return recorded === undefined ? null : `records graph revision ${String(recorded.revision)}, but it does not change the graph`;
+  if (revision === before) return recorded === undefined ? null : `records graph revision ${String(recorded.revision)}, but it does not change the graph`;
   if (recorded === undefined) return `makes graph revision ${revision} but records no graph SHA-256`;
   if (recorded.revision !== revision) return `records graph revision ${String(recorded.revision)}, but the fold makes revision ${revision}`;
   const sha = graphSha256(after.nodes);

@@ -13,8 +13,8 @@ export function canonicalGraph(nodes: Readonly<Record<string, NodeRecord>>): str
 
 /**
  * SHA-256 of the canonical graph (R-9): the bytes of `canonicalGraph`, built from each node's
- * canonical JSON cached by node object (a fold shares unchanged node records, so a step
- * re-serialises only the nodes it changed) and the sorted ids of the last call when the id set
+ * canonical JSON cached by node object and checked against its fields (a fold shares unchanged
+ * node records, so a step re-serialises only the nodes it changed) and the sorted ids of the last call when the id set
  * is the same.
  */
 export function graphSha256(nodes: Readonly<Record<string, NodeRecord>>): string {
@@ -24,15 +24,32 @@ export function graphSha256(nodes: Readonly<Record<string, NodeRecord>>): string
   return sha256Hex(`${out}]`);
 }
 
-const nodeJson = new WeakMap<object, string>();
+interface CachedNode {
+  readonly id: string;
+  readonly kind: string;
+  readonly state: string;
+  readonly milestone: string;
+  readonly deps: readonly string[];
+  readonly json: string;
+}
+
+// By node object, checked against the fields it was made from: a record folded in place (the
+// audit's one-pass fold) is re-serialised when it changed, a shared unchanged one is not.
+const nodeJson = new WeakMap<object, CachedNode>();
 
 function nodeCanonical(n: NodeRecord): string {
-  let json = nodeJson.get(n);
-  if (json === undefined) {
-    json = canonicalJson({ id: n.id, kind: n.kind, state: n.state, milestone: n.milestone, deps: [...n.deps].sort(compareCodePoints) });
-    nodeJson.set(n, json);
-  }
+  const c = nodeJson.get(n);
+  if (c !== undefined && c.id === n.id && c.kind === n.kind && c.state === n.state && c.milestone === n.milestone && sameList(c.deps, n.deps)) return c.json;
+  const deps = [...n.deps];
+  const json = canonicalJson({ id: n.id, kind: n.kind, state: n.state, milestone: n.milestone, deps: [...deps].sort(compareCodePoints) });
+  nodeJson.set(n, { id: n.id, kind: n.kind, state: n.state, milestone: n.milestone, deps, json });
   return json;
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 let lastIds: string[] = [];

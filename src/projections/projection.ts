@@ -35,7 +35,20 @@ export interface Projection<S> {
    * `evolve`. The engine and time travel use it for runs between snapshot boundaries.
    */
   evolveMany?(state: S, events: readonly StoredEvent[]): S;
+  /**
+   * Optional: fold one event into a state the caller owns, changing it in place; must leave it
+   * equal to what `evolve` returns. Time travel and audits fold from a freshly decoded snapshot
+   * (or a private copy of the initial state) and keep no earlier state, so they need no copies.
+   */
+  evolveInPlace?(state: S, event: StoredEvent): void;
   readonly tables: readonly TableSpec<S>[];
+  /**
+   * Optional: a smaller state to start time travel from (see `buildView`). `of` must commute with
+   * the fold: `of(fold(of(s), E))` equals `of(fold(s, E))` for every state and events. The engine
+   * snapshots `of(state)` under `name` at every snapshot boundary (a full state that grows with
+   * the build is snapshotted ever less often), and `verify` refolds those snapshots too.
+   */
+  readonly view?: { readonly name: string; of(state: S): S };
 }
 
 /**

@@ -20,17 +20,20 @@ export interface SummaryRecord {
 type Summaries = Readonly<Record<string, SummaryRecord>>;
 
 // Index compacted node id -> summary id, built once per summaries object (immer keeps it identical
-// until the next compaction), so renewals do not rescan every summary for every dependency.
-const indexCache = new WeakMap<Summaries, Map<string, string>>();
+// until the next compaction), so renewals do not rescan every summary for every dependency. A
+// fold in place adds to the same object: summaries are only ever added (a summary's compacted
+// ids never change), so the index is rebuilt when the count of summaries moved.
+const indexCache = new WeakMap<Summaries, { count: number; index: Map<string, string> }>();
 
 function compactedIndex(summaries: Summaries): Map<string, string> {
-  let index = indexCache.get(summaries);
-  if (!index) {
-    index = new Map();
+  const count = Object.keys(summaries).length;
+  let cached = indexCache.get(summaries);
+  if (!cached || cached.count !== count) {
+    const index = new Map<string, string>();
     for (const id in summaries) for (const nodeId of summaries[id]!.summary.compactedNodeIds) index.set(nodeId, id);
-    indexCache.set(summaries, index);
+    indexCache.set(summaries, (cached = { count, index }));
   }
-  return index;
+  return cached.index;
 }
 
 /** The summary that first compacted this node (or this summary id itself), or undefined. */

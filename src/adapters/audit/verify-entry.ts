@@ -3,6 +3,8 @@
 // given another directory.
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isMainThread } from 'node:worker_threads';
 import { main } from './verifier.js';
 
-process.exitCode = main(process.argv.slice(2), dirname(fileURLToPath(import.meta.url)), (s) => process.stdout.write(s));
+// The graph check's worker runs this same file (graph-audit.ts); only the main thread verifies.
+if (isMainThread) process.exitCode = await main(process.argv.slice(2), dirname(fileURLToPath(import.meta.url)), (s) => process.stdout.write(s));

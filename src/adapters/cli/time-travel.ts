@@ -6,7 +6,7 @@ import { positionOfRevision, type BuildState } from '../../projections/build-sta
 import { buildProjection } from '../../projections/build-projection.js';
 import type { Projection } from '../../projections/projection.js';
 import { SqliteSnapshotStore, openSnapshot, type SnapshotStore } from '../../projections/snapshots.js';
-import { foldEvents } from '../../projections/time-travel.js';
+import { foldEvents, startingPoints, type FoldPoint } from '../../projections/time-travel.js';
 import { readPages } from '../log/paging.js';
 import type { BuildSession } from '../session.js';
 
@@ -58,14 +58,14 @@ async function graphAsRecorded(log: EventLog, state: BuildState): Promise<boolea
  * follow — then fold the log's pages up to `position`.
  */
 async function stateAtFromLog<S>(log: EventLog, projection: Projection<S>, position: number, snapshots: SnapshotStore): Promise<S> {
-  let at = { state: projection.initialState, position: 0, hash: GENESIS_HASH };
+  let at: FoldPoint<S> = { state: projection.initialState, position: 0, hash: GENESIS_HASH };
   if (position > 0) {
-    for (const snap of snapshots.candidates(projection.name, position)) {
+    for (const snap of startingPoints(snapshots, projection as Projection<unknown>, position)) {
       const state = openSnapshot<S>(snap);
       if (state === null) continue;
       const anchor = (await log.readAll({ from: snap.position, limit: 1 }))[0];
       if (!anchor || anchor.position !== snap.position || anchor.hash !== snap.eventHash) continue;
-      at = { state, position: snap.position, hash: snap.eventHash };
+      at = { state, position: snap.position, hash: snap.eventHash, owned: true };
       break;
     }
   }

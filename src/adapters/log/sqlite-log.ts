@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import type { JsonValue } from '../../events/canonical.js';
 import { CorruptLogError } from '../../events/errors.js';
-import { ChainSealer, type NewEvent, type StoredEvent } from '../../events/envelope.js';
+import { ChainSealer, storedLine, type NewEvent, type StoredEvent } from '../../events/envelope.js';
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
 import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions } from '../../events/log.js';
 import { checkExpected, verifyRawRows, type RawEventRow } from './chain.js';
@@ -319,6 +319,11 @@ export class SqliteEventLog implements EventLog {
 
   async readHashes(from: number, limit: number): Promise<string[]> {
     return this.readHashesSync(from, limit);
+  }
+
+  async readStoredLines(from: number, limit: number): Promise<{ type: string; line: string }[]> {
+    return (this.stmts.allFwd.all(from, limit) as RawRow[]).map(([position, streamId, revision, type, schemaVersion, dataJson, metadataJson, prevHash, hash]) => (
+      { type, line: storedLine({ position, streamId, revision, type, schemaVersion, dataJson, metadataJson, prevHash, hash }) }));
   }
 
   async verifyChain(): Promise<ChainReport> {

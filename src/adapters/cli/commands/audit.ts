@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,9 +6,11 @@ import { canonicalJson, type JsonValue } from '../../../events/canonical.js';
 import { NotFoundError, UsageError, ValidationError } from '../../../events/errors.js';
 import { sha256Hex } from '../../../events/hash.js';
 import { git } from '../../git/git.js';
-import { readPages } from '../../log/paging.js';
+import type { StoredEvent } from '../../../events/envelope.js';
+import type { EventLog } from '../../../events/log.js';
+import { PAGE_SIZE, readPages } from '../../log/paging.js';
 import { checkpointFiles } from '../../transparency/notary.js';
-import { AuditFailure, BUNDLE_FORMAT, commitsNamed, eventSchemas, evidenceNamed, verifyBundle, type CheckLine } from '../../audit/verifier.js';
+import { AuditFailure, BUNDLE_FORMAT, NAMING_TYPES, commitsNamed, eventSchemas, evidenceNamed, verifyBundle, type CheckLine } from '../../audit/verifier.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
@@ -51,25 +53,34 @@ async function exportBundle(ctx: CommandContext, to: string): Promise<AuditOutpu
     mkdirSync(join(to, 'checkpoints'), { recursive: true });
     mkdirSync(join(to, 'evidence'));
     mkdirSync(join(to, 'schemas'));
-    const lines: string[] = [];
     const evidence = new Set<string>();
     const commits = new Set<string>();
     let buildId = '';
     let vkey: string | undefined;
-    for await (const page of readPages(log)) {
-      for (const e of page) {
-        if (e.position === 1) {
-          const d = e.data as { buildId: string; signing?: { vkey: string } };
-          buildId = d.buildId;
-          vkey = d.signing?.vkey;
+    let events = 0;
+    const out = openSync(join(to, 'log.ndjson'), 'w');
+    try {
+      for await (const page of storedLines(log)) {
+        let chunk = '';
+        for (const { type, line, event } of page) {
+          events += 1;
+          chunk += `${line}\n`;
+          if (events !== 1 && !NAMING_TYPES.has(type)) continue;
+          const e = event ?? (JSON.parse(line) as StoredEvent);
+          if (events === 1) {
+            const d = e.data as { buildId: string; signing?: { vkey: string } };
+            buildId = d.buildId;
+            vkey = d.signing?.vkey;
+          }
+          for (const sha of evidenceNamed(e)) evidence.add(sha);
+          for (const c of commitsNamed(e)) commits.add(c.commit);
         }
-        lines.push(canonicalJson(e as unknown as JsonValue));
-        for (const sha of evidenceNamed(e)) evidence.add(sha);
-        for (const c of commitsNamed(e)) commits.add(c.commit);
+        writeSync(out, chunk);
       }
+    } finally {
+      closeSync(out);
     }
     if (vkey === undefined) throw new ValidationError('audit export: the log records no signing key (a build from before signed checkpoints): nothing would vouch for the bundle');
-    writeFileSync(join(to, 'log.ndjson'), lines.length === 0 ? '' : `${lines.join('\n')}\n`);
     const cps = checkpointFiles(paths);
     for (const c of cps) copyFileSync(c.file, join(to, 'checkpoints', `${c.size}.checkpoint`));
     for (const sha of evidence) {
@@ -89,10 +100,26 @@ async function exportBundle(ctx: CommandContext, to: string): Promise<AuditOutpu
       bytes += body.length;
     }
     const last = cps[cps.length - 1];
-    writeFileSync(join(to, 'bundle.json'), `${JSON.stringify({ format: BUNDLE_FORMAT, buildId, vkey, events: lines.length, lastCheckpoint: last?.size ?? null, files }, null, 1)}\n`);
-    return { action: 'export', to, events: lines.length, checkpoints: cps.length, evidence: evidence.size, commits: commits.size, bytes, unvouched: lines.length - (last?.size ?? 0) };
+    writeFileSync(join(to, 'bundle.json'), `${JSON.stringify({ format: BUNDLE_FORMAT, buildId, vkey, events, lastCheckpoint: last?.size ?? null, files }, null, 1)}\n`);
+    return { action: 'export', to, events, checkpoints: cps.length, evidence: evidence.size, commits: commits.size, bytes, unvouched: events - (last?.size ?? 0) };
   } finally {
     await log.close();
+  }
+}
+
+/**
+ * The log as stored, page by page: the backend's stored lines where it has them, else each event
+ * re-serialised (then parsed already, so the caller need not parse it again).
+ */
+async function* storedLines(log: EventLog): AsyncGenerator<{ type: string; line: string; event?: StoredEvent }[]> {
+  if (log.readStoredLines === undefined) {
+    for await (const page of readPages(log)) yield page.map((e) => ({ type: e.type, line: canonicalJson(e as unknown as JsonValue), event: e }));
+    return;
+  }
+  for (let from = 1; ; from += PAGE_SIZE) {
+    const page = await log.readStoredLines(from, PAGE_SIZE);
+    if (page.length > 0) yield page;
+    if (page.length < PAGE_SIZE) return;
   }
 }
 
@@ -134,7 +161,7 @@ async function verifyDir(ctx: CommandContext, dir: string): Promise<AuditOutput>
     witnesses,
   };
   try {
-    verifyBundle(dir, opts, (l) => checks.push(l));
+    await verifyBundle(dir, opts, (l) => checks.push(l));
     return { action: 'verify', dir, ok: true, checks };
   } catch (err) {
     if (!(err instanceof AuditFailure)) throw err;

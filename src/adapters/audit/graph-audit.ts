@@ -1,0 +1,47 @@
+import { isMainThread, Worker, workerData, parentPort } from 'node:worker_threads';
+import type { StoredEvent } from '../../events/envelope.js';
+import { initialBuildState } from '../../projections/build-state.js';
+import { graphRecordProblems } from '../../projections/graph-record.js';
+
+// The audit's graph check (R-37) on a second thread: reconstructing every graph revision is the
+// longest check and needs nothing the others compute, so the verifier starts it first and collects
+// it last. The worker runs this very file (the compiled module, or the bundled verify.mjs), which
+// is why the worker's side is at the top level below; from TypeScript sources (tests run in
+// process) the check runs in this thread instead.
+
+type GraphProblem = { position: number; problem: string } | null;
+type Reply = { ok: true; problem: GraphProblem } | { ok: false; error: string };
+
+const KIND = 'longbuild-graph-audit';
+
+/** The graph check over the log's NDJSON text, running while the caller does other checks. */
+export function startGraphAudit(logText: string): { result(): Promise<GraphProblem>; stop(): void } {
+  const url = new URL(import.meta.url);
+  if (url.protocol !== 'file:' || !/\.m?js$/.test(url.pathname)) {
+    return { result: async () => graphRecordProblems(parseLines(logText), initialBuildState), stop: () => {} };
+  }
+  const worker = new Worker(url, { workerData: { kind: KIND, logText } });
+  const done = new Promise<GraphProblem>((resolve, reject) => {
+    worker.once('message', (m: Reply) => (m.ok ? resolve(m.problem) : reject(new Error(`graph check: ${m.error}`))));
+    worker.once('error', (err) => reject(new Error(`graph check: the worker failed: ${err.message}`)));
+    worker.once('exit', (code) => reject(new Error(`graph check: the worker exited (code ${code}) without an answer`)));
+  });
+  done.catch(() => {}); // collected by result(); a check that failed earlier never asks
+  return { result: () => done, stop: () => void worker.terminate() };
+}
+
+function parseLines(text: string): StoredEvent[] {
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines.map((l) => JSON.parse(l) as StoredEvent);
+}
+
+if (!isMainThread && (workerData as { kind?: unknown } | null)?.kind === KIND) {
+  let reply: Reply;
+  try {
+    reply = { ok: true, problem: graphRecordProblems(parseLines((workerData as { logText: string }).logText), initialBuildState) };
+  } catch (err) {
+    reply = { ok: false, error: (err as Error).message };
+  }
+  parentPort!.postMessage(reply);
+}
