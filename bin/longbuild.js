@@ -1,5 +1,10 @@
 #!/usr/bin/env node
 import { main } from '../dist/adapters/cli/main.js';
+import { installInterruptHandlers } from '../dist/adapters/interrupt.js';
+
+// Ctrl-C / SIGTERM: the running call's process tree is killed, nothing half-done is recorded,
+// and the command exits 130 / 143 naming the position `longbuild run` resumes from.
+installInterruptHandlers();
 
 // A reader that stops early (`longbuild log --json | head`) closes the pipe: stop quietly, as
 // other command-line tools do, instead of failing on the next write.

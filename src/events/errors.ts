@@ -6,7 +6,8 @@ export type LongbuildErrorCode =
   | 'REFUSED_TRANSITION'
   | 'NOT_FOUND'
   | 'USAGE'
-  | 'EFFECT_FAILED';
+  | 'EFFECT_FAILED'
+  | 'INTERRUPTED';
 
 /** Base of every typed error the product raises on purpose. */
 export class LongbuildError extends Error {
@@ -68,5 +69,24 @@ export class UsageError extends LongbuildError {
 export class EffectError extends LongbuildError {
   constructor(message: string) {
     super('EFFECT_FAILED', message);
+  }
+}
+
+/**
+ * The operator interrupted the controller (SIGINT, SIGTERM): the running call's process tree was
+ * killed and nothing it left half-done was recorded. Exit 128 + the signal number (130, 143).
+ */
+export class InterruptedError extends LongbuildError {
+  constructor(readonly signal: 'SIGINT' | 'SIGTERM', readonly position?: number, resume = '`longbuild run`') {
+    super('INTERRUPTED', `interrupted by ${signal}${position === undefined ? '' : ` at position ${position}`}; nothing half-done was recorded, and ${resume} resumes`);
+  }
+
+  get exitCode(): number {
+    return this.signal === 'SIGINT' ? 130 : 143;
+  }
+
+  /** The same interruption, naming the log position the build stands at. */
+  at(position: number): InterruptedError {
+    return new InterruptedError(this.signal, position);
   }
 }

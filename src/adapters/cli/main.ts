@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { LongbuildError, UsageError, type LongbuildErrorCode } from '../../events/errors.js';
+import { InterruptedError, LongbuildError, UsageError, type LongbuildErrorCode } from '../../events/errors.js';
 import { GLOBAL_FLAGS, parseArgs } from './args.js';
 import { COMMANDS } from './registry.js';
 import type { CommandContext } from './types.js';
@@ -21,10 +21,12 @@ const EXIT_CODES: Record<LongbuildErrorCode, number> = {
   REFUSED_TRANSITION: 1,
   NOT_FOUND: 1,
   EFFECT_FAILED: 1,
+  INTERRUPTED: 130,
 };
 
 /** Exit code for an error: typed errors by code, anything else is 1. */
 export function exitCodeFor(err: unknown): number {
+  if (err instanceof InterruptedError) return err.exitCode;
   return err instanceof LongbuildError ? EXIT_CODES[err.code] : 1;
 }
 
@@ -147,7 +149,7 @@ function overview(): string {
     '  --help       help for a command: longbuild <command> --help',
     '  --version    print the version',
     '',
-    'exit codes: 0 ok, 1 refused or failed, 2 usage error, 3 concurrency conflict',
+    'exit codes: 0 ok, 1 refused or failed, 2 usage error, 3 concurrency conflict, 130/143 interrupted (SIGINT/SIGTERM)',
     '',
   ].join('\n');
 }

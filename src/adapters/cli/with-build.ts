@@ -1,3 +1,4 @@
+import { InterruptedError } from '../../events/errors.js';
 import { openBuild, type BuildSession, type OpenOptions } from '../session.js';
 import type { CommandContext } from './types.js';
 
@@ -12,11 +13,13 @@ export function sessionOptions(ctx: CommandContext): OpenOptions {
   };
 }
 
-/** Open the build, run `fn`, always close. */
+/** Open the build, run `fn`, always close. An interrupt is reported with the position the log stands at. */
 export async function withBuild<T>(ctx: CommandContext, fn: (s: BuildSession) => Promise<T>, extra: Partial<OpenOptions> = {}): Promise<T> {
   const session = await openBuild({ ...sessionOptions(ctx), ...extra });
   try {
     return await fn(session);
+  } catch (err) {
+    throw err instanceof InterruptedError && err.position === undefined ? err.at(session.controller.current.position) : err;
   } finally {
     await session.close();
   }

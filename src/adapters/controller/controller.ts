@@ -17,6 +17,7 @@ import { plannerInputOf, workPacketOf } from '../../commands/effect-inputs.js';
 import type { Clock } from '../clock.js';
 import type { FaultInjector } from '../faults.js';
 import type { EvidenceStore, GitPort } from './ports.js';
+import { throwIfInterrupted } from '../interrupt.js';
 
 export type StepOutcome =
   | 'planned' | 'dispatched' | 'integrated' | 'revising' | 'checkpointed' | 'compacted'
@@ -104,6 +105,7 @@ export class Controller {
   private async append(events: readonly DomainEvent[], causationId: string): Promise<void> {
     for (const e of events) this.deps.faults.reach(`before-append:${e.type}`);
     this.deps.beforeAppend?.();
+    throwIfInterrupted(); // an interrupted controller records nothing more (interrupt.ts)
     const position = this.state.position + 1;
     const recordedAt = this.now(position);
     // R-37: an event that changes the graph records the revision it makes and that graph's SHA-256.

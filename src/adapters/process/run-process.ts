@@ -10,7 +10,9 @@
  *     - when the main process exits, any process still alive in its group is a leftover:
  *       `leftover: true`, and the group is killed and waited for (bounded) before returning;
  *     - a spawn failure (e.g. executable not found) is a result with exitCode null and the
- *       error text in `spawnError`, not an exception.
+ *       error text in `spawnError`, not an exception;
+ *     - after an interrupt (interrupt.ts) every running group is killed, and a call that was
+ *       running or is started after it throws InterruptedError instead of returning a result.
  *   parseTrustedCommand(value) -> string[]   strict parse of a trusted verification command.
  *
  * Why /proc: orphans of the group are re-parented to PID 1, which does not always reap them
@@ -20,6 +22,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { execa } from 'execa';
 import { ValidationError } from '../../events/errors.js';
+import { onInterrupt, throwIfInterrupted } from '../interrupt.js';
 
 export interface RunProcessOptions {
   readonly argv: readonly string[];
@@ -64,6 +67,7 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessResult
     env[k] = v;
   }
   const [file, ...args] = argv as [string, ...string[]];
+  throwIfInterrupted();
   const started = performance.now();
   let timedOut = false;
   let leftover = false;
@@ -84,6 +88,7 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessResult
     maxBuffer: 256 * 1024 * 1024,
   });
   const pid = child.pid;
+  if (pid !== undefined) liveGroups.add(pid);
 
   const timer = setTimeout(() => {
     timedOut = true;
@@ -111,7 +116,10 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessResult
       killGroup(pid);
     }
     await waitGroupGone(pid, REAP_WAIT_MS);
+    liveGroups.delete(pid);
   }
+  // Interrupted meanwhile: the group was killed for it, and its result must not be acted on.
+  throwIfInterrupted();
   const durationMs = performance.now() - started;
   const stdout = toBuffer(result.stdout);
   const stderr = toBuffer(result.stderr);
@@ -151,6 +159,14 @@ function validateArgv(argv: unknown): string[] {
   if ((argv[0] as string).length === 0) throw new ValidationError('argv[0] (the executable) must not be empty', 'R-26');
   return [...(argv as string[])];
 }
+
+/** Process groups of calls still running (their leaders are the group ids). */
+const liveGroups = new Set<number>();
+
+// An interrupt kills every running call's whole group at once (see interrupt.ts).
+onInterrupt(() => {
+  for (const pgid of liveGroups) killGroup(pgid);
+});
 
 function killGroup(pgid: number): void {
   try {

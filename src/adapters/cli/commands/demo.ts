@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync, mkdirSync, existsSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
-import { ValidationError } from '../../../events/errors.js';
+import { InterruptedError, ValidationError } from '../../../events/errors.js';
 import type { StepOutcome } from '../../controller/controller.js';
 import { demoBlueprint } from '../../demo/demo-blueprint.js';
 import { initFromBlueprint, openBuild } from '../../session.js';
@@ -63,6 +63,10 @@ export async function run(ctx: CommandContext): Promise<DemoOutput> {
       cacheHits: progress.cache.hits, durationMs: Date.now() - started,
       ...(reason !== undefined ? { reason } : {}),
     };
+  } catch (err) {
+    // Interrupted: say where the build stands and how to go on with it.
+    if (err instanceof InterruptedError) throw new InterruptedError(err.signal, s.controller.current.position, `\`cd ${dir} && ${cliName()} run\``);
+    throw err;
   } finally {
     await s.close();
   }

@@ -4,6 +4,7 @@ import type { CommandContext, FlagSpec } from '../types.js';
 import { withBuild } from '../with-build.js';
 import { withControl } from '../with-control.js';
 import { UsageError } from '../../../events/errors.js';
+import { throwIfInterrupted } from '../../interrupt.js';
 
 export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' }, 'signing-key': { type: 'string' } };
 
@@ -28,6 +29,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
     let steps = 0;
     let last: StepResult | null = null;
     while (steps < limit) {
+      throwIfInterrupted();
       last = await s.advance();
       steps += 1;
       outcomes[last.outcome] = (outcomes[last.outcome] ?? 0) + 1;
