@@ -26,21 +26,44 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
     expect(JSON.parse(sealed.stdout.trim().split('\n')[0]!).data.pins.plannerRoute).toBe('example:script-planner');
   });
 
-  it('R-28 a planner whose stdout is not a valid proposal is recorded as rejected and the build blocks with exit 1', () => {
+  it('R-28 a planner whose stdout is never a valid proposal is asked again with the reasons (planner.asks, default 3), each ask recorded; then the build blocks with exit 1', () => {
     const repo = tempDir();
     const cfgDir = tempDir('longbuild-cfg-');
     cpSync(join(ROOT, 'examples', 'scripts'), cfgDir, { recursive: true });
-    writeFileSync(join(cfgDir, 'planner.mjs'), 'process.stdout.write(JSON.stringify({ detailed: [], coarse: [] }));\n');
+    // It keeps what it was told (stdin) next to its output, so the test sees each ask's input.
+    writeFileSync(join(cfgDir, 'planner.mjs'), "import { readFileSync } from 'node:fs';\nconst input = JSON.parse(readFileSync(0, 'utf8'));\nprocess.stdout.write(JSON.stringify({ detailed: [], coarse: [], told: input.feedback ?? null, key: process.env.LONGBUILD_IDEMPOTENCY_KEY }));\n");
     cliJson(['init', '--request', join(cfgDir, 'request.json'), '--config', join(cfgDir, 'longbuild.config.json')], { cwd: repo });
     const r = runCli(['run'], { cwd: repo });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/R-13.*one or two detailed milestones/);
+    expect(r.stderr).toMatch(/proposal refused \(R-28\): proposal is malformed.*Unrecognized keys.*\(refused 3 times; the planner was asked again with the reasons each time\)/);
     const status = cliJson(['status'], { cwd: repo });
     expect(status.horizon).toBeNull();
-    expect(status.blocked).toMatch(/R-13|one or two detailed milestones/);
+    expect(status.blocked).toMatch(/Unrecognized keys.*refused 3 times/);
     expect(status.graphRevision).toBe(0);
-    const rejected = runCli(['log', '--type', 'ProposalRejected', '--json'], { cwd: repo });
-    expect(rejected.stdout.trim().split('\n')).toHaveLength(1);
+    const logged = (type: string) => runCli(['log', '--type', type, '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l).data);
+    expect(logged('PlannerInvoked').map((d) => d.callId)).toEqual(['plan.seal.0', 'plan.seal.0.ask2', 'plan.seal.0.ask3']);
+    expect(logged('ProposalRejected').map((d) => d.callId)).toEqual(['plan.seal.0', 'plan.seal.0.ask2', 'plan.seal.0.ask3']);
+    // The planner saw each earlier refusal and its own idempotency key (echoed in its refused output).
+    const returned = logged('PlannerReturned').map((d) => d.proposal);
+    expect(returned.map((p) => p.key)).toEqual(['plan.seal.0', 'plan.seal.0.ask2', 'plan.seal.0.ask3']);
+    expect(returned[0].told).toBeNull();
+    expect(returned[2].told.map((f: { callId: string; rule: string }) => [f.callId, f.rule])).toEqual([['plan.seal.0', 'R-28'], ['plan.seal.0.ask2', 'R-28']]);
+    expect(returned[1].told[0].reason).toMatch(/Unrecognized keys: "told", "key"/);
+  });
+
+  it('R-28 a planner that adds an unknown key is told why and fixes its proposal on the second ask; the build completes', () => {
+    const repo = tempDir();
+    const cfgDir = tempDir('longbuild-cfg-');
+    cpSync(join(ROOT, 'examples', 'scripts'), cfgDir, { recursive: true });
+    const planner = readFileSync(join(cfgDir, 'planner.mjs'), 'utf8');
+    // The first ask of each round adds a key the schema does not know (as language models do).
+    writeFileSync(join(cfgDir, 'planner.mjs'), planner.replace('process.stdout.write(JSON.stringify(proposal));', "process.stdout.write(JSON.stringify(input.feedback ? proposal : { ...proposal, rationale: 'because' }));"));
+    cliJson(['init', '--request', join(cfgDir, 'request.json'), '--config', join(cfgDir, 'longbuild.config.json')], { cwd: repo });
+    expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
+    const rejected = runCli(['log', '--type', 'ProposalRejected', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l).data);
+    expect(rejected.map((d) => d.callId)).toEqual(['plan.seal.0', 'plan.renew.1']); // each round's first ask
+    expect(rejected[0].reason).toMatch(/rationale/);
+    expect(cliJson(['status'], { cwd: repo }).checkpoints).toEqual(['hello', 'goodbye', 'welcome']);
   });
 
   it('R-24 a worker that exits non-zero fails the attempt with its output kept as evidence, and the node is retried', () => {

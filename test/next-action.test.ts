@@ -2,6 +2,7 @@ import { attemptOf } from '../src/projections/build-state.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { deriveCheckpoint } from '../src/commands/checkpoint.js';
+import { plannerInputOf } from '../src/commands/effect-inputs.js';
 import { attemptIdOf, jobIdOf, nextAction, plannerCallId } from '../src/commands/next-action.js';
 import { inFlightNodes, rankReadyWave } from '../src/projections/graph.js';
 import { progressCaseArb } from './support/arbitraries.js';
@@ -40,6 +41,30 @@ describe('R-17 controller decision order', () => {
       { type: 'ProposalRejected', data: { callId: 'plan.seal.0', rule: 'R-13', reason: 'a horizon holds one or two detailed milestones, the proposal has 0', graphRevision: 0 } },
     );
     expect(nextAction(rejected.state)).toEqual({ kind: 'blocked', reason: 'a horizon holds one or two detailed milestones, the proposal has 0' });
+  });
+
+  it('R-28 (property) for every ask limit A and every k refusals so far, the round asks again (ask k+1, its own id) while k < A, settles an in-doubt ask under the same id, and blocks at k = A naming the count', () => {
+    fc.assert(fc.property(fc.integer({ min: 1, max: 10 }), fc.nat(10), fc.boolean(), (asks, refusals, inDoubtLast) => {
+      const k = Math.min(refusals, asks);
+      const id = (n: number) => (n === 1 ? 'plan.seal.0' : `plan.seal.0.ask${n}`); // oracle: the documented id scheme
+      const events: Parameters<typeof given> = [buildInitialized({ plannerAsks: asks })];
+      for (let n = 1; n <= k; n++) {
+        events.push(
+          { type: 'PlannerInvoked', data: { callId: id(n), purpose: 'seal', horizonRevision: 0, graphRevision: 0 } },
+          { type: 'PlannerReturned', data: { callId: id(n), proposal: { n }, proposalSha256: sha256Of(`p${n}`), graphRevision: 0 } },
+          { type: 'ProposalRejected', data: { callId: id(n), rule: 'R-28', reason: `bad ${n}`, graphRevision: 0 } },
+        );
+      }
+      const pendingAsk = k < asks && inDoubtLast;
+      if (pendingAsk) events.push({ type: 'PlannerInvoked', data: { callId: id(k + 1), purpose: 'seal', horizonRevision: 0, graphRevision: 0 } });
+      const state = given(...events).state;
+      if (k < asks) {
+        expect(nextAction(state)).toEqual({ kind: 'plan', purpose: 'seal', callId: id(k + 1), inDoubt: pendingAsk });
+        expect(plannerInputOf(state, 'seal', id(k + 1)).feedback ?? []).toEqual(Array.from({ length: k }, (_, i) => ({ callId: id(i + 1), rule: 'R-28', reason: `bad ${i + 1}` })));
+      } else {
+        expect(nextAction(state)).toEqual({ kind: 'blocked', reason: `bad ${asks}${asks > 1 ? ` (refused ${asks} times; the planner was asked again with the reasons each time)` : ''}` });
+      }
+    }), { numRuns: 200 });
   });
 
   it('R-17 a fully accepted milestone is checkpointed before anything else, in milestone order', () => {

@@ -111,6 +111,7 @@ function configSettings(c: LongbuildConfig): BuildSettings {
     maxAttempts: c.maxAttempts,
     compaction: c.compaction,
     plannerRoute: c.planner.route ?? `command:${c.planner.command[0]}`,
+    plannerAsks: c.planner.asks,
   };
 }
 

@@ -1,9 +1,11 @@
 import type { PlannerInput, WorkPacket } from './ports.js';
 import type { AttemptRecord, BuildState } from '../projections/build-state.js';
 import { graphSha256 } from '../projections/graph.js';
+import { earlierRefusals } from './next-action.js';
 
 /** What the planner sees for a call: request, sealed horizon, exact checkpoints, graph summary. */
 export function plannerInputOf(s: BuildState, purpose: 'seal' | 'renew', callId: string): PlannerInput {
+  const feedback = earlierRefusals(s, purpose, s.horizon?.revision ?? 0, callId);
   return {
     purpose,
     callId,
@@ -16,6 +18,7 @@ export function plannerInputOf(s: BuildState, purpose: 'seal' | 'renew', callId:
       nodes: Object.values(s.nodes).map((n) => ({ id: n.id, kind: n.kind, state: n.state, milestone: n.milestone })),
     },
     integrationHead: s.integrationHead!,
+    ...(feedback.length > 0 ? { feedback } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 import { compareCodePoints } from '../events/canonical.js';
-import { attemptOf, type BuildState } from '../projections/build-state.js';
+import { attemptOf, type BuildState, type PlannerCallRecord } from '../projections/build-state.js';
 import { activeMilestone, rankReadyWave } from '../projections/graph.js';
 import { batchGroup, isBatchMode } from './batch.js';
 import { pendingCompaction } from './compaction.js';
@@ -40,10 +40,13 @@ export function nextAction(state: BuildState): NextAction {
 
   const horizon = state.horizon;
   const revision = horizon?.revision ?? 0;
-  const pendingPlan = pendingPlannerCall(state, revision);
   if (!horizon) {
-    if (pendingPlan?.status === 'rejected') return { kind: 'blocked', reason: pendingPlan.rejection?.reason ?? 'proposal rejected' };
-    return { kind: 'plan', purpose: 'seal', callId: plannerCallId('seal', 0), inDoubt: pendingPlan?.status === 'invoked' };
+    const round = planningRound(state, 'seal', 0);
+    if (round.refused) {
+      const r = round.refused;
+      return { kind: 'blocked', reason: `${r.rejection?.reason ?? 'proposal rejected'}${round.asks > 1 ? ` (refused ${round.asks} times; the planner was asked again with the reasons each time)` : ''}` };
+    }
+    return { kind: 'plan', purpose: 'seal', callId: round.callId, inDoubt: round.inDoubt };
   }
 
   for (const m of horizon.detailed) {
@@ -84,11 +87,12 @@ export function nextAction(state: BuildState): NextAction {
   const active = activeMilestone(state);
   if (active === null) {
     if (horizon.coarse.length > 0) {
-      if (pendingPlan?.status === 'rejected') {
-        const r = pendingPlan.rejection;
-        return { kind: 'blocked', reason: r ? `renewal refused (${r.rule}): ${r.reason}` : 'renewal refused' };
+      const round = planningRound(state, 'renew', revision);
+      if (round.refused) {
+        const r = round.refused.rejection;
+        return { kind: 'blocked', reason: `${r ? `renewal refused (${r.rule}): ${r.reason}` : 'renewal refused'}${round.asks > 1 ? ` (refused ${round.asks} times; the planner was asked again with the reasons each time)` : ''}` };
       }
-      return { kind: 'plan', purpose: 'renew', callId: plannerCallId('renew', revision), inDoubt: pendingPlan?.status === 'invoked' };
+      return { kind: 'plan', purpose: 'renew', callId: round.callId, inDoubt: round.inDoubt };
     }
     return { kind: 'complete' };
   }
@@ -107,9 +111,45 @@ export function nextAction(state: BuildState): NextAction {
   return { kind: 'stuck', reason: `milestone '${active}' cannot progress: ${stuck.map((id) => `${id} is ${state.nodes[id]!.state}`).join(', ')}`, nodeIds: stuck };
 }
 
-function pendingPlannerCall(state: BuildState, horizonRevision: number) {
-  const purpose = horizonRevision === 0 ? 'seal' : 'renew';
-  return state.plannerCalls[plannerCallId(purpose, horizonRevision)];
+/**
+ * The id of the k-th ask of a planning round: the first keeps the round's id (R-18), a re-ask after
+ * a refused proposal gets `.askK` — each its own recorded call with its own idempotency key.
+ */
+export const plannerAskId = (purpose: 'seal' | 'renew', horizonRevision: number, ask: number): string =>
+  ask === 1 ? plannerCallId(purpose, horizonRevision) : `${plannerCallId(purpose, horizonRevision)}.ask${ask}`;
+
+/** How many times a round may ask (settings.plannerAsks; builds from before re-asks: once). */
+export function plannerAsks(state: Pick<BuildState, 'build'>): number {
+  return state.build?.settings.plannerAsks ?? 1;
+}
+
+/**
+ * Where a planning round stands: the ask to make (or settle, when in doubt), or — every ask refused
+ * — the last refusal. Asks are taken in order; only a refused one moves the round on.
+ */
+export function planningRound(state: BuildState, purpose: 'seal' | 'renew', horizonRevision: number):
+  { callId: string; inDoubt: boolean; asks: number; refused?: undefined } | { asks: number; refused: PlannerCallRecord } {
+  const asks = plannerAsks(state);
+  let last: PlannerCallRecord | undefined;
+  for (let k = 1; k <= asks; k++) {
+    const callId = plannerAskId(purpose, horizonRevision, k);
+    const call = state.plannerCalls[callId];
+    if (call?.status !== 'rejected') return { callId, inDoubt: call?.status === 'invoked', asks };
+    last = call;
+  }
+  return { asks, refused: last! };
+}
+
+/** The refusals of the asks before `callId` in its round, oldest first (what the planner is told). */
+export function earlierRefusals(state: BuildState, purpose: 'seal' | 'renew', horizonRevision: number, callId: string): { callId: string; rule: string; reason: string }[] {
+  const out: { callId: string; rule: string; reason: string }[] = [];
+  for (let k = 1; k <= plannerAsks(state); k++) {
+    const id = plannerAskId(purpose, horizonRevision, k);
+    if (id === callId) break;
+    const r = state.plannerCalls[id]?.rejection;
+    if (r) out.push({ callId: id, rule: r.rule, reason: r.reason });
+  }
+  return out;
 }
 
 function compareJobIds(a: string, b: string): number {

@@ -18,6 +18,11 @@ export interface PlannerInput {
     readonly coarse: readonly MilestoneRef[];
   } | null;
   readonly checkpoints: readonly Checkpoint[];
+  /**
+   * On a re-ask: why each earlier proposal of this planning round was refused, oldest first
+   * (absent on a round's first ask). A planner should fix exactly what these name.
+   */
+  readonly feedback?: readonly { readonly callId: string; readonly rule: string; readonly reason: string }[];
   readonly graph: {
     readonly revision: number;
     readonly sha256: string;

@@ -94,6 +94,8 @@ const BuildSettingsSchema = z.strictObject({
   maxAttempts: z.number().int().min(1).max(100),
   compaction: z.boolean(),
   plannerRoute: z.string(),
+  /** Times a planning round may ask the planner (a refused proposal is returned with its reasons); absent: once. */
+  plannerAsks: z.number().int().min(1).max(10).optional(),
 });
 export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
 

@@ -17,6 +17,7 @@ export const ConfigSchema = z.strictObject({
     command: Argv.describe('argv of the planner; gets the planner input as JSON on stdin, prints a proposal JSON on stdout'),
     timeoutSeconds: z.number().int().positive().max(86_400).default(600),
     route: z.string().min(1).optional().describe('pinned in every sealed horizon (R-14), e.g. "claude-opus/high"'),
+    asks: z.number().int().min(1).max(10).default(3).describe('times a planning round asks: a refused proposal goes back to the planner with the reasons (input `feedback`) until this many were refused, then the build blocks'),
   }),
   worker: z.strictObject({
     command: Argv.describe('argv of the worker; runs in the attempt worktree with the work packet as JSON on stdin'),
