@@ -84,6 +84,45 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
   });
 });
 
+describe('the work packet an agent works from (issue 14)', () => {
+  it.each([true, false])('R-24 a worker gets the request, its milestone, the node description and acceptance, what its dependencies produced, and on a retry why the last attempt failed (compaction %s)', (compaction) => {
+    const repo = tempDir();
+    const cfgDir = tempDir('longbuild-cfg-');
+    cpSync(join(ROOT, 'examples', 'scripts'), cfgDir, { recursive: true });
+    const config = JSON.parse(readFileSync(join(cfgDir, 'longbuild.config.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(join(cfgDir, 'longbuild.config.json'), JSON.stringify({ ...config, compaction }));
+    const planner = readFileSync(join(cfgDir, 'planner.mjs'), 'utf8');
+    writeFileSync(join(cfgDir, 'planner.mjs'), planner.replace("title: `${f} module`,", "title: `${f} module`, description: `export ${f}(who)`, acceptance: [`${f}('Ada') is '${f} Ada'`],"));
+    const worker = readFileSync(join(cfgDir, 'worker.mjs'), 'utf8');
+    // Attempt 1 fails; attempt 2 keeps the packet it was given in the tree, where the test reads it.
+    writeFileSync(join(cfgDir, 'worker.mjs'), worker.replace("const packet = JSON.parse(readFileSync(0, 'utf8'));",
+      "const packet = JSON.parse(readFileSync(0, 'utf8'));\nif (packet.attempt === 1) { console.error('no'); process.exit(7); }\nwriteFileSync(`packet-${packet.nodeId}.json`, JSON.stringify(packet));"));
+    cliJson(['init', '--request', join(cfgDir, 'request.json'), '--config', join(cfgDir, 'longbuild.config.json')], { cwd: repo });
+    expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
+    const packet = (node: string) => JSON.parse(git(repo, 'show', `refs/heads/longbuild/integration:packet-${node}.json`));
+    const hello = packet('hello-module');
+    const goodbye = packet('goodbye-module');
+    expect(goodbye.request).toEqual(JSON.parse(readFileSync(join(cfgDir, 'request.json'), 'utf8')));
+    expect([goodbye.milestoneTitle, goodbye.milestoneIntent]).toEqual(['Feature goodbye', 'implement goodbye']);
+    expect([goodbye.description, goodbye.acceptance]).toEqual(['export goodbye(who)', ["goodbye('Ada') is 'goodbye Ada'"]]);
+    expect(goodbye.attempt).toBe(2);
+    expect(goodbye.previousFailure).toEqual({ attemptId: 'goodbye-module.1', reason: 'worker exited 7' });
+    // Its dependency: the accepted commit hello-module was integrated with.
+    const helloCommit = runCli(['log', '--type', 'IntegrationPromoted', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l).data.receipt)
+      .flatMap((r) => r.candidates).find((c: { nodeId: string }) => c.nodeId === 'hello-module').commit;
+    expect(hello.dependencies).toEqual([]);
+    if (!compaction) {
+      expect(goodbye.dependencies).toEqual([{ id: 'hello-module', kind: 'writable', title: 'hello module', commit: helloCommit }]);
+      return;
+    }
+    // hello was compacted once checkpointed: goodbye depends on its summary, which names the commit.
+    const [dep] = goodbye.dependencies;
+    expect(dep.id).toMatch(/^summary-/);
+    expect(dep.summary).toEqual({ milestoneId: 'hello', acceptedCommits: [{ nodeId: 'hello-module', commit: helloCommit }], decisions: [] });
+    expect(git(repo, 'merge-base', '--is-ancestor', helloCommit, dep.commit)).toBe('');
+  });
+});
+
 /** The name of the evidence blob whose bytes contain `text`, or null. */
 function evidenceContaining(repo: string, text: string): string | null {
   const dir = join(repo, '.longbuild', 'evidence');

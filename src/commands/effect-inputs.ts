@@ -25,9 +25,27 @@ export function plannerInputOf(s: BuildState, purpose: 'seal' | 'renew', callId:
 /** The work packet of an attempt (R-24): one node, from the integration head the attempt names. */
 export function workPacketOf(s: BuildState, a: AttemptRecord): WorkPacket {
   const node = s.nodes[a.nodeId]!;
+  const milestone = [...(s.horizon?.detailed ?? []), ...(s.horizon?.coarse ?? [])].find((m) => m.id === node.milestone);
+  const dependencies = node.deps.map((id) => {
+    const d = s.nodes[id];
+    if (!d) return { id, kind: 'read-only' as const, commit: null };
+    // A summary stands for a compacted milestone (R-21): what its nodes produced, and the head that holds it.
+    const rec = d.summary ? s.summaries[id] : undefined;
+    if (rec) {
+      const c = rec.summary;
+      return { id, kind: d.kind, commit: c.integrationHead, summary: { milestoneId: c.milestoneId, acceptedCommits: c.acceptedCommits, decisions: c.decisions } };
+    }
+    return { id, kind: d.kind, commit: d.commit, ...(d.title !== undefined ? { title: d.title } : {}), ...(d.decision !== undefined ? { decision: d.decision } : {}) };
+  });
   return {
     attemptId: a.attemptId, idempotencyKey: `${s.build!.buildId}:${a.attemptId}`, nodeId: a.nodeId, attempt: a.attempt,
     kind: node.kind, milestone: node.milestone, deps: node.deps, ...(node.title !== undefined ? { title: node.title } : {}),
+    request: s.build!.request,
+    ...(milestone ? { milestoneTitle: milestone.title, ...(milestone.intent !== undefined ? { milestoneIntent: milestone.intent } : {}) } : {}),
+    ...(node.description !== undefined ? { description: node.description } : {}),
+    ...(node.acceptance !== undefined ? { acceptance: node.acceptance } : {}),
+    dependencies,
+    ...(a.attempt > 1 && node.lastFailure ? { previousFailure: node.lastFailure } : {}),
     baseHead: a.baseHead, branch: a.branch, commitDate: a.commitDate,
   };
 }

@@ -54,6 +54,24 @@ export interface WorkPacket {
   readonly milestone: string;
   readonly deps: readonly string[];
   readonly title?: string;
+  /** What the build is for: the request the build was started with. */
+  readonly request?: JsonValue;
+  /** The node's milestone as planned: its title and intent. */
+  readonly milestoneTitle?: string;
+  readonly milestoneIntent?: string;
+  /** What to build and how it will be judged, as the planner wrote them. */
+  readonly description?: string;
+  readonly acceptance?: readonly string[];
+  /**
+   * What each dependency is and produced: its accepted commit (null: none yet, or read-only) and
+   * decision; a summary of a compacted milestone gives the head holding it and its nodes' commits.
+   */
+  readonly dependencies?: readonly {
+    readonly id: string; readonly kind: NodeKind; readonly title?: string; readonly commit: string | null; readonly decision?: string;
+    readonly summary?: { readonly milestoneId: string; readonly acceptedCommits: readonly { nodeId: string; commit: string }[]; readonly decisions: readonly { nodeId: string; decision: string }[] };
+  }[];
+  /** On attempt 2 and later: why the last attempt or integration of this node failed. */
+  readonly previousFailure?: { readonly attemptId?: string; readonly jobId?: string; readonly reason: string };
   readonly baseHead: string;
   readonly branch: string;
   /** Fixed author/committer date for reproducible commits (ISO 8601). */

@@ -20,6 +20,10 @@ export const PlannedNodeSchema = z.strictObject({
   deps: z.array(SafeIdSchema),
   milestone: SafeIdSchema,
   title: z.string().optional(),
+  /** What to build, for the worker (an agent works from it). */
+  description: z.string().max(20_000).optional(),
+  /** Acceptance criteria the worker's change must meet, one per entry. */
+  acceptance: z.array(z.string().max(2_000)).max(50).optional(),
   /** Already accepted when the build starts (read-only only). */
   accepted: z.boolean().optional(),
   contract: VersionTag.optional(),

@@ -11,6 +11,10 @@ export interface NodeRecord {
   readonly milestone: string;
   readonly state: NodeState;
   readonly title?: string;
+  readonly description?: string;
+  readonly acceptance?: readonly string[];
+  /** Why the node's last attempt or integration failed (shown to the worker on the next attempt). */
+  readonly lastFailure?: { readonly attemptId?: string; readonly jobId?: string; readonly reason: string };
   readonly contract?: string;
   readonly foundation?: string;
   readonly decision?: string;

@@ -243,6 +243,7 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       }
       const node = draft.nodes[d.nodeId];
       if (node && d.decision !== undefined) node.decision = d.decision;
+      if (node && d.outcome === 'failed') node.lastFailure = { attemptId: d.attemptId, reason: d.reason ?? 'the attempt failed' };
       if (d.outcome === 'committed') setNodeState(draft, d.nodeId, 'validating');
       else if (d.outcome === 'recorded') setNodeState(draft, d.nodeId, 'accepted');
       else setNodeState(draft, d.nodeId, failedNodeState(draft, d.nodeId));
@@ -302,7 +303,11 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       const job = shardDraft(draft.jobs, d.jobId);
       closeJob(draft, d.jobId);
       if (job) job.status = 'failed';
-      for (const id of d.nodeIds) setNodeState(draft, id, failedNodeState(draft, id));
+      for (const id of d.nodeIds) {
+        const node = draft.nodes[id];
+        if (node) node.lastFailure = { jobId: d.jobId, reason: d.reason };
+        setNodeState(draft, id, failedNodeState(draft, id));
+      }
       return;
     }
     case 'BatchSplit': {
@@ -358,6 +363,8 @@ function applyHorizon(draft: Draft<BuildState>, d: DataOf<'HorizonSealed'> | Dat
       id: n.id, kind: n.kind, deps: depsOf(n.deps), milestone: n.milestone,
       state: n.accepted ? 'accepted' : 'queued',
       ...(n.title !== undefined ? { title: n.title } : {}),
+      ...(n.description !== undefined ? { description: n.description } : {}),
+      ...(n.acceptance !== undefined ? { acceptance: n.acceptance } : {}),
       ...(n.contract !== undefined ? { contract: n.contract } : {}),
       ...(n.foundation !== undefined ? { foundation: n.foundation } : {}),
       ...(n.decision !== undefined && n.accepted ? { decision: n.decision } : {}),
