@@ -79,8 +79,33 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
     expect(finished.filter((d) => d.outcome === 'failed').map((d) => [d.nodeId, d.reason])).toEqual([
       ['hello-module', 'worker exited 7'], ['goodbye-module', 'worker exited 7'], ['welcome-module', 'worker exited 7'],
     ]);
-    // The worker's stderr is kept, content-addressed, as evidence.
+    // The worker's stderr is kept, content-addressed, as evidence, and the log names the files.
     expect(evidenceContaining(repo, 'first attempt fails on purpose')).not.toBeNull();
+    const shown = runCli(['evidence', 'hello-module.1'], { cwd: repo });
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/^attempt hello-module\.1: failed \(worker exited 7\), recorded at position \d+\n--- stdout \([0-9a-f]{12}\)\n\(empty\)\n--- stderr \([0-9a-f]{12}\)\nfirst attempt fails on purpose\n$/);
+    const ok = cliJson(['evidence', 'hello-module.2'], { cwd: repo });
+    expect([ok.kind, ok.outcome, ok.streams[0].text]).toEqual(['attempt', 'committed', expect.stringContaining('wrote src/hello.js')]);
+    // A job: each verification command with its exit code and output.
+    const job = cliJson(['evidence', 'job-1'], { cwd: repo });
+    expect([job.kind, job.outcome, job.streams.map((x: { name: string }) => x.name)]).toEqual(['job', 'passed', ['node --test (exit 0) stdout', 'node --test (exit 0) stderr']]);
+    expect(job.streams[0].text).toMatch(/pass 1/);
+    const missing = runCli(['evidence', 'nope.1'], { cwd: repo });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr.trim()).toMatch(/^longbuild: evidence: no finished attempt or verified job 'nope\.1' in the log \(attempts are NODE\.N, jobs job-N; recent: .*welcome-module\.2, job-3\)$/);
+    expect(missing.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('R-24 a node that fails every attempt blocks the build, and run names why and the command that prints its output', () => {
+    const repo = tempDir();
+    const cfgDir = tempDir('longbuild-cfg-');
+    cpSync(join(ROOT, 'examples', 'scripts'), cfgDir, { recursive: true });
+    writeFileSync(join(cfgDir, 'worker.mjs'), "console.error('cannot do it'); process.exit(3);\n");
+    cliJson(['init', '--request', join(cfgDir, 'request.json'), '--config', join(cfgDir, 'longbuild.config.json')], { cwd: repo });
+    const r = runCli(['run'], { cwd: repo });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("hello-module is blocked after 3 attempts (last: worker exited 3; see `longbuild evidence hello-module.3`)");
+    expect(runCli(['evidence', 'hello-module.3'], { cwd: repo }).stdout).toContain('cannot do it');
   });
 });
 

@@ -108,7 +108,7 @@ export function nextAction(state: BuildState): NextAction {
   const stuck = Object.keys(state.nodes)
     .filter((id) => state.nodes[id]!.milestone === active && state.nodes[id]!.state !== 'accepted')
     .sort(compareCodePoints);
-  return { kind: 'stuck', reason: `milestone '${active}' cannot progress: ${stuck.map((id) => `${id} is ${state.nodes[id]!.state}`).join(', ')}`, nodeIds: stuck };
+  return { kind: 'stuck', reason: `milestone '${active}' cannot progress: ${stuck.map((id) => stuckNode(state, id)).join(', ')}`, nodeIds: stuck };
 }
 
 /**
@@ -150,6 +150,14 @@ export function earlierRefusals(state: BuildState, purpose: 'seal' | 'renew', ho
     if (r) out.push({ callId: id, rule: r.rule, reason: r.reason });
   }
   return out;
+}
+
+/** A node that holds its milestone up, with why its last attempt failed and where its output is. */
+function stuckNode(state: BuildState, id: string): string {
+  const n = state.nodes[id]!;
+  if (n.state !== 'blocked' || !n.lastFailure) return `${id} is ${n.state}`;
+  const f = n.lastFailure;
+  return `${id} is blocked after ${n.attempts} attempt${n.attempts === 1 ? '' : 's'} (last: ${f.reason}; see \`longbuild evidence ${f.attemptId ?? f.jobId}\`)`;
 }
 
 function compareJobIds(a: string, b: string): number {

@@ -189,6 +189,9 @@ export const AttemptFinished = e('AttemptFinished', z.strictObject({
   decision: z.string().optional(),
   reason: z.string().optional(),
   evidenceSha256: Sha256Schema,
+  /** The evidence files of the worker's output (`longbuild evidence ATTEMPT` prints them). */
+  stdoutSha256: Sha256Schema.optional(),
+  stderrSha256: Sha256Schema.optional(),
   adopted: z.boolean(),
   graphRevision: z.number().int().nonnegative(),
 }));

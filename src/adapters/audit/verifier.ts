@@ -247,8 +247,12 @@ async function checkLog(
 /** The event types that name evidence files or commits (the others need not be parsed for them). */
 export const NAMING_TYPES: ReadonlySet<string> = new Set(['VerificationFinished', 'IntegrationPromoted', 'AttemptFinished']);
 
-/** Evidence files (by SHA-256) an event names: verification output. */
+/** Evidence files (by SHA-256) an event names: verification output, and a worker's output. */
 export function evidenceNamed(e: StoredEvent): string[] {
+  if (e.type === 'AttemptFinished') {
+    const d = e.data as { stdoutSha256?: string; stderrSha256?: string };
+    return [d.stdoutSha256, d.stderrSha256].filter((x): x is string => x !== undefined);
+  }
   if (e.type !== 'VerificationFinished') return [];
   return (e.data as { evidence: { stdoutSha256: string; stderrSha256: string }[] }).evidence.flatMap((ev) => [ev.stdoutSha256, ev.stderrSha256]);
 }

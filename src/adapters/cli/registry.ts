@@ -49,6 +49,11 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     help: 'longbuild show [--at POSITION | --revision N | --checkpoint MILESTONE]\n  The graph, ready wave and integration head as of that point (default: now).\nexample: longbuild show --revision 3 --json',
     load: () => import('./commands/show.js'),
   },
+  evidence: {
+    summary: 'the recorded stdout/stderr of an attempt (NODE.N) or a job\'s verification (job-N)',
+    help: 'longbuild evidence ATTEMPT|JOB\n  What an attempt\'s worker printed, or every verification command of a job with its exit code and\n  output, from the evidence files the log names (content-addressed in the build directory).\nexample: longbuild evidence api.2',
+    load: () => import('./commands/evidence.js'),
+  },
   diff: {
     summary: 'what changed between two log positions',
     help: 'longbuild diff A B\n  Nodes added, removed and changed state between positions A and B.\nexample: longbuild diff 5 20 --json',

@@ -308,8 +308,10 @@ export class Controller {
     const packet = workPacketOf(this.state, a);
     const worktree = node.kind === 'writable' ? await this.deps.git.prepareAttemptWorktree(a.attemptId, a.branch, a.baseHead) : '';
     const out = await this.effect('worker', () => this.deps.worker.implement(packet, worktree));
-    const evidenceSha256 = canonicalSha256({ stdout: this.deps.evidence.put(Buffer.from(out.stdout)), stderr: this.deps.evidence.put(Buffer.from(out.stderr)) });
-    const base = { attemptId: a.attemptId, nodeId: a.nodeId, evidenceSha256, adopted: false, graphRevision: this.state.graphRevision };
+    const stdoutSha256 = this.deps.evidence.put(Buffer.from(out.stdout));
+    const stderrSha256 = this.deps.evidence.put(Buffer.from(out.stderr));
+    const evidenceSha256 = canonicalSha256({ stdout: stdoutSha256, stderr: stderrSha256 });
+    const base = { attemptId: a.attemptId, nodeId: a.nodeId, evidenceSha256, stdoutSha256, stderrSha256, adopted: false, graphRevision: this.state.graphRevision };
     if (node.kind === 'read-only') {
       const finished = out.outcome === 'failed'
         ? { ...base, outcome: 'failed' as const, reason: out.reason ?? 'worker failed' }
@@ -335,7 +337,7 @@ export class Controller {
   private async finishWritable(
     a: AttemptRecord,
     commit: { commit: string; tree: string } | null,
-    base: { attemptId: string; nodeId: string; evidenceSha256: string; adopted: boolean; graphRevision: number },
+    base: { attemptId: string; nodeId: string; evidenceSha256: string; stdoutSha256?: string; stderrSha256?: string; adopted: boolean; graphRevision: number },
     noCommitReason: string,
   ): Promise<void> {
     if (!commit) {

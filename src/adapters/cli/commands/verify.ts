@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { decideRefRepairs } from '../../../commands/refs.js';
 import { initialBuildState, type BuildState } from '../../../projections/build-state.js';
 import { graphRecordProblems } from '../../../projections/graph-record.js';
+import { evidenceNamed } from '../../audit/verifier.js';
 import { snapshotProblems } from '../../../projections/snapshot-audit.js';
 import { SqliteSnapshotStore } from '../../../projections/snapshots.js';
 import { buildProjection } from '../../../projections/build-projection.js';
@@ -285,16 +286,16 @@ function driverProblems(paths: BuildPaths, first: StoredEvent | undefined): Veri
   return sha256Hex(readFileSync(paths.driver)) === pinned ? [] : [{ position: 1, problem: `${paths.driver} does not match the SHA-256 pinned in BuildInitialized (edited)` }];
 }
 
-/** Every evidence file a VerificationFinished names is present and hashes to its name. */
+/** Every evidence file the log names (verification and worker output) is present and hashes to its name. */
 function evidenceProblems(paths: BuildPaths, events: readonly StoredEvent[]): VerifyProblem[] {
+  const seen = new Set<string>();
   for (const e of events) {
-    if (e.type !== 'VerificationFinished') continue;
-    for (const ev of (e.data as { evidence: { stdoutSha256: string; stderrSha256: string }[] }).evidence) {
-      for (const sha of [ev.stdoutSha256, ev.stderrSha256]) {
-        const file = join(paths.evidence, sha);
-        if (!existsSync(file)) return [{ position: e.position, problem: `evidence file ${sha} the log names is missing from ${paths.evidence}` }];
-        if (sha256Hex(readFileSync(file)) !== sha) return [{ position: e.position, problem: `evidence file ${sha} does not hash to its name (edited)` }];
-      }
+    for (const sha of evidenceNamed(e)) {
+      if (seen.has(sha)) continue;
+      seen.add(sha);
+      const file = join(paths.evidence, sha);
+      if (!existsSync(file)) return [{ position: e.position, problem: `evidence file ${sha} the log names is missing from ${paths.evidence}` }];
+      if (sha256Hex(readFileSync(file)) !== sha) return [{ position: e.position, problem: `evidence file ${sha} does not hash to its name (edited)` }];
     }
   }
   return [];
