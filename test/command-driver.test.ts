@@ -6,11 +6,24 @@ import { cliJson, ROOT, runCli, tempDir } from './support/cli.js';
 
 const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8' }).trim();
 
+/** A fresh copy of examples/scripts (planner, worker, request, config) to edit. */
+function scriptsCopy(): string {
+  const cfgDir = tempDir('longbuild-cfg-');
+  cpSync(join(ROOT, 'examples', 'scripts'), cfgDir, { recursive: true });
+  return cfgDir;
+}
+
+/** A new repository with a build initialised from the scripts in `cfgDir`. */
+function initFrom(cfgDir: string): string {
+  const repo = tempDir();
+  cliJson(['init', '--request', join(cfgDir, 'request.json'), '--config', join(cfgDir, 'longbuild.config.json')], { cwd: repo });
+  return repo;
+}
+
 describe('a build driven by real planner and worker commands (issue 6)', () => {
   it('R-14 R-24 runs examples/scripts end to end: proposals validated, worker output committed by the host, verified, renewed', () => {
+    const cfgDir = scriptsCopy();
     const repo = tempDir();
-    const cfgDir = tempDir('longbuild-cfg-');
-    cpSync(join(ROOT, 'examples', 'scripts'), cfgDir, { recursive: true });
     const init = cliJson(['init', '--request', join(cfgDir, 'request.json'), '--config', join(cfgDir, 'longbuild.config.json')], { cwd: repo });
     expect(init.driver).toBe('command');
     const run = cliJson(['run'], { cwd: repo });
@@ -27,12 +40,10 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
   });
 
   it('R-28 a planner whose stdout is never a valid proposal is asked again with the reasons (planner.asks, default 3), each ask recorded; then the build blocks with exit 1', () => {
-    const repo = tempDir();
-    const cfgDir = tempDir('longbuild-cfg-');
-    cpSync(join(ROOT, 'examples', 'scripts'), cfgDir, { recursive: true });
+    const cfgDir = scriptsCopy();
     // It keeps what it was told (stdin) next to its output, so the test sees each ask's input.
     writeFileSync(join(cfgDir, 'planner.mjs'), "import { readFileSync } from 'node:fs';\nconst input = JSON.parse(readFileSync(0, 'utf8'));\nprocess.stdout.write(JSON.stringify({ detailed: [], coarse: [], told: input.feedback ?? null, key: process.env.LONGBUILD_IDEMPOTENCY_KEY }));\n");
-    cliJson(['init', '--request', join(cfgDir, 'request.json'), '--config', join(cfgDir, 'longbuild.config.json')], { cwd: repo });
+    const repo = initFrom(cfgDir);
     const r = runCli(['run'], { cwd: repo });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/proposal refused \(R-28\): proposal is malformed.*Unrecognized keys.*\(refused 3 times; the planner was asked again with the reasons each time\)/);
@@ -52,13 +63,11 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
   });
 
   it('R-28 a planner that adds an unknown key is told why and fixes its proposal on the second ask; the build completes', () => {
-    const repo = tempDir();
-    const cfgDir = tempDir('longbuild-cfg-');
-    cpSync(join(ROOT, 'examples', 'scripts'), cfgDir, { recursive: true });
+    const cfgDir = scriptsCopy();
     const planner = readFileSync(join(cfgDir, 'planner.mjs'), 'utf8');
     // The first ask of each round adds a key the schema does not know (as language models do).
     writeFileSync(join(cfgDir, 'planner.mjs'), planner.replace('process.stdout.write(JSON.stringify(proposal));', "process.stdout.write(JSON.stringify(input.feedback ? proposal : { ...proposal, rationale: 'because' }));"));
-    cliJson(['init', '--request', join(cfgDir, 'request.json'), '--config', join(cfgDir, 'longbuild.config.json')], { cwd: repo });
+    const repo = initFrom(cfgDir);
     expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
     const rejected = runCli(['log', '--type', 'ProposalRejected', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l).data);
     expect(rejected.map((d) => d.callId)).toEqual(['plan.seal.0', 'plan.renew.1']); // each round's first ask
@@ -67,13 +76,11 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
   });
 
   it('R-24 a worker that exits non-zero fails the attempt with its output kept as evidence, and the node is retried', () => {
-    const repo = tempDir();
-    const cfgDir = tempDir('longbuild-cfg-');
-    cpSync(join(ROOT, 'examples', 'scripts'), cfgDir, { recursive: true });
+    const cfgDir = scriptsCopy();
     const worker = readFileSync(join(cfgDir, 'worker.mjs'), 'utf8');
     // Fails the first attempt of every node (attempt 1), succeeds after.
     writeFileSync(join(cfgDir, 'worker.mjs'), worker.replace("const packet = JSON.parse(readFileSync(0, 'utf8'));", "const packet = JSON.parse(readFileSync(0, 'utf8'));\nif (packet.attempt === 1) { console.error('first attempt fails on purpose'); process.exit(7); }"));
-    cliJson(['init', '--request', join(cfgDir, 'request.json'), '--config', join(cfgDir, 'longbuild.config.json')], { cwd: repo });
+    const repo = initFrom(cfgDir);
     expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
     const finished = runCli(['log', '--type', 'AttemptFinished', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l).data);
     expect(finished.filter((d) => d.outcome === 'failed').map((d) => [d.nodeId, d.reason])).toEqual([
@@ -97,11 +104,9 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
   });
 
   it('R-24 a node that fails every attempt blocks the build, and run names why and the command that prints its output', () => {
-    const repo = tempDir();
-    const cfgDir = tempDir('longbuild-cfg-');
-    cpSync(join(ROOT, 'examples', 'scripts'), cfgDir, { recursive: true });
+    const cfgDir = scriptsCopy();
     writeFileSync(join(cfgDir, 'worker.mjs'), "console.error('cannot do it'); process.exit(3);\n");
-    cliJson(['init', '--request', join(cfgDir, 'request.json'), '--config', join(cfgDir, 'longbuild.config.json')], { cwd: repo });
+    const repo = initFrom(cfgDir);
     const r = runCli(['run'], { cwd: repo });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("hello-module is blocked after 3 attempts (last: worker exited 3; see `longbuild evidence hello-module.3`)");
@@ -111,9 +116,7 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
 
 describe('the work packet an agent works from (issue 14)', () => {
   it.each([true, false])('R-24 a worker gets the request, its milestone, the node description and acceptance, what its dependencies produced, and on a retry why the last attempt failed (compaction %s)', (compaction) => {
-    const repo = tempDir();
-    const cfgDir = tempDir('longbuild-cfg-');
-    cpSync(join(ROOT, 'examples', 'scripts'), cfgDir, { recursive: true });
+    const cfgDir = scriptsCopy();
     const config = JSON.parse(readFileSync(join(cfgDir, 'longbuild.config.json'), 'utf8')) as Record<string, unknown>;
     writeFileSync(join(cfgDir, 'longbuild.config.json'), JSON.stringify({ ...config, compaction }));
     const planner = readFileSync(join(cfgDir, 'planner.mjs'), 'utf8');
@@ -122,7 +125,7 @@ describe('the work packet an agent works from (issue 14)', () => {
     // Attempt 1 fails; attempt 2 keeps the packet it was given in the tree, where the test reads it.
     writeFileSync(join(cfgDir, 'worker.mjs'), worker.replace("const packet = JSON.parse(readFileSync(0, 'utf8'));",
       "const packet = JSON.parse(readFileSync(0, 'utf8'));\nif (packet.attempt === 1) { console.error('no'); process.exit(7); }\nwriteFileSync(`packet-${packet.nodeId}.json`, JSON.stringify(packet));"));
-    cliJson(['init', '--request', join(cfgDir, 'request.json'), '--config', join(cfgDir, 'longbuild.config.json')], { cwd: repo });
+    const repo = initFrom(cfgDir);
     expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
     const packet = (node: string) => JSON.parse(git(repo, 'show', `refs/heads/longbuild/integration:packet-${node}.json`));
     const hello = packet('hello-module');
