@@ -103,14 +103,35 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
     expect(missing.stderr.trim().split('\n')).toHaveLength(1);
   });
 
-  it('R-24 a node that fails every attempt blocks the build, and run names why and the command that prints its output', () => {
+  it('R-24 a node that fails every attempt blocks the build, and run names why and the command that prints its output; `retry` gives it more attempts and the build finishes', () => {
     const cfgDir = scriptsCopy();
+    const worker = readFileSync(join(cfgDir, 'worker.mjs'), 'utf8');
     writeFileSync(join(cfgDir, 'worker.mjs'), "console.error('cannot do it'); process.exit(3);\n");
     const repo = initFrom(cfgDir);
     const r = runCli(['run'], { cwd: repo });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("hello-module is blocked after 3 attempts (last: worker exited 3; see `longbuild evidence hello-module.3`)");
     expect(runCli(['evidence', 'hello-module.3'], { cwd: repo }).stdout).toContain('cannot do it');
+
+    // The operator fixes the cause and gives the node one more attempt: the build goes on.
+    const refused = runCli(['retry', 'goodbye-module'], { cwd: repo });
+    expect([refused.code, refused.stderr.trim()]).toEqual([1, "longbuild: node 'goodbye-module' is queued, not blocked: only a node that used up its attempts can be retried"]);
+    expect(runCli(['retry', 'nope'], { cwd: repo }).stderr.trim()).toBe("longbuild: no node 'nope' in the graph (blocked: hello-module)");
+    expect(runCli(['retry', 'hello-module', '--attempts', '0'], { cwd: repo }).code).toBe(2);
+    writeFileSync(join(cfgDir, 'worker.mjs'), worker.replace("const packet = JSON.parse(readFileSync(0, 'utf8'));", "const packet = JSON.parse(readFileSync(0, 'utf8'));\nwriteFileSync(`packet-${packet.nodeId}.json`, JSON.stringify(packet));"));
+    const retried = cliJson(['retry', 'hello-module', '--attempts', '1'], { cwd: repo });
+    expect(retried).toMatchObject({ nodeId: 'hello-module', attempts: 1, attemptLimit: 4, unblocked: true });
+    const [event] = runCli(['log', '--type', 'NodeRetried', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l).data);
+    expect(event).toMatchObject({ nodeId: 'hello-module', attempts: 1, attemptLimit: 4, operator: { action: 'retry' } });
+    expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
+    const packet = JSON.parse(git(repo, 'show', 'refs/heads/longbuild/integration:packet-hello-module.json'));
+    expect([packet.attempt, packet.previousFailure]).toEqual([4, { attemptId: 'hello-module.3', reason: 'worker exited 3' }]);
+    const verified = runCli(['verify'], { cwd: repo });
+    expect(verified.code, verified.stderr).toBe(0);
+    // Retrying a node that is not blocked any more is refused, and nothing is appended.
+    const before = runCli(['log', '--json'], { cwd: repo }).stdout;
+    expect(runCli(['retry', 'hello-module'], { cwd: repo }).code).toBe(1);
+    expect(runCli(['log', '--json'], { cwd: repo }).stdout).toBe(before);
   });
 });
 

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { ProjectionStore } from '../src/projections/engine.js';
+import type { Projection } from '../src/projections/projection.js';
+import type { JsonValue } from '../src/events/canonical.js';
 import { CorruptLogError } from '../src/events/errors.js';
 import { testCatalogue } from './contract/test-catalogue.js';
 import { SqliteSnapshotStore } from '../src/projections/snapshots.js';
@@ -21,7 +23,34 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
+/** A projection whose initial state already holds a row: the count of TestAdded, 0 at the start. */
+const totalsProjection: Projection<{ added: number }> = {
+  name: 'totals',
+  initialState: { added: 0 },
+  evolve: (s, e) => (e.type === 'TestAdded' ? { added: s.added + 1 } : e.type === 'TestRemoved' ? { added: 0 } : s),
+  tables: [{ name: 'test_totals', columns: ['key', 'value'], keyColumns: 1, entities: (s) => ({ added: s.added }), toRow: (k, v) => [k, v as number] }],
+};
+
 describe('projection engine', () => {
+  it('R-5 a row the initial state already holds is written by a catch-up and by a rebuild alike, also when its value returns to the initial one', () => {
+    const dir = tempDir();
+    const log = new SqliteEventLog({ path: join(dir, 'events.db'), catalogue: testCatalogue });
+    const store = ProjectionStore.open(join(dir, 'projections.db'), [totalsProjection], { snapshotEvery: 0 });
+    const steps: { type: string; data: Record<string, JsonValue> }[] = [{ type: 'TestNoted', data: {} }, { type: 'TestAdded', data: { key: 'a', n: 1 } }, { type: 'TestRemoved', data: { key: 'a' } }];
+    const dumps: string[] = [];
+    for (const [i, e] of steps.entries()) {
+      log.appendSync('s1', [{ ...e, metadata: meta }], i === 0 ? 'no-stream' : i - 1);
+      store.catchUp(log.iterateAll(store.resumeFrom()));
+      dumps.push(store.dump());
+    }
+    expect(dumps[0]).toContain('["added",0]'); // written although it equals the initial state's
+    expect(dumps[2]).toContain('["added",0]'); // back to the initial value: still there
+    const stored = store.dump();
+    store.rebuild(log.iterateAll(1));
+    expect(store.dump()).toBe(stored);
+    store.close();
+  });
+
   it('R-5 catch-up writes rows, survives reopen, and equals a rebuild', () => {
     const dir = tempDir();
     const log = new SqliteEventLog({ path: join(dir, 'events.db'), catalogue: testCatalogue });

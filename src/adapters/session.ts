@@ -32,6 +32,8 @@ import { CommandWorker } from './command/command-worker.js';
 import { commandEnv } from './command/command-env.js';
 import type { KeyObject } from 'node:crypto';
 import type { StepResult } from './controller/controller.js';
+import type { BuildState } from '../projections/build-state.js';
+import type { OperatorVerdict } from '../commands/operator.js';
 import { parseVerifierKey } from '../events/signed-note.js';
 import { Notary } from './transparency/notary.js';
 import { buildVerifierKey, loadOrCreateSigningKey, loadSigningKey, signedHeadPath, signingKeyPath } from './transparency/keys.js';
@@ -77,6 +79,8 @@ export interface BuildSession {
    * milestone checkpoint and end of the build (R-35).
    */
   advance(): Promise<StepResult>;
+  /** Record an operator's decision (`retry`), under the same log checks as a step. */
+  operate(decide: (state: BuildState) => OperatorVerdict, causationId: string): Promise<StepResult>;
   /** Close; a session that appended signs a checkpoint at the head first (the end of every run). */
   close(): Promise<void>;
 }
@@ -289,26 +293,33 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     // The notary is opened at the first step: reading commands (status, show) need no key and no
     // tree store, and still read builds from before signed checkpoints.
     let notary: Notary | null = null;
+    /** Before the first append the log is checked (R-36); a due checkpoint is signed after (R-35). */
+    const checked = async (work: () => Promise<StepResult>): Promise<StepResult> => {
+      if (notary === null) {
+        const opened = openNotary(paths, log, initData, env);
+        try {
+          opened.useKey(loadBuildKey(opts, env, initData));
+          await opened.check();
+        } catch (err) {
+          opened.close();
+          throw err;
+        }
+        notary = opened;
+      }
+      const result = await work();
+      if (signDue) {
+        signDue = false;
+        await notary.sign();
+      }
+      return result;
+    };
     return {
       paths, log, projections: store, controller,
       async advance() {
-        if (notary === null) {
-          const opened = openNotary(paths, log, initData, env);
-          try {
-            opened.useKey(loadBuildKey(opts, env, initData));
-            await opened.check();
-          } catch (err) {
-            opened.close();
-            throw err;
-          }
-          notary = opened;
-        }
-        const result = await controller.advance();
-        if (signDue) {
-          signDue = false;
-          await notary.sign();
-        }
-        return result;
+        return checked(() => controller.advance());
+      },
+      async operate(decide, causationId) {
+        return checked(() => controller.operate(decide, causationId));
       },
       async close() {
         try {

@@ -307,6 +307,20 @@ export const RefRepaired = e('RefRepaired', z.strictObject({
   graphRevision: z.number().int().nonnegative(),
 }));
 
+/**
+ * An operator's `longbuild retry NODE`: a node that failed every attempt it had gets `attempts`
+ * more (its limit becomes the attempts made plus these), goes back to revising, and a build it
+ * had blocked is unblocked. Recorded like every decision; nothing else changes.
+ */
+export const NodeRetried = e('NodeRetried', z.strictObject({
+  nodeId: SafeIdSchema,
+  attempts: z.number().int().min(1).max(100),
+  /** The attempt limit the node has from now on. */
+  attemptLimit: z.number().int().min(1),
+  operator: z.strictObject({ action: z.literal('retry'), user: z.string().optional() }),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
 /** Every domain event, one discriminated union (one source of truth for every type). */
 export const DomainEventSchema = z.discriminatedUnion('type', [
   BuildInitialized,
@@ -328,6 +342,7 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   EffectReinvoked,
   MilestoneCompacted,
   RefRepaired,
+  NodeRetried,
 ]);
 export type DomainEvent = z.infer<typeof DomainEventSchema>;
 export type DomainEventType = DomainEvent['type'];
@@ -355,6 +370,7 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   RefRepaired: 1,
   EffectReinvoked: 1,
   MilestoneCompacted: 1,
+  NodeRetried: 1,
 };
 
 /**

@@ -19,6 +19,8 @@ export interface NodeRecord {
   readonly foundation?: string;
   readonly decision?: string;
   readonly attempts: number;
+  /** The attempt limit an operator's retry gave the node (else the build's maxAttempts). */
+  readonly attemptLimit?: number;
   /** The accepted commit (writable nodes) once integrated. */
   readonly commit: string | null;
   readonly receiptJobId: string | null;

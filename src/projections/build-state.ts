@@ -169,7 +169,7 @@ function setNodeState(draft: Draft<BuildState>, nodeId: string, state: NodeState
 
 function failedNodeState(draft: Draft<BuildState>, nodeId: string): NodeState {
   const node = draft.nodes[nodeId];
-  const max = draft.build?.settings.maxAttempts ?? 3;
+  const max = node?.attemptLimit ?? draft.build?.settings.maxAttempts ?? 3;
   return node && node.attempts >= max ? 'blocked' : 'revising';
 }
 
@@ -337,6 +337,14 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       return;
     case 'RefRepaired':
       return; // the refs were made to agree with the log; the log's state does not change
+    case 'NodeRetried': {
+      const node = draft.nodes[event.data.nodeId];
+      if (!node || node.state !== 'blocked') return; // only a blocked node is retried (the decider says so)
+      node.attemptLimit = event.data.attemptLimit;
+      setNodeState(draft, event.data.nodeId, 'revising');
+      draft.blocked = null;
+      return;
+    }
     default: {
       // Exhaustive over the catalogue; an event type this build does not know is ignored.
       const unknown: never = event;

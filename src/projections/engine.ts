@@ -335,7 +335,11 @@ export class ProjectionStore {
 
   /** Write rows changed since `base` (the state the tables mirror) and record the position. */
   private writeUpTo(r: Runtime, base: unknown): void {
-    for (const w of r.writers) w.writeDiff(base, r.state);
+    // Tables that hold nothing yet are written whole: diffing against the initial state would skip
+    // every row whose value the initial state already had (then a value that returns to it later,
+    // e.g. `blocked` cleared by a retry, is written by a catch-up and not by a rebuild).
+    const from = r.storedPosition === 0 ? null : base;
+    for (const w of r.writers) w.writeDiff(from, r.state);
     r.storedPosition = r.memPosition;
     r.storedHash = r.memHash;
     this.stmts.setPosition.run(r.projection.name, r.storedPosition, r.storedHash, r.fingerprint);

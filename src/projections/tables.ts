@@ -30,6 +30,8 @@ function contains(c: ReadonlyMap<string, unknown> | Readonly<Record<string, unkn
 }
 
 /** Prepared statements for one projection table. */
+const EMPTY: Readonly<Record<string, never>> = {};
+
 export class TableWriter<S> {
   readonly spec: TableSpec<S>;
   private readonly upsert: Database.Statement;
@@ -48,12 +50,13 @@ export class TableWriter<S> {
    * Write the rows that differ between two states. Collections and entities are compared by
    * reference (immer structural sharing), so an unchanged collection costs one comparison.
    */
-  writeDiff(before: S, after: S): void {
-    const a = this.spec.entities(before);
+  /** Write what changed from `before` to `after`; `before` null: the table is empty, write every row. */
+  writeDiff(before: S | null, after: S): void {
+    const a = before === null ? EMPTY : this.spec.entities(before);
     const b = this.spec.entities(after);
     if (a === b) return;
     if (this.spec.sharded) {
-      for (const [x, y] of changedLeaves(a as Sharded<unknown>, b as Sharded<unknown>)) this.diffCollections(x, y);
+      for (const [x, y] of changedLeaves((before === null ? {} : a) as Sharded<unknown>, b as Sharded<unknown>)) this.diffCollections(x, y);
       return;
     }
     this.diffCollections(a, b);

@@ -49,6 +49,11 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     help: 'longbuild show [--at POSITION | --revision N | --checkpoint MILESTONE]\n  The graph, ready wave and integration head as of that point (default: now).\nexample: longbuild show --revision 3 --json',
     load: () => import('./commands/show.js'),
   },
+  retry: {
+    summary: 'give a blocked node more attempts (and unblock the build)',
+    help: 'longbuild retry NODE [--attempts N]\n  A node that used up its attempts gets N more (default: the build\'s maxAttempts), recorded as a\n  NodeRetried event naming the operator; a build it blocked goes on with `longbuild run`. Its next\n  attempt is told why the last one failed. Holds the controller lease (exit 3 while a run runs).\nexample: longbuild retry api --attempts 2',
+    load: () => import('./commands/retry.js'),
+  },
   evidence: {
     summary: 'the recorded stdout/stderr of an attempt (NODE.N) or a job\'s verification (job-N)',
     help: 'longbuild evidence ATTEMPT|JOB\n  What an attempt\'s worker printed, or every verification command of a job with its exit code and\n  output, from the evidence files the log names (content-addressed in the build directory).\nexample: longbuild evidence api.2',

@@ -1,6 +1,6 @@
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
 import { canonicalSha256, sha256Hex } from '../../events/hash.js';
-import { CorruptLogError, EffectError } from '../../events/errors.js';
+import { CorruptLogError, EffectError, RefusedTransitionError } from '../../events/errors.js';
 import { computeEventHash, type StoredEvent } from '../../events/envelope.js';
 import type { EventLog } from '../../events/log.js';
 import type { CommandEvidence, DomainEvent, Receipt } from '../../events/catalogue.js';
@@ -18,6 +18,7 @@ import type { Clock } from '../clock.js';
 import type { FaultInjector } from '../faults.js';
 import type { EvidenceStore, GitPort } from './ports.js';
 import { throwIfInterrupted } from '../interrupt.js';
+import type { OperatorVerdict } from '../../commands/operator.js';
 
 export type StepOutcome =
   | 'planned' | 'dispatched' | 'integrated' | 'revising' | 'checkpointed' | 'compacted'
@@ -143,6 +144,15 @@ export class Controller {
 
   private result(outcome: StepOutcome, detail: string, extra: Partial<StepResult> = {}): StepResult {
     return { outcome, position: this.state.position, graphRevision: this.state.graphRevision, detail, ...extra };
+  }
+
+  /** Record an operator's decision (e.g. `retry`): checked against the state first, then one append. */
+  async operate(decide: (state: BuildState) => OperatorVerdict, causationId: string): Promise<StepResult> {
+    await this.catchUp();
+    const verdict = decide(this.state);
+    if (!verdict.ok) throw new RefusedTransitionError(verdict.reason);
+    await this.append([verdict.event], causationId);
+    return this.result('recovered', `${verdict.event.type} recorded`);
   }
 
   /** Perform exactly one controller event (R-17). */
