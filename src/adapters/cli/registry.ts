@@ -49,6 +49,11 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     help: 'longbuild show [--at POSITION | --revision N | --checkpoint MILESTONE]\n  The graph, ready wave and integration head as of that point (default: now).\nexample: longbuild show --revision 3 --json',
     load: () => import('./commands/show.js'),
   },
+  land: {
+    summary: 'bring the integration head into your branch (fast-forward, or merge)',
+    help: 'longbuild land [--into BRANCH]\n  The build\'s result is the integration head (refs/heads/longbuild/integration). land fast-forwards\n  the checked-out branch (or --into BRANCH) to it, or merges it when the branch moved on (only the\n  checked-out branch; a conflict is aborted and nothing changes). Nothing is appended to the log.\nexample: longbuild land --into main',
+    load: () => import('./commands/land.js'),
+  },
   retry: {
     summary: 'give a blocked node more attempts (and unblock the build)',
     help: 'longbuild retry NODE [--attempts N]\n  A node that used up its attempts gets N more (default: the build\'s maxAttempts), recorded as a\n  NodeRetried event naming the operator; a build it blocked goes on with `longbuild run`. Its next\n  attempt is told why the last one failed. Holds the controller lease (exit 3 while a run runs).\nexample: longbuild retry api --attempts 2',

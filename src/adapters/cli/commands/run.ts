@@ -14,6 +14,7 @@ export interface RunOutput {
   readonly position: number;
   readonly graphRevision: number;
   readonly integrationHead: string | null;
+  readonly integrationRef: string | null;
   readonly reason?: string;
   readonly outcomes: Partial<Record<StepOutcome, number>>;
 }
@@ -48,6 +49,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
       position: st.position,
       graphRevision: st.graphRevision,
       integrationHead: st.integrationHead,
+      integrationRef: st.build?.integrationRef ?? null,
       ...(last?.reason !== undefined ? { reason: last.reason } : {}),
       outcomes,
     };
@@ -60,7 +62,8 @@ function truncate(s: string, n: number): string {
 
 export function render(d: RunOutput): string {
   const counts = Object.entries(d.outcomes).map(([k, v]) => `${k} ${v}`).join(', ');
-  return `${d.outcome} after ${d.steps} steps (${counts})\n  position ${d.position}, graph revision ${d.graphRevision}, integration head ${d.integrationHead ?? '-'}\n`;
+  const result = d.outcome === 'horizon_complete' && d.integrationHead ? `  the result is on ${d.integrationRef ?? 'the integration ref'}; \`longbuild land\` brings it into your branch\n` : '';
+  return `${d.outcome} after ${d.steps} steps (${counts})\n  position ${d.position}, graph revision ${d.graphRevision}, integration head ${d.integrationHead ?? '-'}\n${result}`;
 }
 
 export function failure(d: RunOutput): string | undefined {

@@ -9,6 +9,8 @@ export interface StatusOutput {
   readonly graphRevision: number;
   readonly graphSha256: string;
   readonly integrationHead: string | null;
+  /** Where the result lives in the repository (`longbuild land` merges it into a branch). */
+  readonly integrationRef: string | null;
   readonly horizon: { id: string; revision: number; detailed: string[]; coarse: string[] } | null;
   readonly activeMilestone: string | null;
   readonly ready: string[];
@@ -38,6 +40,7 @@ export function statusOf(st: BuildState): StatusOutput {
     graphRevision: st.graphRevision,
     graphSha256: graphSha256(st.nodes),
     integrationHead: st.integrationHead,
+    integrationRef: st.build?.integrationRef ?? null,
     horizon: st.horizon ? { id: st.horizon.horizonId, revision: st.horizon.revision, detailed: st.horizon.detailed.map((m) => m.id), coarse: st.horizon.coarse.map((m) => m.id) } : null,
     activeMilestone: activeMilestone(st),
     ready: rankReadyWave(st),
@@ -71,7 +74,7 @@ export function render(d: StatusOutput): string {
     `build: ${d.completed ? 'complete' : d.blocked ? `blocked — ${d.blocked}` : 'in progress'} at position ${d.position}`,
     `sandbox: ${d.sandbox}`,
     `graph: revision ${d.graphRevision}, sha256 ${d.graphSha256.slice(0, 16)}…, nodes ${Object.entries(d.nodes).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
-    `integration head: ${d.integrationHead ?? '-'}`,
+    `integration head: ${d.integrationHead ?? '-'}${d.integrationHead && d.integrationRef ? ` (${d.integrationRef}; \`longbuild land\` brings it into your branch)` : ''}`,
     d.horizon ? `horizon: ${d.horizon.id} r${d.horizon.revision}; detailed ${d.horizon.detailed.join(', ')}; coarse ${d.horizon.coarse.join(', ') || '(none)'}` : 'horizon: not sealed yet',
     `active milestone: ${d.activeMilestone ?? '-'}`,
     `ready (ranked): ${d.ready.join(', ') || '-'}`,
