@@ -135,6 +135,20 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
   });
 });
 
+describe('verification that fits real projects (issue 14)', () => {
+  it('R-26 verifyTimeoutSeconds bounds each verification command: one that hangs fails its job with the reason, and the node is retried', () => {
+    const cfgDir = scriptsCopy();
+    const config = JSON.parse(readFileSync(join(cfgDir, 'longbuild.config.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(join(cfgDir, 'longbuild.config.json'), JSON.stringify({ ...config, verify: [['node', '-e', 'setTimeout(() => {}, 60000)']], verifyTimeoutSeconds: 1, maxAttempts: 1 }));
+    const repo = initFrom(cfgDir);
+    const r = runCli(['run'], { cwd: repo });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('hello-module is blocked after 1 attempt (last: verification failed: ["node","-e","setTimeout(() => {}, 60000)"] timed out after 1000 ms; see `longbuild evidence job-1`)');
+    const job = cliJson(['evidence', 'job-1'], { cwd: repo });
+    expect([job.outcome, job.reason]).toEqual(['failed', '["node","-e","setTimeout(() => {}, 60000)"] timed out after 1000 ms']);
+  });
+});
+
 describe('the work packet an agent works from (issue 14)', () => {
   it.each([true, false])('R-24 a worker gets the request, its milestone, the node description and acceptance, what its dependencies produced, and on a retry why the last attempt failed (compaction %s)', (compaction) => {
     const cfgDir = scriptsCopy();

@@ -276,7 +276,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       worker: opts.worker ?? workerFor(driver, env, run(sandbox.worker)),
       git: gitBinding({
         repo: paths.repo, integratorRepo: paths.integrator, worktreesDir: paths.worktrees, workspacesDir: paths.workspaces, indexDir: paths.index,
-        verifyEnv: trustedVerifyEnv(env, allow), verifyTimeoutMs: 10 * 60_000, cache: verificationCacheFor(paths, env),
+        verifyEnv: trustedVerifyEnv(env, allow), verifyTimeoutMs: (driver.kind === 'command' ? driver.config.verifyTimeoutSeconds : 600) * 1000, cache: verificationCacheFor(paths, env),
         runVerification: (o) => run(sandbox.verify)({ ...o, rw: [o.cwd] }),
         limits: { maxFileBytes: initData.sandbox?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, protectedPaths, verify: initData.verify },
       }),

@@ -63,6 +63,8 @@ export interface JobRecord {
   readonly status: 'started' | 'verified' | 'promoted' | 'failed' | 'split';
   readonly verification: {
     readonly passed: boolean;
+    /** Why it failed (the first failing command, or a dirty workspace). */
+    readonly reason?: string;
     readonly resultCommit: string | null;
     readonly tree: string | null;
     readonly evidence: readonly CommandEvidence[];

@@ -275,7 +275,9 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       draft.verifications.commands += d.evidence.length;
       draft.verifications.cacheHits += d.evidence.filter((e) => e.cacheHit).length;
       job.status = 'verified';
-      job.verification = { passed: d.passed, resultCommit: d.resultCommit, tree: d.tree, evidence: d.evidence, evidenceSha256: d.evidenceSha256 };
+      job.verification = {
+        passed: d.passed, ...(d.reason !== undefined ? { reason: d.reason } : {}), resultCommit: d.resultCommit, tree: d.tree, evidence: d.evidence, evidenceSha256: d.evidenceSha256,
+      };
       return;
     }
     case 'IntegrationPromoted': {

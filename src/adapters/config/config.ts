@@ -24,6 +24,7 @@ export const ConfigSchema = z.strictObject({
     timeoutSeconds: z.number().int().positive().max(86_400).default(3600),
   }),
   verify: z.array(Argv).default([]).describe('trusted verification commands, each an argv array (no shell)'),
+  verifyTimeoutSeconds: z.number().int().positive().max(86_400).default(600).describe('timeout of each verification command (its whole process tree is killed and the job fails), seconds'),
   env: z.strictObject({
     allow: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')).default([]),
     secret: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')).default([])

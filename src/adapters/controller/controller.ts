@@ -408,8 +408,9 @@ export class Controller {
       return this.result('split', `${ids}: batch failed (${data.reason}); split into ${data.halves.map((h) => h.join(', ')).join(' | ')}`, { nodeId: job.nodeIds[0]! });
     }
     if (!v.passed) {
-      await this.append([{ type: 'IntegrationFailed', data: { jobId: job.jobId, nodeIds: [...job.nodeIds], reason: 'verification failed', evidenceSha256: v.evidenceSha256, graphRevision: this.state.graphRevision } }], job.jobId);
-      return this.result('revising', `${ids}: verification failed; back to revising`, { nodeId: job.nodeIds[0]! });
+      const reason = v.reason === undefined ? 'verification failed' : `verification failed: ${v.reason}`;
+      await this.append([{ type: 'IntegrationFailed', data: { jobId: job.jobId, nodeIds: [...job.nodeIds], reason, evidenceSha256: v.evidenceSha256, graphRevision: this.state.graphRevision } }], job.jobId);
+      return this.result('revising', `${ids}: ${reason}; back to revising`, { nodeId: job.nodeIds[0]! });
     }
     const ref = this.state.build!.integrationRef;
     const receipt: Receipt = {
