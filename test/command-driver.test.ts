@@ -108,6 +108,9 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
     const worker = readFileSync(join(cfgDir, 'worker.mjs'), 'utf8');
     writeFileSync(join(cfgDir, 'worker.mjs'), "console.error('cannot do it'); process.exit(3);\n");
     const repo = initFrom(cfgDir);
+    expect(cliJson(['step'], { cwd: repo }).outcome).toBe('planned');
+    // Each step says what happened; a failed attempt says why and where its output is.
+    expect(cliJson(['step'], { cwd: repo })).toMatchObject({ outcome: 'dispatched', detail: 'hello-module attempt 1: revising (worker exited 3; `longbuild evidence hello-module.1`)' });
     const r = runCli(['run'], { cwd: repo });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("hello-module is blocked after 3 attempts (last: worker exited 3; see `longbuild evidence hello-module.3`)");

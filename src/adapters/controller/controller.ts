@@ -309,8 +309,11 @@ export class Controller {
       data: { attemptId, nodeId, attempt, baseHead: this.state.integrationHead!, branch: `refs/heads/longbuild/attempts/${attemptId}`, graphRevision: this.state.graphRevision },
     }], attemptId);
     await this.runWorker(attemptOf(this.state, attemptId)!);
-    const state = this.state.nodes[nodeId]!.state;
-    return this.result('dispatched', `${nodeId} attempt ${attempt}: ${state}`, { nodeId });
+    const node = this.state.nodes[nodeId]!;
+    // A failed attempt says why, and where its output is (`run` shows the detail of every step).
+    const why = (node.state === 'revising' || node.state === 'blocked') && node.lastFailure?.attemptId === attemptId
+      ? ` (${node.lastFailure.reason}; \`longbuild evidence ${attemptId}\`)` : '';
+    return this.result('dispatched', `${nodeId} attempt ${attempt}: ${node.state}${why}`, { nodeId });
   }
 
   private async runWorker(a: AttemptRecord): Promise<void> {
