@@ -44,7 +44,7 @@ export function nextAction(state: BuildState): NextAction {
     const round = planningRound(state, 'seal', 0);
     if (round.refused) {
       const r = round.refused;
-      return { kind: 'blocked', reason: `${r.rejection?.reason ?? 'proposal rejected'}${round.asks > 1 ? ` (refused ${round.asks} times; the planner was asked again with the reasons each time)` : ''}` };
+      return { kind: 'blocked', reason: `${r.rejection?.reason ?? 'proposal rejected'}${refusedTimes(round.asks)}` };
     }
     return { kind: 'plan', purpose: 'seal', callId: round.callId, inDoubt: round.inDoubt };
   }
@@ -90,7 +90,7 @@ export function nextAction(state: BuildState): NextAction {
       const round = planningRound(state, 'renew', revision);
       if (round.refused) {
         const r = round.refused.rejection;
-        return { kind: 'blocked', reason: `${r ? `renewal refused (${r.rule}): ${r.reason}` : 'renewal refused'}${round.asks > 1 ? ` (refused ${round.asks} times; the planner was asked again with the reasons each time)` : ''}` };
+        return { kind: 'blocked', reason: `${r ? `renewal refused (${r.rule}): ${r.reason}` : 'renewal refused'}${refusedTimes(round.asks)}` };
       }
       return { kind: 'plan', purpose: 'renew', callId: round.callId, inDoubt: round.inDoubt };
     }
@@ -117,6 +117,11 @@ export function nextAction(state: BuildState): NextAction {
  */
 export const plannerAskId = (purpose: 'seal' | 'renew', horizonRevision: number, ask: number): string =>
   ask === 1 ? plannerCallId(purpose, horizonRevision) : `${plannerCallId(purpose, horizonRevision)}.ask${ask}`;
+
+/** What a blocked reason adds when the planner was asked more than once (empty for one ask). */
+export function refusedTimes(asks: number): string {
+  return asks > 1 ? ` (refused ${asks} times; the planner was asked again with the reasons each time)` : '';
+}
 
 /** How many times a round may ask (settings.plannerAsks; builds from before re-asks: once). */
 export function plannerAsks(state: Pick<BuildState, 'build'>): number {

@@ -18,7 +18,7 @@ const KIND = 'longbuild-graph-audit';
 export function startGraphAudit(logText: string): { result(): Promise<GraphProblem>; stop(): void } {
   const url = new URL(import.meta.url);
   if (url.protocol !== 'file:' || !/\.m?js$/.test(url.pathname)) {
-    return { result: async () => graphRecordProblems(parseLines(logText), initialBuildState), stop: () => {} };
+    return { result: async () => graphCheck(logText), stop: () => {} };
   }
   const worker = new Worker(url, { workerData: { kind: KIND, logText } });
   const done = new Promise<GraphProblem>((resolve, reject) => {
@@ -30,16 +30,17 @@ export function startGraphAudit(logText: string): { result(): Promise<GraphProbl
   return { result: () => done, stop: () => void worker.terminate() };
 }
 
-function parseLines(text: string): StoredEvent[] {
+/** The check itself, on either thread: every line of the log parsed, then every revision rebuilt. */
+function graphCheck(text: string): GraphProblem {
   const lines = text.split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
-  return lines.map((l) => JSON.parse(l) as StoredEvent);
+  return graphRecordProblems(lines.map((l) => JSON.parse(l) as StoredEvent), initialBuildState);
 }
 
 if (!isMainThread && (workerData as { kind?: unknown } | null)?.kind === KIND) {
   let reply: Reply;
   try {
-    reply = { ok: true, problem: graphRecordProblems(parseLines((workerData as { logText: string }).logText), initialBuildState) };
+    reply = { ok: true, problem: graphCheck((workerData as { logText: string }).logText) };
   } catch (err) {
     reply = { ok: false, error: (err as Error).message };
   }

@@ -5,7 +5,7 @@ import { computeEventHash, type StoredEvent } from '../../events/envelope.js';
 import type { EventLog } from '../../events/log.js';
 import type { CommandEvidence, DomainEvent, Receipt } from '../../events/catalogue.js';
 import { attemptOf, evolveBuild, initialBuildState, jobOf, type AttemptRecord, type BuildState, type JobRecord } from '../../projections/build-state.js';
-import { nextAction, plannerAsks, type NextAction } from '../../commands/next-action.js';
+import { nextAction, plannerAsks, refusedTimes, type NextAction } from '../../commands/next-action.js';
 import { graphRecords } from '../../projections/graph-record.js';
 import { isBatchMode, shouldSplit, splitData } from '../../commands/batch.js';
 import { validateProposal, validateRenewal } from '../../commands/horizon.js';
@@ -277,8 +277,7 @@ export class Controller {
     // A round with asks left returns the proposal to the planner with the reasons (next step).
     const next = nextAction(this.state);
     if (next.kind === 'plan') return this.result('refused', `${rule}: ${reason}; asking the planner again (${next.callId})`);
-    const asks = plannerAsks(this.state);
-    return this.result('blocked', `${rule}: ${reason}`, { reason: `proposal refused (${rule}): ${reason}${asks > 1 ? ` (refused ${asks} times; the planner was asked again with the reasons each time)` : ''}` });
+    return this.result('blocked', `${rule}: ${reason}`, { reason: `proposal refused (${rule}): ${reason}${refusedTimes(plannerAsks(this.state))}` });
   }
 
   // ---- checkpoints --------------------------------------------------------------
