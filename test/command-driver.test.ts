@@ -128,7 +128,8 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
     expect(event).toMatchObject({ nodeId: 'hello-module', attempts: 1, attemptLimit: 4, operator: { action: 'retry' } });
     expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
     const packet = JSON.parse(git(repo, 'show', 'refs/heads/longbuild/integration:packet-hello-module.json'));
-    expect([packet.attempt, packet.previousFailure]).toEqual([4, { attemptId: 'hello-module.3', reason: 'worker exited 3' }]);
+    // The failure's own output comes with it (the tail of what the worker printed).
+    expect([packet.attempt, packet.previousFailure]).toEqual([4, { attemptId: 'hello-module.3', reason: 'worker exited 3', output: 'cannot do it\n' }]);
     const verified = runCli(['verify'], { cwd: repo });
     expect(verified.code, verified.stderr).toBe(0);
     // Retrying a node that is not blocked any more is refused, and nothing is appended.
@@ -172,7 +173,7 @@ describe('the work packet an agent works from (issue 14)', () => {
     expect([goodbye.milestoneTitle, goodbye.milestoneIntent]).toEqual(['Feature goodbye', 'implement goodbye']);
     expect([goodbye.description, goodbye.acceptance]).toEqual(['export goodbye(who)', ["goodbye('Ada') is 'goodbye Ada'"]]);
     expect(goodbye.attempt).toBe(2);
-    expect(goodbye.previousFailure).toEqual({ attemptId: 'goodbye-module.1', reason: 'worker exited 7' });
+    expect(goodbye.previousFailure).toEqual({ attemptId: 'goodbye-module.1', reason: 'worker exited 7', output: 'no\n' });
     // Its dependency: the accepted commit hello-module was integrated with.
     const helloCommit = runCli(['log', '--type', 'IntegrationPromoted', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l).data.receipt)
       .flatMap((r) => r.candidates).find((c: { nodeId: string }) => c.nodeId === 'hello-module').commit;

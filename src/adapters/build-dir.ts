@@ -33,6 +33,8 @@ export interface BuildPaths {
   readonly tree: string;
   /** Signed checkpoints of the log (R-35), one file per tree size. */
   readonly checkpoints: string;
+  /** Planner answers as received, by call, kept until recorded: a crash in between re-asks no model. */
+  readonly answers: string;
 }
 
 /** Resolve the build paths from `--repo` (default cwd) and `--dir` (default `<repo>/.longbuild`). */
@@ -58,6 +60,7 @@ export function buildPaths(optsOrDir: string | { repo?: string; dir?: string; cw
     index: join(dir, 'index'),
     tree: join(dir, 'tree.db'),
     checkpoints: join(dir, 'checkpoints'),
+    answers: join(dir, 'answers'),
   };
 }
 

@@ -29,6 +29,7 @@ import { ScriptedWorker } from './blueprint/scripted-worker.js';
 import { loadConfig, parseConfig, type LongbuildConfig } from './config/config.js';
 import { CommandPlanner } from './command/command-planner.js';
 import { CommandWorker } from './command/command-worker.js';
+import { agentSecretNames, assertCallable, defaultRoute, styleFor } from './command/invocation.js';
 import { commandEnv } from './command/command-env.js';
 import type { KeyObject } from 'node:crypto';
 import type { StepResult } from './controller/controller.js';
@@ -114,7 +115,7 @@ function configSettings(c: LongbuildConfig): BuildSettings {
     maxBatch: c.maxBatch,
     maxAttempts: c.maxAttempts,
     compaction: c.compaction,
-    plannerRoute: c.planner.route ?? `command:${c.planner.command[0]}`,
+    plannerRoute: c.planner.route ?? defaultRoute(c.planner),
     plannerAsks: c.planner.asks,
   };
 }
@@ -262,7 +263,8 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     const initData = first.data as { buildId: string; driver: { sourceSha256: string }; sandbox?: SandboxSettings; verify: string[][]; integrationRef: string; signing?: { vkey: string } };
     const driver = readDriver(paths, initData.driver.sourceSha256);
     const allow = driver.kind === 'command' ? [...driver.config.env.allow, ...driver.config.env.secret] : [];
-    const secrets = driver.kind === 'command' ? driver.config.env.secret.map((n) => env[n]).filter((v): v is string => v !== undefined && v !== '') : [];
+    const secretNames = driver.kind === 'command' ? [...driver.config.env.secret, ...agentSecretNames([driver.config.planner.agent, driver.config.worker.agent])] : [];
+    const secrets = secretNames.map((n) => env[n]).filter((v): v is string => v !== undefined && v !== '');
     await ensureIntegratorRepo(paths.integrator, paths.repo, initData.integrationRef);
     const sandbox = sandboxPolicies(paths, initData.sandbox, env);
     const redact = redactor(secrets);
@@ -296,6 +298,8 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     /** Before the first append the log is checked (R-36); a due checkpoint is signed after (R-35). */
     const checked = async (work: () => Promise<StepResult>): Promise<StepResult> => {
       if (notary === null) {
+        // An agent without credentials is refused before anything is recorded (reading commands need none).
+        if (driver.kind === 'command') for (const [role, c] of [['planner', driver.config.planner], ['worker', driver.config.worker]] as const) assertCallable(role, c, env);
         const opened = openNotary(paths, log, initData, env);
         try {
           opened.useKey(loadBuildKey(opts, env, initData));
@@ -386,15 +390,18 @@ function plannerFor(driver: DriverFile, paths: BuildPaths, env: NodeJS.ProcessEn
   if (driver.kind === 'blueprint') return new ScriptedPlanner(driver.blueprint);
   const c = driver.config;
   return new CommandPlanner({
-    argv: c.planner.command, route: c.planner.route ?? `command:${c.planner.command[0]}`, timeoutMs: c.planner.timeoutSeconds * 1000,
-    repo: paths.integrator, env, allowEnv: [...c.env.allow, ...c.env.secret], run,
+    style: styleFor('planner', c.planner, env, [...c.env.allow, ...c.env.secret]),
+    route: c.planner.route ?? defaultRoute(c.planner), timeoutMs: c.planner.timeoutSeconds * 1000, repo: paths.integrator, answers: paths.answers, run,
   });
 }
 
 function workerFor(driver: DriverFile, env: NodeJS.ProcessEnv, run: Runner): Worker {
   if (driver.kind === 'blueprint') return new ScriptedWorker(driver.blueprint, env.LONGBUILD_EFFECTS_LEDGER ? { ledgerPath: env.LONGBUILD_EFFECTS_LEDGER } : {});
   const c = driver.config;
-  return new CommandWorker({ argv: c.worker.command, timeoutMs: c.worker.timeoutSeconds * 1000, env, allowEnv: [...c.env.allow, ...c.env.secret], run });
+  return new CommandWorker({
+    style: styleFor('worker', c.worker, env, [...c.env.allow, ...c.env.secret]), timeoutMs: c.worker.timeoutSeconds * 1000, run,
+    rework: c.worker.rework ?? c.worker.agent !== undefined,
+  });
 }
 
 function relativeBuildDir(paths: BuildPaths): string {

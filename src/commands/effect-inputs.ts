@@ -1,5 +1,6 @@
 import type { PlannerInput, WorkPacket } from './ports.js';
 import type { AttemptRecord, BuildState } from '../projections/build-state.js';
+import type { NodeFailure } from '../projections/build-records.js';
 import { graphSha256 } from '../projections/graph.js';
 import { earlierRefusals } from './next-action.js';
 
@@ -45,7 +46,18 @@ export function workPacketOf(s: BuildState, a: AttemptRecord): WorkPacket {
     ...(node.description !== undefined ? { description: node.description } : {}),
     ...(node.acceptance !== undefined ? { acceptance: node.acceptance } : {}),
     dependencies,
-    ...(a.attempt > 1 && node.lastFailure ? { previousFailure: node.lastFailure } : {}),
+    ...(a.attempt > 1 && node.lastFailure ? { previousFailure: previousFailureOf(node.lastFailure) } : {}),
     baseHead: a.baseHead, branch: a.branch, commitDate: a.commitDate,
   };
+}
+
+/** What a retry's packet says of the last failure (the output tail and rework are added where the effect runs). */
+function previousFailureOf(f: NodeFailure): NonNullable<WorkPacket['previousFailure']> {
+  return { ...(f.attemptId !== undefined ? { attemptId: f.attemptId } : {}), ...(f.jobId !== undefined ? { jobId: f.jobId } : {}), reason: f.reason };
+}
+
+/** The previous candidate a retry of this attempt reworks (its attempt branch), or null. */
+export function reworkOf(s: BuildState, a: AttemptRecord): { readonly attemptId: string; readonly commit: string } | null {
+  const f = s.nodes[a.nodeId]?.lastFailure;
+  return a.attempt > 1 && f?.candidate !== undefined ? f.candidate : null;
 }

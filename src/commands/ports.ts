@@ -70,8 +70,16 @@ export interface WorkPacket {
     readonly id: string; readonly kind: NodeKind; readonly title?: string; readonly commit: string | null; readonly decision?: string;
     readonly summary?: { readonly milestoneId: string; readonly acceptedCommits: readonly { nodeId: string; commit: string }[]; readonly decisions: readonly { nodeId: string; decision: string }[] };
   }[];
-  /** On attempt 2 and later: why the last attempt or integration of this node failed. */
-  readonly previousFailure?: { readonly attemptId?: string; readonly jobId?: string; readonly reason: string };
+  /**
+   * On attempt 2 and later: why the last attempt or integration of this node failed, the tail of
+   * the output that shows it (the worker's, or the failing verification command's), and whether
+   * the working directory starts from that attempt's candidate (`reworks`: rework it, do not
+   * start over) or from the base head (its changes no longer apply, or it made none).
+   */
+  readonly previousFailure?: {
+    readonly attemptId?: string; readonly jobId?: string; readonly reason: string;
+    readonly output?: string; readonly reworks?: string;
+  };
   readonly baseHead: string;
   readonly branch: string;
   /** Fixed author/committer date for reproducible commits (ISO 8601). */
@@ -88,6 +96,12 @@ export interface WorkerResult {
 }
 
 export interface Worker {
+  /**
+   * A retry of a candidate that failed integration starts from that candidate's changes (rework)
+   * instead of the bare base head. On for agent presets (config `worker.rework`); a worker that
+   * writes its files from scratch each time would only inherit stale ones.
+   */
+  readonly reworks?: boolean;
   /** Implement the packet inside `worktree` (the attempt's own checkout). */
   implement(packet: WorkPacket, worktree: string): Promise<WorkerResult>;
 }

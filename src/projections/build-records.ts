@@ -14,7 +14,7 @@ export interface NodeRecord {
   readonly description?: string;
   readonly acceptance?: readonly string[];
   /** Why the node's last attempt or integration failed (shown to the worker on the next attempt). */
-  readonly lastFailure?: { readonly attemptId?: string; readonly jobId?: string; readonly reason: string };
+  readonly lastFailure?: NodeFailure;
   readonly contract?: string;
   readonly foundation?: string;
   readonly decision?: string;
@@ -28,6 +28,17 @@ export interface NodeRecord {
   readonly jobIds?: readonly string[];
   /** Set on the read-only node that stands for compacted work (R-21); its record is in `summaries`. */
   readonly summary?: true;
+}
+
+/** A node's last failure: its reason, the output that shows it, and the candidate a retry reworks. */
+export interface NodeFailure {
+  readonly attemptId?: string;
+  readonly jobId?: string;
+  readonly reason: string;
+  /** Evidence files of the failure (the worker's stdout/stderr, or the failing verification command's). */
+  readonly evidence?: readonly string[];
+  /** The candidate that failed integration: the next attempt starts from its changes (rework). */
+  readonly candidate?: { readonly attemptId: string; readonly commit: string };
 }
 
 export interface HorizonRecord {

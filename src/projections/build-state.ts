@@ -243,7 +243,9 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       }
       const node = draft.nodes[d.nodeId];
       if (node && d.decision !== undefined) node.decision = d.decision;
-      if (node && d.outcome === 'failed') node.lastFailure = { attemptId: d.attemptId, reason: d.reason ?? 'the attempt failed' };
+      if (node && d.outcome === 'failed') {
+        node.lastFailure = { attemptId: d.attemptId, reason: d.reason ?? 'the attempt failed', ...(d.stdoutSha256 !== undefined && d.stderrSha256 !== undefined ? { evidence: [d.stdoutSha256, d.stderrSha256] } : {}) };
+      }
       if (d.outcome === 'committed') setNodeState(draft, d.nodeId, 'validating');
       else if (d.outcome === 'recorded') setNodeState(draft, d.nodeId, 'accepted');
       else setNodeState(draft, d.nodeId, failedNodeState(draft, d.nodeId));
@@ -305,9 +307,18 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       const job = shardDraft(draft.jobs, d.jobId);
       closeJob(draft, d.jobId);
       if (job) job.status = 'failed';
+      // The failing command's output (the last one run) and each node's candidate, for the rework.
+      const failing = job?.verification?.evidence.at(-1);
       for (const id of d.nodeIds) {
         const node = draft.nodes[id];
-        if (node) node.lastFailure = { jobId: d.jobId, reason: d.reason };
+        const candidate = job?.candidates.find((c) => c.nodeId === id);
+        if (node) {
+          node.lastFailure = {
+            jobId: d.jobId, reason: d.reason,
+            ...(failing ? { evidence: [failing.stdoutSha256, failing.stderrSha256] } : {}),
+            ...(candidate ? { candidate: { attemptId: candidate.attemptId, commit: candidate.commit } } : {}),
+          };
+        }
         setNodeState(draft, id, failedNodeState(draft, id));
       }
       return;

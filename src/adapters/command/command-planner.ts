@@ -1,29 +1,35 @@
-import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { sha256Hex } from '../../events/hash.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EffectError } from '../../events/errors.js';
 import type { Planner, PlannerInput } from '../../commands/ports.js';
 import { runProcess, type ProcessResult } from '../process/run-process.js';
 import type { SandboxedRun } from '../sandbox/sandbox.js';
-import { commandEnv } from './command-env.js';
+import { jsonInMessage } from '../agents/presets.js';
+import type { CallStyle } from './invocation.js';
 
 export interface CommandPlannerOptions {
-  readonly argv: readonly string[];
+  /** A configured command or an agent preset (invocation.ts). */
+  readonly style: CallStyle;
   readonly route: string;
   readonly timeoutMs: number;
   readonly repo: string;
-  readonly env: NodeJS.ProcessEnv;
-  readonly allowEnv: readonly string[];
+  /**
+   * Where answers are kept as received (`<build dir>/answers`): a call made again after a crash
+   * between the answer and its record (R-18) is answered from here, so no model is asked twice.
+   */
+  readonly answers?: string;
   /** Runs the command in the sandbox (R-30), the export bound read-only. */
   readonly run: (o: SandboxedRun) => Promise<ProcessResult>;
 }
 
 /**
- * A planner that is any command (an agent CLI, a script). It gets the planner input as JSON on
- * stdin, runs in the sandbox (R-30) in a read-only export of the integration head (bound
+ * A planner that is any command (a script; stdin gets the planner input as JSON) or a coding
+ * agent through its preset (its prompt holds the input). It runs in the sandbox (R-30) in a read-only export of the integration head (bound
  * read-only: no write reaches it, whoever the process runs as; never a writable checkout, R-29),
- * with its idempotency key in LONGBUILD_IDEMPOTENCY_KEY, and must print one proposal JSON on
- * stdout. The host validates the proposal like any other (R-14, R-28).
+ * with its idempotency key in LONGBUILD_IDEMPOTENCY_KEY, and must answer with one proposal JSON
+ * (a command on stdout, an agent as its final message). The host validates the proposal like any other (R-14, R-28).
  */
 export class CommandPlanner implements Planner {
   readonly route: string;
@@ -32,35 +38,73 @@ export class CommandPlanner implements Planner {
   }
 
   async propose(input: PlannerInput): Promise<unknown> {
+    const kept = this.o.answers === undefined ? null : readAnswer(this.o.answers, input.callId);
+    if (kept !== null) return kept;
+    const answer = await this.ask(input);
+    if (this.o.answers !== undefined) keepAnswer(this.o.answers, input.callId, answer);
+    return answer;
+  }
+
+  private async ask(input: PlannerInput): Promise<unknown> {
     const dir = mkdtempSync(join(tmpdir(), 'longbuild-planner-'));
     try {
       await exportTree(this.o.repo, input.integrationHead, dir);
       makeReadOnly(dir);
-      const result = await this.o.run({
-        argv: this.o.argv,
-        cwd: dir,
-        ro: [dir],
-        env: commandEnv(this.o.env, this.o.allowEnv, { LONGBUILD_IDEMPOTENCY_KEY: input.callId, LONGBUILD_CALL_PURPOSE: input.purpose }),
-        input: JSON.stringify(input),
-        timeoutMs: this.o.timeoutMs,
+      const call = this.o.style.plan({
+        role: 'planner', callId: input.callId, payload: input, cwd: dir,
+        env: { LONGBUILD_IDEMPOTENCY_KEY: input.callId, LONGBUILD_CALL_PURPOSE: input.purpose },
       });
-      if (result.spawnError !== undefined) throw new EffectError(`planner command could not start: ${result.spawnError}`);
-      if (result.timedOut) throw new EffectError(`planner command timed out after ${this.o.timeoutMs} ms`);
-      if (result.exitCode !== 0) {
-        throw new EffectError(`planner command exited ${result.exitCode ?? result.signal}: ${firstLine(result.stderr.toString('utf8')) || '(no stderr)'}`);
-      }
-      const text = result.stdout.toString('utf8').trim();
       try {
-        return JSON.parse(text) as unknown;
-      } catch {
+        const label = this.o.style.label;
+        const result = await this.o.run({
+          argv: call.argv, cwd: dir, ro: [dir], rw: call.rw, env: call.env,
+          ...(call.input !== undefined ? { input: call.input } : {}), timeoutMs: this.o.timeoutMs,
+        });
+        if (result.spawnError !== undefined) throw new EffectError(`${label} could not start: ${result.spawnError}`);
+        if (result.timedOut) throw new EffectError(`${label} timed out after ${this.o.timeoutMs} ms`);
+        const stdout = result.stdout.toString('utf8');
+        if (result.exitCode !== 0) {
+          const said = firstLine(result.stderr.toString('utf8')) || firstLine(call.answer(stdout));
+          throw new EffectError(`${label} exited ${result.exitCode ?? result.signal}: ${said || '(no output)'}`);
+        }
+        const message = call.answer(stdout);
         // Not JSON at all: hand the host a value it will refuse (recorded as a rejected proposal, R-28).
-        return { invalid: 'planner stdout is not JSON', stdout: text.slice(0, 2000) };
+        return jsonInMessage(message) ?? { invalid: `${label}'s answer is not JSON`, stdout: message.trim().slice(0, 2000) };
+      } finally {
+        call.dispose();
       }
     } finally {
       makeWritable(dir);
       rmSync(dir, { recursive: true, force: true });
     }
   }
+}
+
+const answerPath = (dir: string, callId: string) => join(dir, `${sha256Hex(Buffer.from(callId))}.json`);
+
+/** The answer kept for a call, or null (none, or a file a crash left unreadable: the call is made). */
+function readAnswer(dir: string, callId: string): unknown {
+  try {
+    const kept = JSON.parse(readFileSync(answerPath(dir, callId), 'utf8')) as { callId?: unknown; answer?: unknown };
+    return kept.callId === callId && kept.answer !== undefined ? kept.answer : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Keep an answer durably (temp file, fsync, rename) before the controller records it. */
+function keepAnswer(dir: string, callId: string, answer: unknown): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const path = answerPath(dir, callId);
+  const tmp = `${path}.${process.pid}.tmp`;
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    writeSync(fd, JSON.stringify({ callId, answer }));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
 }
 
 /** Export a commit's tree into `dir` without touching the repository's index or worktrees. */

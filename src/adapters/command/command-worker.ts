@@ -4,26 +4,31 @@ import { join } from 'node:path';
 import type { WorkPacket, Worker, WorkerResult } from '../../commands/ports.js';
 import type { ProcessResult } from '../process/run-process.js';
 import type { SandboxedRun } from '../sandbox/sandbox.js';
-import { commandEnv } from './command-env.js';
+import type { CallStyle } from './invocation.js';
 
 export interface CommandWorkerOptions {
-  readonly argv: readonly string[];
+  /** A configured command or an agent preset (invocation.ts). */
+  readonly style: CallStyle;
   readonly timeoutMs: number;
-  readonly env: NodeJS.ProcessEnv;
-  readonly allowEnv: readonly string[];
+  /** Retries start from the failed candidate's changes (Worker.reworks). */
+  readonly rework?: boolean;
   /** Runs the command in the sandbox (R-30) with the given read-write directories. */
   readonly run: (o: SandboxedRun) => Promise<ProcessResult>;
 }
 
 /**
- * A worker that is any command (a coding agent's CLI, a script). It runs in the sandbox (R-30),
- * in the attempt's own clone (its only writable place), with the work packet as JSON on stdin
- * and its idempotency key in the environment. Exit 0: the host commits whatever the clone's
+ * A worker that is any command (a script; the work packet as JSON on stdin) or a coding agent
+ * through its preset (the packet in its prompt). It runs in the sandbox (R-30), in the attempt's
+ * own clone (its only writable place besides an agent's private home), with its idempotency key
+ * in the environment. Exit 0: the host commits whatever the clone's
  * files now hold. Non-zero or a timeout: the attempt fails, and its output is kept as evidence.
  * When the call ends every process it started ends with it.
  */
 export class CommandWorker implements Worker {
-  constructor(private readonly o: CommandWorkerOptions) {}
+  readonly reworks: boolean;
+  constructor(private readonly o: CommandWorkerOptions) {
+    this.reworks = o.rework ?? false;
+  }
 
   async implement(packet: WorkPacket, worktree: string): Promise<WorkerResult> {
     // A read-only node gets no worktree: it runs in an empty scratch directory it cannot commit from.
@@ -36,29 +41,36 @@ export class CommandWorker implements Worker {
   }
 
   private async run(packet: WorkPacket, cwd: string): Promise<WorkerResult> {
-    const result = await this.o.run({
-      argv: this.o.argv,
-      cwd,
-      rw: [cwd],
-      env: commandEnv(this.o.env, this.o.allowEnv, {
+    const call = this.o.style.plan({
+      role: 'worker', callId: packet.idempotencyKey, payload: packet, cwd,
+      env: {
         LONGBUILD_IDEMPOTENCY_KEY: packet.idempotencyKey,
         LONGBUILD_NODE_ID: packet.nodeId,
         LONGBUILD_ATTEMPT_ID: packet.attemptId,
         GIT_AUTHOR_DATE: packet.commitDate,
         GIT_COMMITTER_DATE: packet.commitDate,
-      }),
-      input: JSON.stringify(packet),
-      timeoutMs: this.o.timeoutMs,
+      },
     });
+    let result: ProcessResult;
+    let answer: string;
+    try {
+      result = await this.o.run({ argv: call.argv, cwd, rw: [cwd, ...call.rw], env: call.env, ...(call.input !== undefined ? { input: call.input } : {}), timeoutMs: this.o.timeoutMs });
+      answer = call.answer(result.stdout.toString('utf8'));
+    } finally {
+      call.dispose();
+    }
+    const agent = this.o.style.agent;
     const stdout = result.stdout.toString('utf8');
     const stderr = result.stderr.toString('utf8');
-    if (result.spawnError !== undefined) return { outcome: 'failed', reason: `worker command could not start: ${result.spawnError}`, stdout, stderr };
-    if (result.timedOut) return { outcome: 'failed', reason: `worker timed out after ${this.o.timeoutMs} ms`, stdout, stderr };
+    const label = agent ? this.o.style.label : 'worker';
+    if (result.spawnError !== undefined) return { outcome: 'failed', reason: `${agent ? label : 'worker command'} could not start: ${result.spawnError}`, stdout, stderr };
+    if (result.timedOut) return { outcome: 'failed', reason: `${label} timed out after ${this.o.timeoutMs} ms`, stdout, stderr };
     if (result.exitCode !== 0) {
-      return { outcome: 'failed', reason: `worker exited ${result.exitCode ?? result.signal}`, stdout, stderr };
+      const said = agent ? answer.trim().split('\n')[0]?.slice(0, 300) : undefined;
+      return { outcome: 'failed', reason: `${label} exited ${result.exitCode ?? result.signal}${said ? `: ${said}` : ''}`, stdout, stderr };
     }
     if (packet.kind === 'read-only') {
-      const decision = stdout.trim();
+      const decision = answer.trim();
       return { outcome: 'recorded', ...(decision ? { decision: decision.slice(0, 4000) } : {}), stdout, stderr };
     }
     return { outcome: 'committed', stdout, stderr };

@@ -4,8 +4,20 @@ import { z } from 'zod';
 import { ValidationError } from '../../events/errors.js';
 import { formatZodError } from '../../events/catalogue.js';
 import { DEFAULT_MAX_FILE_BYTES, SandboxSettingSchema } from '../sandbox/settings.js';
+import { AGENT_NAMES } from '../agents/presets.js';
 
 const Argv = z.array(z.string().min(1).refine((s) => !s.includes('\u0000'), 'NUL byte in argument')).min(1, 'a command needs at least an executable');
+
+/** How a planner or worker is called: a command, or a coding agent through its preset (agents/presets.ts). */
+const agentFields = {
+  agent: z.enum(AGENT_NAMES).optional().describe('a coding-agent CLI preset instead of `command`: claude (Claude Code), codex (Codex CLI) or opencode'),
+  model: z.string().min(1).optional().describe('the model the agent uses (its own default when absent)'),
+  executable: z.string().min(1).optional().describe("the agent's executable (default: its name on PATH)"),
+  baseUrl: z.string().url().optional().describe("the model provider's endpoint, when not the vendor's default (a gateway, a proxy)"),
+  prompt: z.string().min(1).optional().describe("a prompt template file replacing the shipped one (prompts/ROLE.md in the package)"),
+};
+const oneWay = <T extends { command?: unknown; agent?: unknown }>(v: T) => (v.command === undefined) !== (v.agent === undefined);
+const ONE_WAY = { message: 'give exactly one of `command` (argv) and `agent` (claude, codex or opencode)' };
 
 /**
  * `longbuild.config.json`: how a build driven by real commands runs. Trusted configuration
@@ -14,15 +26,18 @@ const Argv = z.array(z.string().min(1).refine((s) => !s.includes('\u0000'), 'NUL
 export const ConfigSchema = z.strictObject({
   $schema: z.string().optional(),
   planner: z.strictObject({
-    command: Argv.describe('argv of the planner; gets the planner input as JSON on stdin, prints a proposal JSON on stdout'),
+    command: Argv.optional().describe('argv of the planner; gets the planner input as JSON on stdin, prints a proposal JSON on stdout'),
+    ...agentFields,
     timeoutSeconds: z.number().int().positive().max(86_400).default(600),
     route: z.string().min(1).optional().describe('pinned in every sealed horizon (R-14), e.g. "claude-opus/high"'),
     asks: z.number().int().min(1).max(10).default(3).describe('times a planning round asks: a refused proposal goes back to the planner with the reasons (input `feedback`) until this many were refused, then the build blocks'),
-  }),
+  }).refine(oneWay, ONE_WAY),
   worker: z.strictObject({
-    command: Argv.describe('argv of the worker; runs in the attempt worktree with the work packet as JSON on stdin'),
+    command: Argv.optional().describe('argv of the worker; runs in the attempt worktree with the work packet as JSON on stdin'),
+    ...agentFields,
+    rework: z.boolean().optional().describe("a retry of a candidate that failed verification starts from that candidate's changes, with the failure's output in the packet (default: on for an agent, off for a command)"),
     timeoutSeconds: z.number().int().positive().max(86_400).default(3600),
-  }),
+  }).refine(oneWay, ONE_WAY),
   verify: z.array(Argv).default([]).describe('trusted verification commands, each an argv array (no shell)'),
   verifyTimeoutSeconds: z.number().int().positive().max(86_400).default(600).describe('timeout of each verification command (its whole process tree is killed and the job fails), seconds'),
   env: z.strictObject({
@@ -65,11 +80,18 @@ export function loadConfig(path: string): LongbuildConfig {
   }
   const config = parseConfig(raw, path);
   const base = dirname(resolve(path));
-  const fix = (argv: string[]) => argv.map((a) => (a.startsWith('./') || a.startsWith('../') ? resolve(base, a) : a));
+  const fixOne = (a: string) => (a.startsWith('./') || a.startsWith('../') ? resolve(base, a) : a);
+  const fix = (argv: string[]) => argv.map(fixOne);
+  const fixCall = <T extends { command?: string[]; executable?: string; prompt?: string }>(c: T): T => ({
+    ...c,
+    ...(c.command !== undefined ? { command: fix(c.command) } : {}),
+    ...(c.executable !== undefined ? { executable: fixOne(c.executable) } : {}),
+    ...(c.prompt !== undefined ? { prompt: resolve(base, c.prompt) } : {}),
+  });
   return {
     ...config,
-    planner: { ...config.planner, command: fix(config.planner.command) },
-    worker: { ...config.worker, command: fix(config.worker.command) },
+    planner: fixCall(config.planner),
+    worker: fixCall(config.worker),
     verify: config.verify.map(fix),
   };
 }

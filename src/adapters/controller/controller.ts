@@ -13,7 +13,8 @@ import { acceptedVersions, deriveCheckpoint } from '../../commands/checkpoint.js
 import { compactMilestone } from '../../commands/compaction.js';
 import { decideRefRepairs, type RefRepair } from '../../commands/refs.js';
 import type { Planner, Worker } from '../../commands/ports.js';
-import { plannerInputOf, workPacketOf } from '../../commands/effect-inputs.js';
+import { plannerInputOf, reworkOf, workPacketOf } from '../../commands/effect-inputs.js';
+import { withFailureEvidence } from './failure-evidence.js';
 import type { Clock } from '../clock.js';
 import type { FaultInjector } from '../faults.js';
 import type { EvidenceStore, GitPort } from './ports.js';
@@ -317,8 +318,13 @@ export class Controller {
 
   private async runWorker(a: AttemptRecord): Promise<void> {
     const node = this.state.nodes[a.nodeId]!;
-    const packet = workPacketOf(this.state, a);
-    const worktree = node.kind === 'writable' ? await this.deps.git.prepareAttemptWorktree(a.attemptId, a.branch, a.baseHead) : '';
+    // A retry reworks the candidate that failed integration, in a clone that starts from its changes.
+    const rework = this.deps.worker.reworks === true ? reworkOf(this.state, a) : null;
+    const prepared = node.kind === 'writable'
+      ? await this.deps.git.prepareAttemptWorktree(a.attemptId, a.branch, a.baseHead, rework ? `refs/heads/longbuild/attempts/${rework.attemptId}` : undefined)
+      : { worktree: '', reworked: false };
+    const worktree = prepared.worktree;
+    const packet = withFailureEvidence(workPacketOf(this.state, a), node.lastFailure?.evidence, this.deps.evidence, prepared.reworked ? rework?.commit : undefined);
     const out = await this.effect('worker', () => this.deps.worker.implement(packet, worktree));
     const stdoutSha256 = this.deps.evidence.put(Buffer.from(out.stdout));
     const stderrSha256 = this.deps.evidence.put(Buffer.from(out.stderr));

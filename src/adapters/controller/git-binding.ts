@@ -33,9 +33,9 @@ export interface GitBindingOptions {
 export function gitBinding(o: GitBindingOptions): GitPort {
   const I = o.integratorRepo;
   return {
-    async prepareAttemptWorktree(attemptId, branch, baseHead) {
-      const prepared = await prepareAttemptWorktree(I, o.worktreesDir, attemptId, branch, baseHead);
-      return prepared.worktree;
+    async prepareAttemptWorktree(attemptId, branch, baseHead, reworkFrom) {
+      const prepared = await prepareAttemptWorktree(I, o.worktreesDir, attemptId, branch, baseHead, reworkFrom);
+      return { worktree: prepared.worktree, reworked: prepared.reworked };
     },
     findAttemptCommit: (branch, baseHead) => findAttemptCommit(I, branch, baseHead),
     commitAttempt: (branch, baseHead, worktree, message, date) =>

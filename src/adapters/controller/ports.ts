@@ -25,8 +25,13 @@ export interface VerificationRun {
 }
 
 export interface GitPort {
-  /** Create (or repair after a crash) the attempt's own worktree on its branch at baseHead. */
-  prepareAttemptWorktree(attemptId: string, branch: string, baseHead: string): Promise<string>;
+  /**
+   * Create (or repair after a crash) the attempt's own worktree on its branch at baseHead. With
+   * `reworkFrom` (a previous candidate's attempt branch) the worktree starts with that
+   * candidate's changes applied on baseHead; `reworked` false: they no longer apply (or the
+   * branch is gone), and it starts clean.
+   */
+  prepareAttemptWorktree(attemptId: string, branch: string, baseHead: string, reworkFrom?: string): Promise<{ worktree: string; reworked: boolean }>;
   /** The attempt's commit on its branch, if one exists on top of baseHead (adoption, R-18). */
   findAttemptCommit(branch: string, baseHead: string): Promise<AttemptCommit | null>;
   /** The host commits what the worker left in its clone onto the attempt branch (R-24, R-31). */
@@ -52,4 +57,6 @@ export interface GitPort {
 export interface EvidenceStore {
   /** Store bytes; returns their SHA-256. */
   put(bytes: Uint8Array): string;
+  /** The bytes stored under a SHA-256, or null when missing or corrupt. */
+  get?(sha256: string): Uint8Array | null;
 }

@@ -98,6 +98,8 @@ export interface PreparedAttempt {
   /** Set when the branch already holds the attempt's single commit on top of baseHead (R-18):
    *  adopt it instead of invoking the worker; the clone was left untouched. */
   readonly adoptable: CommitAndTree | null;
+  /** The clone starts with a previous candidate's changes applied (rework), see prepareAttemptWorktree. */
+  readonly reworked: boolean;
 }
 
 /**
@@ -116,6 +118,7 @@ export async function prepareAttemptWorktree(
   attemptId: string,
   branch: string,
   baseHead: string,
+  reworkFrom?: string,
 ): Promise<PreparedAttempt> {
   assertEffectId(attemptId, 'attempt id');
   const ref = normalizeAttemptBranch(branch, attemptId);
@@ -133,7 +136,26 @@ export async function prepareAttemptWorktree(
   // The clone fetches from the integrator's repository (ours, trusted), never the reverse.
   await git(worktree, ['fetch', '-q', '--no-tags', '--update-head-ok', resolve(repo), `${baseHead}:refs/heads/main`]);
   await git(worktree, ['reset', '-q', '--hard', 'main']);
-  return { worktree, branch: ref, adoptable: found };
+  const reworked = reworkFrom !== undefined && await applyCandidate(repo, worktree, normalizeAttemptBranch(reworkFrom));
+  return { worktree, branch: ref, adoptable: found, reworked };
+}
+
+/**
+ * Apply a previous candidate's changes (its branch's one commit) to the clone's files, three-way;
+ * false, with the clone back at its base, when the branch is gone or the changes conflict.
+ */
+async function applyCandidate(repo: string, worktree: string, branch: string): Promise<boolean> {
+  try {
+    await git(worktree, ['fetch', '-q', '--no-tags', resolve(repo), `${branch}:refs/heads/rework`]);
+    await git(worktree, ['-c', 'user.name=longbuild', '-c', 'user.email=longbuild@localhost', 'cherry-pick', '--no-commit', 'rework']);
+    await git(worktree, ['reset', '-q']);
+    return true;
+  } catch {
+    await git(worktree, ['cherry-pick', '--abort']).catch(() => undefined);
+    await git(worktree, ['reset', '-q', '--hard', 'main']);
+    await git(worktree, ['clean', '-qfdx']);
+    return false;
+  }
 }
 
 /** The attempt's commit if `branch` holds exactly one commit on top of baseHead (adoption, R-18), else null. */

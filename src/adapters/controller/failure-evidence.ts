@@ -1,0 +1,24 @@
+import type { WorkPacket } from '../../commands/ports.js';
+import type { EvidenceStore } from './ports.js';
+
+/** How much of a failure's output a retry's packet carries (its end: where test runners report). */
+export const FAILURE_OUTPUT_CHARS = 6000;
+
+/**
+ * A retry's packet with the failure's evidence: the tail of the recorded output (stdout, then
+ * stderr) of the failed attempt or the failing verification command, and the candidate the
+ * worker's directory starts from when it reworks it. Read from the evidence store, whose files
+ * are checked against their SHA-256; a missing file is left out, never guessed.
+ */
+export function withFailureEvidence(packet: WorkPacket, evidence: readonly string[] | undefined, store: EvidenceStore, reworks: string | undefined): WorkPacket {
+  const failure = packet.previousFailure;
+  if (failure === undefined) return packet;
+  const texts = (evidence ?? []).map((sha) => store.get?.(sha) ?? null).filter((b): b is Uint8Array => b !== null && b.length > 0)
+    .map((b) => Buffer.from(b).toString('utf8'));
+  const all = texts.join('\n');
+  const output = all.length > FAILURE_OUTPUT_CHARS ? `[…${all.length - FAILURE_OUTPUT_CHARS} characters before]\n${all.slice(-FAILURE_OUTPUT_CHARS)}` : all;
+  return {
+    ...packet,
+    previousFailure: { ...failure, ...(output !== '' ? { output } : {}), ...(reworks !== undefined ? { reworks } : {}) },
+  };
+}
