@@ -153,6 +153,40 @@ describe('verification that fits real projects (issue 14)', () => {
   });
 });
 
+describe('a project whose tests need an install (issue 14)', () => {
+  /** A user repository whose .gitignore names node_modules/, as a real npm project's does. */
+  function projectRepo(): string {
+    const repo = tempDir();
+    git(repo, 'init', '-q', '-b', 'main');
+    writeFileSync(join(repo, '.gitignore'), 'node_modules/\n');
+    git(repo, 'add', '.gitignore');
+    git(repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'project');
+    return repo;
+  }
+  // The "install": what `npm ci` does for the tests, offline: a dependency under node_modules/.
+  const INSTALL = ['node', '-e', "const fs=require('fs');fs.mkdirSync('node_modules/greet',{recursive:true});fs.writeFileSync('node_modules/greet/index.js','module.exports=(w)=>w');console.log('installed greet')"];
+  const NEEDS = ['node', '-e', "require('greet');console.log('greet is there')"];
+
+  it.each([['allowed', 0], ['dirty', 1]] as const)('R-26 R-27 setup runs before verify in the same workspace, its output kept as evidence; ignoredFiles %s', (ignoredFiles, code) => {
+    const cfgDir = scriptsCopy();
+    const config = JSON.parse(readFileSync(join(cfgDir, 'longbuild.config.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(join(cfgDir, 'longbuild.config.json'), JSON.stringify({ ...config, setup: [INSTALL], verify: [NEEDS, ['node', '--test']], ignoredFiles, maxAttempts: 1 }));
+    const repo = projectRepo();
+    cliJson(['init', '--request', join(cfgDir, 'request.json'), '--config', join(cfgDir, 'longbuild.config.json')], { cwd: repo });
+    const r = runCli(['run'], { cwd: repo });
+    expect(r.code, r.stderr).toBe(code);
+    const job = cliJson(['evidence', 'job-1'], { cwd: repo });
+    expect(job.streams[0]).toMatchObject({ name: expect.stringContaining('node -e'), text: 'installed greet\n' });
+    if (ignoredFiles === 'allowed') {
+      expect(job.outcome).toBe('passed');
+      expect(job.streams[2].text).toBe('greet is there\n');
+      expect(runCli(['verify'], { cwd: repo }).code).toBe(0);
+    } else {
+      expect(r.stderr).toMatch(/workspace not clean after verification: !! node_modules\//);
+    }
+  });
+});
+
 describe('the work packet an agent works from (issue 14)', () => {
   it.each([true, false])('R-24 a worker gets the request, its milestone, the node description and acceptance, what its dependencies produced, and on a retry why the last attempt failed (compaction %s)', (compaction) => {
     const cfgDir = scriptsCopy();

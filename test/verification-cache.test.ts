@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { integrateCandidates } from '../src/adapters/git/git.js';
@@ -315,5 +315,65 @@ describe('verification cache in a build (R-18, R-24, R-27)', () => {
     expect(cliJson(['cache', 'verify'], { cwd: repo })).toMatchObject({ ok: true, checked: 2 });
     expect(cliJson(['cache', 'gc', '--max-age-days', '0'], { cwd: repo })).toMatchObject({ removedKeys: 2, kept: 0 });
     expect(cliJson(['cache', 'stats'], { cwd: repo }).stats).toMatchObject({ keys: 0, entries: 0 });
+  });
+});
+
+describe('a verification sequence is cached and replayed as one unit (issue 14)', () => {
+  // A setup command that makes what the next one needs, git-ignored like node_modules/.
+  const INSTALL = ['node', '-e', "const fs=require('fs');fs.mkdirSync('dep',{recursive:true});fs.writeFileSync('dep/index.js','module.exports=42')"];
+  const USE = ['node', '-e', "if(require('./dep/index.js')!==42)process.exit(1);process.stdout.write('used '+Math.random())"];
+  /** A fresh workspace of a tree whose .gitignore names dep/ (as a project's names node_modules/). */
+  async function ignoredWorkspace(f: Fixture, name: string) {
+    const { repo, head, wt, ws } = ignoring ??= await (async () => {
+      const r = await newRepo();
+      const c = await attemptCommit(r.repo, r.wt, 'ig.1', r.head, { '.gitignore': 'dep/\n', 'file.txt': 'x\n' });
+      return { repo: r.repo, head: c.commit, wt: r.wt, ws: r.ws };
+    })();
+    void f; void wt;
+    const r = await integrateCandidates(repo, ws, name, head, [head], DATE);
+    if (r.kind !== 'applied') throw new Error('fixture did not apply');
+    return { workspace: r.workspace, gitDir: r.gitDir, tree: r.tree };
+  }
+  let ignoring: { repo: string; head: string; wt: string; ws: string } | undefined;
+  const run = (f: Fixture, ws: { workspace: string; gitDir: string; tree: string }, commands: string[][], ignoredFiles?: 'allowed' | 'dirty') => verifyWithCache({
+    workspace: ws.workspace, gitDir: ws.gitDir, tree: ws.tree, commands, env: ENV, timeoutMs: 20_000, cache: new VerificationCache(f.cacheDir), run: directRunner,
+    ...(ignoredFiles ? { ignoredFiles } : {}),
+  });
+
+  it('R-27 ignored files an install leaves are allowed between commands and after (ignoredFiles allowed), dirty when asked', async () => {
+    const f = await fixture();
+    expect(await run(f, await ignoredWorkspace(f, 'i1'), [INSTALL, USE], 'allowed')).toMatchObject({ passed: true });
+    const strict = await run(f, await ignoredWorkspace(f, 'i2'), [INSTALL, USE], 'dirty');
+    expect(strict).toMatchObject({ passed: false, reason: expect.stringMatching(/not clean after verification: !! dep\//) });
+    expect(strict.commands).toHaveLength(1);
+    expect(strict.commands[0]!.cacheHit).toBe(false); // a pass with ignored files allowed is no pass under the strict policy
+  });
+
+  it('R-27 when one command of the sequence misses, every command runs (a replayed install would leave the next one without its dependency); all hit: all replayed', async () => {
+    const f = await fixture();
+    const first = await run(f, await ignoredWorkspace(f, 's1'), [INSTALL, USE], 'allowed');
+    expect(first.passed).toBe(true);
+    expect(entryFiles(f)).toHaveLength(2);
+    // The second command's entry is lost (evicted, gc'd): the install must not be replayed alone.
+    const cache = new VerificationCache(f.cacheDir);
+    const useKey = cache.keyOf({ tree: (await ignoredWorkspace(f, 'k')).tree, argv: USE, envSha256: trustedEnvSha256(ENV), argvFiles: {}, sequence: { argvs: [INSTALL, USE], index: 1 }, ignoredFiles: 'allowed' }).key;
+    expect(existsSync(join(f.cacheDir, 'keys', useKey))).toBe(true);
+    rmSync(join(f.cacheDir, 'keys', useKey));
+    const second = await run(f, await ignoredWorkspace(f, 's2'), [INSTALL, USE], 'allowed');
+    expect(second.passed, second.reason).toBe(true);
+    expect(second.commands.map((c) => c.cacheHit)).toEqual([false, false]);
+    const third = await run(f, await ignoredWorkspace(f, 's3'), [INSTALL, USE], 'allowed');
+    expect(third.commands.map((c) => c.cacheHit)).toEqual([true, true]);
+    expect(third.commands[1]!.stdout.toString()).toBe(second.commands[1]!.stdout.toString());
+    // The same command alone, or in another sequence, is a different entry: a miss.
+    const alone = await run(f, await ignoredWorkspace(f, 's4'), [INSTALL], 'allowed');
+    expect(alone.commands[0]!.cacheHit).toBe(false);
+  });
+
+  it('R-27 a sequence that fails is stored not even in part', async () => {
+    const f = await fixture();
+    const failed = await run(f, await ignoredWorkspace(f, 'f1'), [INSTALL, ['node', '-e', 'process.exit(4)']], 'allowed');
+    expect(failed).toMatchObject({ passed: false, reason: expect.stringMatching(/exited with 4/) });
+    expect(entryFiles(f)).toHaveLength(0);
   });
 });

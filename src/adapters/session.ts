@@ -117,6 +117,7 @@ function configSettings(c: LongbuildConfig): BuildSettings {
     compaction: c.compaction,
     plannerRoute: c.planner.route ?? defaultRoute(c.planner),
     plannerAsks: c.planner.asks,
+    ignoredFiles: c.ignoredFiles,
   };
 }
 
@@ -162,7 +163,7 @@ export async function initFromRequest(requestPath: string, configPath: string, o
   canonicalJson(request); // refuses non-canonical numbers early, with the path
   const config = loadConfig(configPath);
   const sandbox = decideSandbox(config.sandbox, config.maxFileBytes, opts.env ?? process.env, 'command');
-  return initBuild({ kind: 'command', config, request: request as JsonValue }, request as JsonValue, config.verify, configSettings(config), systemClock, sandbox, { ...opts, log: opts.log ?? config.log });
+  return initBuild({ kind: 'command', config, request: request as JsonValue }, request as JsonValue, [...config.setup, ...config.verify], configSettings(config), systemClock, sandbox, { ...opts, log: opts.log ?? config.log });
 }
 
 async function initBuild(
@@ -260,7 +261,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     await catchUpFromLog(store, log);
     const first = (await log.readAll({ from: 1, limit: 1 }))[0];
     if (!first || first.type !== 'BuildInitialized') throw new CorruptLogError(1, 'the log does not start with BuildInitialized');
-    const initData = first.data as { buildId: string; driver: { sourceSha256: string }; sandbox?: SandboxSettings; verify: string[][]; integrationRef: string; signing?: { vkey: string } };
+    const initData = first.data as { buildId: string; driver: { sourceSha256: string }; sandbox?: SandboxSettings; verify: string[][]; integrationRef: string; signing?: { vkey: string }; settings?: { ignoredFiles?: 'allowed' | 'dirty' } };
     const driver = readDriver(paths, initData.driver.sourceSha256);
     const allow = driver.kind === 'command' ? [...driver.config.env.allow, ...driver.config.env.secret] : [];
     const secretNames = driver.kind === 'command' ? [...driver.config.env.secret, ...agentSecretNames([driver.config.planner.agent, driver.config.worker.agent])] : [];
@@ -279,7 +280,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       git: gitBinding({
         repo: paths.repo, integratorRepo: paths.integrator, worktreesDir: paths.worktrees, workspacesDir: paths.workspaces, indexDir: paths.index,
         verifyEnv: trustedVerifyEnv(env, allow), verifyTimeoutMs: (driver.kind === 'command' ? driver.config.verifyTimeoutSeconds : 600) * 1000, cache: verificationCacheFor(paths, env),
-        runVerification: (o) => run(sandbox.verify)({ ...o, rw: [o.cwd] }),
+        runVerification: (o) => run(sandbox.verify)({ ...o, rw: [o.cwd] }), ignoredFiles: initData.settings?.ignoredFiles ?? 'dirty',
         limits: { maxFileBytes: initData.sandbox?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, protectedPaths, verify: initData.verify },
       }),
       evidence: new FileEvidenceStore(paths.evidence),

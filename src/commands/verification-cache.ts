@@ -23,6 +23,14 @@ export interface CacheKeyInput {
   /** SHA-256 of every file outside the tree that the argv names (a verification script): path -> hex. */
   readonly argvFiles: Readonly<Record<string, string>>;
   readonly policyVersion: number;
+  /**
+   * The whole command sequence this command ran in, and its place in it (absent for a sequence of
+   * one). A later command may need what an earlier one made (`npm ci`, then the tests), so a
+   * sequence's entries are replayed only all together, and only for that same sequence.
+   */
+  readonly sequence?: { readonly argvs: readonly (readonly string[])[]; readonly index: number };
+  /** Present when git-ignored files were allowed to stay (a pass under that policy is not one under the strict one). */
+  readonly ignoredFiles?: 'allowed';
 }
 
 /** SHA-256 of the canonical JSON of the trusted environment (key order cannot matter). */
@@ -32,7 +40,16 @@ export function trustedEnvSha256(env: Readonly<Record<string, string>>): string 
 
 /** The cache key (R-27): SHA-256 of canonical {tree, argv, envSha256, argvFiles, policyVersion}. */
 export function verificationCacheKey(input: CacheKeyInput): string {
-  return canonicalSha256({ tree: input.tree, argv: [...input.argv], envSha256: input.envSha256, argvFiles: { ...input.argvFiles }, policyVersion: input.policyVersion });
+  return canonicalSha256({
+    tree: input.tree, argv: [...input.argv], envSha256: input.envSha256, argvFiles: { ...input.argvFiles }, policyVersion: input.policyVersion,
+    ...(input.sequence !== undefined ? { sequence: sequenceJson(input.sequence) } : {}),
+    ...(input.ignoredFiles !== undefined ? { ignoredFiles: input.ignoredFiles } : {}),
+  });
+}
+
+/** The sequence as plain JSON (argvs copied), as keys and entries hold it. */
+export function sequenceJson(s: NonNullable<CacheKeyInput['sequence']>): { argvs: string[][]; index: number } {
+  return { argvs: s.argvs.map((a) => [...a]), index: s.index };
 }
 
 /** A passed command run as the cache keeps it: the exact transport, bytes as base64. */
@@ -43,6 +60,8 @@ export interface CacheEntry {
   readonly envSha256: string;
   readonly argvFiles: Readonly<Record<string, string>>;
   readonly policyVersion: number;
+  readonly sequence?: { readonly argvs: readonly (readonly string[])[]; readonly index: number };
+  readonly ignoredFiles?: 'allowed';
   readonly exitCode: 0;
   readonly durationMs: number;
   readonly stdout: string;
@@ -82,7 +101,8 @@ export function entryProblem(bytes: Uint8Array, address: string, expected: Cache
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return 'entry is not an object';
   const e = raw as Record<string, unknown>;
   const keys = Object.keys(e).sort().join(',');
-  if (keys !== 'argv,argvFiles,durationMs,envSha256,exitCode,key,mac,policyVersion,stderr,stdout,tree') return `unexpected entry fields ${keys}`;
+  const fields = `argv,argvFiles,durationMs,envSha256,exitCode,${expected.ignoredFiles !== undefined ? 'ignoredFiles,' : ''}key,mac,policyVersion,${expected.sequence !== undefined ? 'sequence,' : ''}stderr,stdout,tree`;
+  if (keys !== fields) return `unexpected entry fields ${keys}`;
   if (typeof e.mac !== 'string' || !/^[0-9a-f]{64}$/.test(e.mac)) return 'entry is not authenticated';
   const want = Buffer.from(entryMac(e as unknown as CacheEntry, macKey), 'hex');
   if (!timingSafeEqual(want, Buffer.from(e.mac, 'hex'))) return 'entry fails authentication (forged, or written under another key)';
@@ -90,6 +110,8 @@ export function entryProblem(bytes: Uint8Array, address: string, expected: Cache
   if (e.tree !== expected.tree || e.envSha256 !== expected.envSha256 || e.policyVersion !== expected.policyVersion) return 'entry identity differs from the key';
   if (!Array.isArray(e.argv) || canonicalJson(e.argv as string[]) !== canonicalJson([...expected.argv])) return 'entry argv differs';
   if (canonicalJson(e.argvFiles) !== canonicalJson({ ...expected.argvFiles })) return 'entry argv files differ';
+  if (e.ignoredFiles !== expected.ignoredFiles) return 'entry ignored-files policy differs';
+  if (expected.sequence !== undefined && canonicalJson(e.sequence as never) !== canonicalJson(sequenceJson(expected.sequence))) return 'entry sequence differs';
   if (e.exitCode !== 0) return 'entry is not a pass';
   if (typeof e.durationMs !== 'number' || !Number.isFinite(e.durationMs) || e.durationMs < 0) return 'bad duration';
   if (typeof e.stdout !== 'string' || typeof e.stderr !== 'string') return 'bad output fields';

@@ -100,6 +100,8 @@ const BuildSettingsSchema = z.strictObject({
   plannerRoute: z.string(),
   /** Times a planning round may ask the planner (a refused proposal is returned with its reasons); absent: once. */
   plannerAsks: z.number().int().min(1).max(10).optional(),
+  /** Git-ignored files verification leaves: allowed, or dirty (absent: dirty, as before they were configurable). */
+  ignoredFiles: z.enum(['allowed', 'dirty']).optional(),
 });
 export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
 

@@ -1,16 +1,17 @@
 /**
  * The one verification pipeline (R-26, R-27, R-30): commands re-parsed strictly, run one after
  * the other in the workspace by the given runner (the sandbox), with exactly the trusted env,
- * stopping at the first failure; the workspace clean (ignored files count) before and after.
- * Per command the cache is asked first (a hit replays the exact cached bytes, cacheHit true); on
- * a miss the command runs, and is stored only when it passed: exit 0, no timeout, no process
- * left behind, the workspace still clean. Failures are never stored; a dirty workspace is never
- * a hit.
+ * stopping at the first failure; the workspace clean before, between and after (git-ignored
+ * files count unless `ignoredFiles: 'allowed'`). The cache is asked for the whole sequence: when
+ * every command of it is a cached pass on this tree (in this same sequence) all are replayed
+ * (exact cached bytes, cacheHit true); otherwise every command runs, and the sequence is stored
+ * only when all of it passed: exit 0, no timeout, no process left behind, the workspace still
+ * clean. Failures are never stored; a dirty workspace is never a hit.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { sha256Hex } from '../../events/hash.js';
-import { trustedEnvSha256 } from '../../commands/verification-cache.js';
+import { trustedEnvSha256, type CacheKeyInput } from '../../commands/verification-cache.js';
 import { verificationResult, workspaceStatus, type CommandRun, type VerificationResult } from '../git/git.js';
 import { parseTrustedCommand, type ProcessResult } from '../process/run-process.js';
 import type { VerificationCache } from './verification-cache.js';
@@ -38,6 +39,8 @@ export interface CachedVerificationOptions {
   /** null: the cache is off — every command runs, receipts keep the same shape (cacheHit false). */
   readonly cache: VerificationCache | null;
   readonly run: VerificationRunner;
+  /** Git-ignored files a command leaves: `allowed` (an install's output, a coverage report) or `dirty` (the default). */
+  readonly ignoredFiles?: 'allowed' | 'dirty';
 }
 
 /** SHA-256 of every existing file an argv names by absolute path (a script outside the tree). */
@@ -56,29 +59,30 @@ export function argvFileDigests(argv: readonly string[]): Record<string, string>
 
 export async function verifyWithCache(o: CachedVerificationOptions): Promise<CachedVerificationResult> {
   const argvs = o.commands.map((c) => parseTrustedCommand(c));
-  const status = () => workspaceStatus(o.workspace, { gitDir: o.gitDir });
+  const status = () => workspaceStatus(o.workspace, { gitDir: o.gitDir, includeIgnored: o.ignoredFiles !== 'allowed' });
   const before = await status();
   if (before.length > 0) {
     return { passed: false, reason: `workspace not clean before verification: ${before.slice(0, 5).join('; ')}`, commands: [], cleanBefore: false, cleanAfter: false, dirty: before };
   }
   const envSha256 = trustedEnvSha256(o.env);
+  // Each command is known by its place in the whole sequence: a later one may need what an
+  // earlier one made (an install, then the tests), so the sequence is replayed only whole.
+  const identities = argvs.map((argv, index) => ({
+    tree: o.tree, argv, envSha256, argvFiles: argvFileDigests(argv), ...(argvs.length > 1 ? { sequence: { argvs, index } } : {}),
+    ...(o.ignoredFiles === 'allowed' ? { ignoredFiles: 'allowed' as const } : {}),
+  }));
+  const replay = replayWhole(o.cache, identities);
+  if (replay !== null) {
+    // The hits stand only on a workspace that is still clean (nothing ran, but check: R-27).
+    const after = await status();
+    return verificationResult(replay, after.length > 0 ? `workspace not clean after verification: ${after.slice(0, 5).join('; ')}` : undefined, after);
+  }
   const runs: CachedCommandRun[] = [];
+  const passed: { identity: (typeof identities)[number]; run: ProcessResult }[] = [];
   let reason: string | undefined;
   let after: string[] = [];
-  for (const argv of argvs) {
-    const identity = { tree: o.tree, argv, envSha256, argvFiles: argvFileDigests(argv) };
+  for (const [i, argv] of argvs.entries()) {
     const label = JSON.stringify(argv);
-    const hit = o.cache?.lookup(identity) ?? null;
-    if (hit !== null) {
-      runs.push({ argv, exitCode: 0, signal: null, stdout: hit.stdout, stderr: hit.stderr, durationMs: hit.durationMs, timedOut: false, leftover: false, cacheHit: true });
-      // The hit stands only on a workspace that is still clean (nothing ran, but check: R-27).
-      after = await status();
-      if (after.length > 0) {
-        reason = `workspace not clean after verification: ${after.slice(0, 5).join('; ')}`;
-        break;
-      }
-      continue;
-    }
     const r = await o.run({ argv, cwd: o.workspace, env: o.env, timeoutMs: o.timeoutMs });
     runs.push({ argv, exitCode: r.exitCode, signal: r.signal, stdout: r.stdout, stderr: r.stderr, durationMs: r.durationMs, timedOut: r.timedOut, leftover: r.leftover, cacheHit: false });
     if (r.spawnError !== undefined) reason = `${label} could not start: ${r.spawnError}`;
@@ -86,13 +90,28 @@ export async function verifyWithCache(o: CachedVerificationOptions): Promise<Cac
     else if (r.exitCode !== 0) reason = `${label} exited with ${r.exitCode === null ? `signal ${r.signal}` : r.exitCode}`;
     else if (r.leftover) reason = `${label} left processes behind (killed)`;
     if (reason !== undefined) break;
+    // Clean between commands as well as after the last: what one leaves, the next one reads.
     after = await status();
     if (after.length > 0) {
       reason = `workspace not clean after verification: ${after.slice(0, 5).join('; ')}`;
       break;
     }
-    o.cache?.store(identity, r);
+    passed.push({ identity: identities[i]!, run: r });
   }
+  // Stored only when the whole sequence passed: never a part of it to replay.
+  if (reason === undefined) for (const p of passed) o.cache?.store(p.identity, p.run);
   if (reason !== undefined && after.length === 0) after = await status();
   return verificationResult(runs, reason, after);
+}
+
+/** Every command of the sequence as cached passes, or null when any misses (then all of them run). */
+function replayWhole(cache: VerificationCache | null, identities: readonly Omit<CacheKeyInput, 'policyVersion'>[]): CachedCommandRun[] | null {
+  if (cache === null) return null;
+  const runs: CachedCommandRun[] = [];
+  for (const identity of identities) {
+    const hit = cache.lookup(identity);
+    if (hit === null) return null;
+    runs.push({ argv: [...identity.argv], exitCode: 0, signal: null, stdout: hit.stdout, stderr: hit.stderr, durationMs: hit.durationMs, timedOut: false, leftover: false, cacheHit: true });
+  }
+  return runs;
 }

@@ -15,7 +15,7 @@ import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, 
 import { join } from 'node:path';
 import { ValidationError } from '../../events/errors.js';
 import {
-  CACHE_POLICY_VERSION, entryBytes, entryMac, entryProblem, entrySha256, verificationCacheKey, type CacheEntry, type CacheKeyInput,
+  CACHE_POLICY_VERSION, entryBytes, entryMac, entryProblem, entrySha256, sequenceJson, verificationCacheKey, type CacheEntry, type CacheKeyInput,
 } from '../../commands/verification-cache.js';
 
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -108,7 +108,8 @@ export class VerificationCache {
   store(input: Omit<CacheKeyInput, 'policyVersion'>, run: { stdout: Uint8Array; stderr: Uint8Array; durationMs: number }): string {
     const k = this.keyOf(input);
     const unsigned = {
-      key: k.key, tree: k.tree, argv: [...k.argv], envSha256: k.envSha256, argvFiles: { ...k.argvFiles }, policyVersion: k.policyVersion, exitCode: 0 as const,
+      key: k.key, tree: k.tree, argv: [...k.argv], envSha256: k.envSha256, argvFiles: { ...k.argvFiles }, policyVersion: k.policyVersion,
+      ...(k.sequence !== undefined ? { sequence: sequenceJson(k.sequence) } : {}), ...(k.ignoredFiles !== undefined ? { ignoredFiles: k.ignoredFiles } : {}), exitCode: 0 as const,
       durationMs: Math.max(0, Math.round(run.durationMs)),
       stdout: Buffer.from(run.stdout).toString('base64'), stderr: Buffer.from(run.stderr).toString('base64'),
     };
@@ -183,7 +184,11 @@ export class VerificationCache {
       return `entry ${address} is not JSON (corrupt or truncated)`;
     }
     const argvFiles = parsed.argvFiles !== null && typeof parsed.argvFiles === 'object' ? parsed.argvFiles : {};
-    const identity = { key, tree: String(parsed.tree), argv: Array.isArray(parsed.argv) ? parsed.argv : [], envSha256: String(parsed.envSha256), argvFiles, policyVersion: Number(parsed.policyVersion) };
+    const sequence = parsed.sequence !== null && typeof parsed.sequence === 'object' && Array.isArray(parsed.sequence.argvs) ? parsed.sequence : undefined;
+    const identity = {
+      key, tree: String(parsed.tree), argv: Array.isArray(parsed.argv) ? parsed.argv : [], envSha256: String(parsed.envSha256), argvFiles, policyVersion: Number(parsed.policyVersion),
+      ...(sequence !== undefined ? { sequence } : {}), ...(parsed.ignoredFiles === 'allowed' ? { ignoredFiles: 'allowed' as const } : {}),
+    };
     const problem = entryProblem(bytes, address, identity, this.macKey);
     if (problem !== null) return `entry ${address}: ${problem}`;
     if (verificationCacheKey(identity) !== key) return `entry ${address} does not derive key ${key}`;

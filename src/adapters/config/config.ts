@@ -38,7 +38,9 @@ export const ConfigSchema = z.strictObject({
     rework: z.boolean().optional().describe("a retry of a candidate that failed verification starts from that candidate's changes, with the failure's output in the packet (default: on for an agent, off for a command)"),
     timeoutSeconds: z.number().int().positive().max(86_400).default(3600),
   }).refine(oneWay, ONE_WAY),
+  setup: z.array(Argv).default([]).describe('trusted commands run in the verification workspace before `verify` (e.g. ["npm", "ci"]); their output is evidence, a failure fails verification'),
   verify: z.array(Argv).default([]).describe('trusted verification commands, each an argv array (no shell)'),
+  ignoredFiles: z.enum(['allowed', 'dirty']).default('allowed').describe("git-ignored files left by setup or verification (node_modules/, __pycache__/, coverage): allowed, or counted as a dirty workspace"),
   verifyTimeoutSeconds: z.number().int().positive().max(86_400).default(600).describe('timeout of each verification command (its whole process tree is killed and the job fails), seconds'),
   env: z.strictObject({
     allow: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')).default([]),
@@ -93,6 +95,7 @@ export function loadConfig(path: string): LongbuildConfig {
     planner: fixCall(config.planner),
     worker: fixCall(config.worker),
     verify: config.verify.map(fix),
+    setup: config.setup.map(fix),
   };
 }
 

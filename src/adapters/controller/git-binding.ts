@@ -27,6 +27,8 @@ export interface GitBindingOptions {
   readonly limits: CandidateLimits;
   /** The verification cache; null or absent: off (receipts keep their shape, cacheHit false). */
   readonly cache?: VerificationCache | null;
+  /** Git-ignored files verification leaves (recorded in the build's settings; absent: dirty). */
+  readonly ignoredFiles?: 'allowed' | 'dirty';
 }
 
 /** The controller's GitPort over real git: the integrator's private repository, a clone per attempt. */
@@ -52,7 +54,7 @@ export function gitBinding(o: GitBindingOptions): GitPort {
         try {
           const run = await verifyWithCache({
             workspace: applied.workspace, gitDir: applied.gitDir, tree: applied.tree, commands, env: o.verifyEnv, timeoutMs: o.verifyTimeoutMs,
-            cache: o.cache ?? null, run: o.runVerification,
+            cache: o.cache ?? null, run: o.runVerification, ignoredFiles: o.ignoredFiles ?? 'dirty',
           });
           const verification: VerificationRun = {
             passed: run.passed,
