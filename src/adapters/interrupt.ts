@@ -37,3 +37,20 @@ export function installInterruptHandlers(): void {
     });
   }
 }
+
+/** Wait `ms`, or less when an interrupt arrives; resolves false when interrupted (a follow loop then ends). */
+export function pause(ms: number): Promise<boolean> {
+  if (received !== null) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const wake = () => {
+      clearTimeout(timer);
+      listeners.delete(wake);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      listeners.delete(wake);
+      resolve(true);
+    }, ms);
+    listeners.add(wake);
+  });
+}

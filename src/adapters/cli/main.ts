@@ -96,6 +96,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
     positionals: parsed.positionals,
     env: io.env,
     stderr: io.stderr,
+    stdout: io.stdout,
   };
   const data = await mod.run(ctx);
   const rendered = ctx.json ? (mod.renderJson ? mod.renderJson(data, ctx) : `${JSON.stringify(data)}\n`) : mod.render(data, ctx);

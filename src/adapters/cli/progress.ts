@@ -1,14 +1,29 @@
 import type { StepResult } from '../controller/controller.js';
 import type { BuildState } from '../../projections/build-state.js';
 import { activeMilestone, rankReadyWave } from '../../projections/graph.js';
+import { nextAction, type NextAction } from '../../commands/next-action.js';
+
+/**
+ * How a running build reports its steps (`run --progress MODE`, `demo`):
+ * - `tty`: one status line redrawn in place, with the elapsed time of the step that is running;
+ * - `lines`: one plain line per finished step (a pipe, a CI log), with its duration;
+ * - `ndjson`: one JSON object per finished step on stdout (`{"type":"step",...}`), for scripts;
+ * - `off`: nothing.
+ */
+export type ProgressMode = 'tty' | 'lines' | 'ndjson' | 'off';
+export const PROGRESS_MODES: readonly ProgressMode[] = ['tty', 'lines', 'ndjson', 'off'];
 
 export interface ProgressOptions {
+  /** Where `tty` and `lines` write (stderr). */
   readonly write: (text: string) => void;
-  /** Redraw one status line in place (a terminal); otherwise print plain lines. */
-  readonly animate: boolean;
+  /** Where `ndjson` writes (stdout). */
+  readonly writeJson?: (text: string) => void;
+  readonly mode: ProgressMode;
   readonly color: boolean;
-  /** Print nothing at all (--json). */
-  readonly quiet: boolean;
+  /** Terminal width for `tty` (lines are cut to fit); absent: 100. */
+  readonly columns?: number;
+  /** The clock (tests pass their own). */
+  readonly now?: () => number;
 }
 
 /** Whether to colour: a terminal, and no NO_COLOR (https://no-color.org). */
@@ -16,39 +31,103 @@ export function useColor(env: Readonly<Record<string, string | undefined>>, isTt
   return isTty && (env.NO_COLOR === undefined || env.NO_COLOR === '') && env.TERM !== 'dumb';
 }
 
+/** The default mode: a line redrawn on a terminal, plain lines in a pipe, nothing with --json. */
+export function defaultProgressMode(json: boolean, isTty: boolean): ProgressMode {
+  return json ? 'off' : isTty ? 'tty' : 'lines';
+}
+
 const OUTCOME_COLOR: Record<string, number> = {
   planned: 36, renewed: 36, dispatched: 34, integrated: 32, checkpointed: 35, compacted: 35,
   revising: 33, recovered: 33, horizon_complete: 32, blocked: 31,
 };
+
+/** What the controller is about to do, in a few words (the line shown while a call runs). */
+export function describeAction(a: NextAction): string {
+  switch (a.kind) {
+    case 'plan': return `asking the planner (${a.purpose}, ${a.callId})`;
+    case 'dispatch': return `worker on ${a.nodeId} (attempt ${a.attempt})`;
+    case 'integrate': return `verifying ${a.candidates.map((c) => c.nodeId).join(', ')} (${a.jobId})`;
+    case 'settle-job': return `settling ${a.jobId}`;
+    case 'settle-attempt': return `settling ${a.attemptId}`;
+    case 'checkpoint': return `checkpoint ${a.milestoneId}`;
+    case 'compact': return `compacting ${a.milestoneId}`;
+    default: return a.kind;
+  }
+}
 
 /** Progress of a running build: milestone, current node, ready wave, verification cache hits. */
 export class Progress {
   private steps = 0;
   private cacheHits = 0;
   private verifications = 0;
-  constructor(private readonly o: ProgressOptions) {}
+  private started = 0;
+  private doing = '';
+  private ticker: ReturnType<typeof setInterval> | null = null;
+  private readonly now: () => number;
+  constructor(private readonly o: ProgressOptions) {
+    this.now = o.now ?? Date.now;
+  }
+
+  /** A step is about to run: on a terminal, show what it does and its elapsed time until it ends. */
+  begin(st: BuildState): void {
+    this.started = this.now();
+    if (this.o.mode !== 'tty') return;
+    this.doing = st.build ? describeAction(nextAction(st)) : '';
+    this.drawRunning();
+    this.ticker = setInterval(() => this.drawRunning(), 1000);
+    this.ticker.unref?.();
+  }
 
   step(r: StepResult, st: BuildState): void {
+    this.stopTicker();
     this.steps += 1;
+    const elapsedMs = this.started === 0 ? 0 : this.now() - this.started;
     if (r.outcome === 'integrated' || r.outcome === 'revising' || r.outcome === 'recovered') this.countCache(st);
-    if (this.o.quiet) return;
+    if (this.o.mode === 'off') return;
     const milestone = activeMilestone(st) ?? '-';
     const ready = rankReadyWave(st);
     const done = st.horizon ? st.horizon.detailed.filter((m) => st.checkpoints[m.id]).length + Object.keys(st.checkpoints).filter((id) => !st.horizon!.detailed.some((m) => m.id === id)).length : 0;
     const total = st.horizon ? done + st.horizon.detailed.filter((m) => !st.checkpoints[m.id]).length + st.horizon.coarse.length : 0;
-    const outcome = this.paint(r.outcome.padEnd(16), OUTCOME_COLOR[r.outcome] ?? 0);
-    const line = `[${String(this.steps).padStart(3)}] ${outcome} ${r.detail.length > 64 ? `${r.detail.slice(0, 63)}…` : r.detail}`;
+    if (this.o.mode === 'ndjson') {
+      (this.o.writeJson ?? this.o.write)(`${JSON.stringify({
+        type: 'step', step: this.steps, outcome: r.outcome, detail: r.detail, position: r.position, graphRevision: r.graphRevision,
+        elapsedMs, milestone: activeMilestone(st), milestones: { done, total }, ready, cacheHits: this.cacheHits,
+        ...(r.nodeId !== undefined ? { nodeId: r.nodeId } : {}), ...(r.reason !== undefined ? { reason: r.reason } : {}),
+      })}\n`);
+      return;
+    }
+    const took = `${(elapsedMs / 1000).toFixed(1)}s`.padStart(6);
+    const plain = `[${String(this.steps).padStart(3)}] ${took} ${r.outcome.padEnd(16)} ${r.detail}`;
+    const colour = (text: string) => text.replace(r.outcome.padEnd(16), this.paint(r.outcome.padEnd(16), OUTCOME_COLOR[r.outcome] ?? 0));
     const tail = `milestones ${done}/${total} · active ${milestone} · ready ${ready.length}${ready.length ? ` (${ready.slice(0, 3).join(', ')}${ready.length > 3 ? ', …' : ''})` : ''} · cache hits ${this.cacheHits}/${this.verifications}`;
-    if (this.o.animate) this.o.write(`\r\x1b[2K${line}\n\x1b[2K${this.paint(tail, 2)}\x1b[1A\r`);
-    else this.o.write(`${line}   [${tail}]\n`);
+    if (this.o.mode === 'tty') this.o.write(`\r\x1b[2K${colour(this.fit(plain))}\n\x1b[2K${this.paint(this.fit(tail), 2)}\x1b[1A\r`);
+    else this.o.write(`${plain}   [${tail}]\n`);
   }
 
   finish(): void {
-    if (!this.o.quiet && this.o.animate) this.o.write('\n\n');
+    this.stopTicker();
+    if (this.o.mode === 'tty') this.o.write('\n\n');
   }
 
   get cache(): { hits: number; verifications: number } {
     return { hits: this.cacheHits, verifications: this.verifications };
+  }
+
+  private drawRunning(): void {
+    const secs = Math.floor((this.now() - this.started) / 1000);
+    const line = this.fit(`[${String(this.steps + 1).padStart(3)}] ${`${secs}s`.padStart(6)} ${'running'.padEnd(16)} ${this.doing}`);
+    this.o.write(`\r\x1b[2K${line.replace('running'.padEnd(16), this.paint('running'.padEnd(16), 2))}\r`);
+  }
+
+  private stopTicker(): void {
+    if (this.ticker !== null) clearInterval(this.ticker);
+    this.ticker = null;
+  }
+
+  /** Cut a line to the terminal's width (colour codes are added after cutting). */
+  private fit(text: string): string {
+    const width = Math.max(20, (this.o.columns ?? 100) - 1);
+    return text.length > width ? `${text.slice(0, width - 1)}…` : text;
   }
 
   private countCache(st: BuildState): void {

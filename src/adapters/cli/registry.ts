@@ -36,12 +36,12 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   },
   run: {
     summary: 'advance until the horizon completes, the build blocks, or --max-steps',
-    help: 'longbuild run [--max-steps N] [--standby]\n  Shows progress on a terminal (stderr). Exit 0 when complete or N steps were taken,\n  1 when the build is blocked (invalid plan, node out of attempts), 3 when another controller\n  holds the build\'s lease. --standby: wait for the lease instead, and take over when its holder\n  stops (PostgreSQL builds: within LONGBUILD_LEASE_TIMEOUT_MS, default 10000, of its death).\nexample: longbuild run --max-steps 10 --json',
+    help: 'longbuild run [--max-steps N] [--standby] [--progress tty|lines|ndjson|off]\n  Progress on stderr: a line redrawn on a terminal with the running call\'s elapsed time (tty),\n  one line per step in a pipe or CI log (lines), nothing with --json (off); --json --progress\n  ndjson streams one {"type":"step",...} object per step on stdout, the result last. Exit 0 when complete or N steps were taken,\n  1 when the build is blocked (invalid plan, node out of attempts), 3 when another controller\n  holds the build\'s lease. --standby: wait for the lease instead, and take over when its holder\n  stops (PostgreSQL builds: within LONGBUILD_LEASE_TIMEOUT_MS, default 10000, of its death).\nexample: longbuild run --max-steps 10 --json',
     load: () => import('./commands/run.js'),
   },
   status: {
     summary: 'where the build stands',
-    help: 'longbuild status\n  Graph revision and SHA, integration head, horizon, active milestone, ranked ready wave,\n  in-flight nodes, checkpoints, summaries, planner and worker call counts.\nexample: longbuild status --json',
+    help: 'longbuild status [--watch]\n  Graph revision and SHA, integration head, horizon, active milestone, ranked ready wave,\n  in-flight nodes, checkpoints, summaries, planner and worker call counts, where the result is.\n  --watch  print it again each time the log moves (one JSON object per line with --json), until\n           the build completes or Ctrl-C\nexample: longbuild status --json',
     load: () => import('./commands/status.js'),
   },
   show: {
@@ -86,7 +86,7 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   },
   log: {
     summary: 'print the events of the log',
-    help: 'longbuild log [--from POSITION] [--type TYPE]\n  --from P   start at global position P (default 1)\n  --type T   only events of type T (repeatable)\n  --json     one JSON object per line (NDJSON)\nexample: longbuild log --from 10 --type BuildBlocked --json',
+    help: 'longbuild log [--from POSITION] [--type TYPE] [--follow]\n  --from P   start at global position P (default 1)\n  --type T   only events of type T (repeatable)\n  --follow   then print each event as it is appended, until BuildCompleted or Ctrl-C (exit 0)\n  --json     one JSON object per line (NDJSON)\nexample: longbuild log --follow --json | jq -c \'{position, type}\'',
     load: () => import('./commands/log.js'),
   },
   verify: {

@@ -21,6 +21,8 @@ export interface CommandContext {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** For progress on a terminal; results go through the renderers. */
   readonly stderr: (text: string) => void;
+  /** For output streamed while a command runs (`log --follow`, `run --progress ndjson`); results go through the renderers. */
+  readonly stdout: (text: string) => void;
 }
 
 /**

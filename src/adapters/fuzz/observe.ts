@@ -30,7 +30,7 @@ export async function observeBuild(repo: string): Promise<ObservedBuild> {
   const integrationTree = state.integrationHead ? await treeOf(repo, state.integrationHead) : null;
   const verify = await import('../cli/commands/verify.js');
   const paths = buildPaths({ repo });
-  const ctx: CommandContext = { dir: paths.dir, repo, cwd: repo, json: true, verbose: false, flags: {}, positionals: [], env: {}, stderr: () => {} };
+  const ctx: CommandContext = { dir: paths.dir, repo, cwd: repo, json: true, verbose: false, flags: {}, positionals: [], env: {}, stderr: () => {}, stdout: () => {} };
   const v = await verify.run(ctx);
   const first = v.problems[0];
   return { fingerprint, integrationTree, verifyOk: v.ok, ...(first ? { verifyProblem: `position ${first.position}: ${first.problem}` } : {}) };

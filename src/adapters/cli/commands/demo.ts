@@ -6,7 +6,7 @@ import type { StepOutcome } from '../../controller/controller.js';
 import { demoBlueprint } from '../../demo/demo-blueprint.js';
 import { initFromBlueprint, openBuild } from '../../session.js';
 import { readRef, treeOf } from '../../git/git.js';
-import { Progress, useColor } from '../progress.js';
+import { defaultProgressMode, Progress, useColor } from '../progress.js';
 import type { CommandContext } from '../types.js';
 
 export const positionals = { min: 0, max: 1 };
@@ -36,7 +36,7 @@ export async function run(ctx: CommandContext): Promise<DemoOutput> {
   const blueprintPath = join(mkdtempSync(join(tmpdir(), 'longbuild-demo-bp-')), 'textkit.blueprint.json');
   writeFileSync(blueprintPath, `${JSON.stringify(demoBlueprint(), null, 1)}\n`);
   const isTty = process.stderr.isTTY === true;
-  const progress = new Progress({ write: ctx.stderr, animate: isTty, color: useColor(ctx.env, isTty), quiet: ctx.json });
+  const progress = new Progress({ write: ctx.stderr, mode: defaultProgressMode(ctx.json, isTty), color: useColor(ctx.env, isTty), columns: process.stderr.columns ?? 100 });
   if (!ctx.json) ctx.stderr(`longbuild demo: building "textkit" (4 milestones, 16 nodes) in ${dir}\n`);
   const init = await initFromBlueprint(blueprintPath, { repo: dir, env: ctx.env as NodeJS.ProcessEnv });
   if (init.notice !== undefined && !ctx.json) ctx.stderr(`${init.notice}\n`);
@@ -46,6 +46,7 @@ export async function run(ctx: CommandContext): Promise<DemoOutput> {
     let outcome: StepOutcome = 'horizon_complete';
     let reason: string | undefined;
     for (;;) {
+      progress.begin(s.controller.current);
       const r = await s.advance();
       steps += 1;
       progress.step(r, s.controller.current);

@@ -6,8 +6,13 @@ import { readPages } from '../../log/paging.js';
 import { SqliteEventLog } from '../../log/sqlite-log.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
+import type { EventLog } from '../../../events/log.js';
+import { pause } from '../../interrupt.js';
 
-export const flags: Record<string, FlagSpec> = { from: { type: 'int' }, type: { type: 'string', repeatable: true } };
+export const flags: Record<string, FlagSpec> = { from: { type: 'int' }, type: { type: 'string', repeatable: true }, follow: { type: 'boolean' } };
+
+/** How often `--follow` looks for new events. */
+const FOLLOW_POLL_MS = 250;
 
 export interface LogOutput {
   /** Read lazily while printing; the log closes when the iteration ends. */
@@ -21,6 +26,7 @@ export async function run(ctx: CommandContext): Promise<LogOutput> {
   if (unknown.length > 0) throw new UsageError(`log: unknown event type '${unknown[0]}' (known: ${Object.keys(SCHEMA_VERSIONS).sort().join(', ')})`);
   const log = await openBuildLog(pathsOf(ctx));
   const from = typeof ctx.flags.from === 'number' ? Math.max(1, ctx.flags.from) : 1;
+  if (ctx.flags.follow === true) return follow(ctx, log, from, types);
   if (!(log instanceof SqliteEventLog)) {
     // Renderers are synchronous: a remote log is read through the port, page by page, up front.
     const events: StoredEvent[] = [];
@@ -43,16 +49,46 @@ export async function run(ctx: CommandContext): Promise<LogOutput> {
   return { events: events() };
 }
 
+/**
+ * `--follow`: print what is there, then each event as it is appended (read through the port, page
+ * by page), until the build completes (BuildCompleted printed) or an interrupt; exit 0 either way.
+ */
+async function follow(ctx: CommandContext, log: EventLog, from: number, types: Set<string> | null): Promise<LogOutput> {
+  const line = ctx.json ? jsonLine : textLine;
+  let next = from;
+  try {
+    for (;;) {
+      let done = false;
+      for await (const page of readPages(log, next)) {
+        let out = '';
+        for (const e of page) {
+          if (!types || types.has(e.type)) out += line(e);
+          if (e.type === 'BuildCompleted') done = true;
+          next = e.position + 1;
+        }
+        if (out !== '') ctx.stdout(out);
+      }
+      if (done || !(await pause(FOLLOW_POLL_MS))) break;
+    }
+  } finally {
+    await log.close();
+  }
+  return { events: [] };
+}
+
+const jsonLine = (e: StoredEvent): string =>
+  `${canonicalJson({ position: e.position, type: e.type, revision: e.revision, streamId: e.streamId, schemaVersion: e.schemaVersion, data: e.data, metadata: e.metadata, hash: e.hash, prevHash: e.prevHash })}\n`;
+
+function textLine(e: StoredEvent): string {
+  const body = canonicalJson(e.data);
+  return `${String(e.position).padStart(6)}  ${e.hash.slice(0, 12)}  ${e.streamId}@${e.revision}  ${e.type}  ${body.length > 160 ? `${body.slice(0, 159)}…` : body}\n`;
+}
+
 /** NDJSON: one object per event (docs/cli.md), in canonical JSON. */
 export function* renderJson(data: LogOutput): Generator<string> {
-  for (const e of data.events) {
-    yield `${canonicalJson({ position: e.position, type: e.type, revision: e.revision, streamId: e.streamId, schemaVersion: e.schemaVersion, data: e.data, metadata: e.metadata, hash: e.hash, prevHash: e.prevHash })}\n`;
-  }
+  for (const e of data.events) yield jsonLine(e);
 }
 
 export function* render(data: LogOutput): Generator<string> {
-  for (const e of data.events) {
-    const body = canonicalJson(e.data);
-    yield `${String(e.position).padStart(6)}  ${e.hash.slice(0, 12)}  ${e.streamId}@${e.revision}  ${e.type}  ${body.length > 160 ? `${body.slice(0, 159)}…` : body}\n`;
-  }
+  for (const e of data.events) yield textLine(e);
 }

@@ -1,12 +1,12 @@
 import type { StepOutcome, StepResult } from '../../controller/controller.js';
-import { rankReadyWave, activeMilestone } from '../../../projections/graph.js';
 import type { CommandContext, FlagSpec } from '../types.js';
+import { defaultProgressMode, Progress, PROGRESS_MODES, useColor, type ProgressMode } from '../progress.js';
 import { withBuild } from '../with-build.js';
 import { withControl } from '../with-control.js';
 import { UsageError } from '../../../events/errors.js';
 import { throwIfInterrupted } from '../../interrupt.js';
 
-export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' }, 'signing-key': { type: 'string' } };
+export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' }, 'signing-key': { type: 'string' }, progress: { type: 'string' } };
 
 export interface RunOutput {
   readonly outcome: StepOutcome;
@@ -24,24 +24,29 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
   const max = ctx.flags['max-steps'];
   if (max !== undefined && (typeof max !== 'number' || max < 1)) throw new UsageError('run: --max-steps must be a positive integer');
   const limit = typeof max === 'number' ? max : Number.POSITIVE_INFINITY;
-  const progress = !ctx.json && process.stderr.isTTY === true;
+  const isTty = process.stderr.isTTY === true;
+  const mode = progressMode(ctx, isTty);
+  if (mode === 'ndjson' && !ctx.json) throw new UsageError('run: --progress ndjson streams JSON on stdout; give --json as well');
+  const progress = new Progress({ write: ctx.stderr, writeJson: ctx.stdout, mode, color: useColor(ctx.env, isTty), columns: process.stderr.columns ?? 100 });
   return withControl(ctx, (lease) => withBuild(ctx, async (s) => {
     const outcomes: Partial<Record<StepOutcome, number>> = {};
     let steps = 0;
     let last: StepResult | null = null;
     while (steps < limit) {
       throwIfInterrupted();
-      last = await s.advance();
+      progress.begin(s.controller.current);
+      try {
+        last = await s.advance();
+      } catch (err) {
+        progress.finish(); // the running line ends before the error is printed
+        throw err;
+      }
       steps += 1;
       outcomes[last.outcome] = (outcomes[last.outcome] ?? 0) + 1;
-      if (progress) {
-        const st = s.controller.current;
-        const ready = rankReadyWave(st);
-        ctx.stderr(`\r\x1b[2K[${String(steps).padStart(4)}] ${last.outcome.padEnd(16)} ${truncate(last.detail, 60)}  milestone ${activeMilestone(st) ?? '-'}  ready ${ready.length}`);
-      }
+      progress.step(last, s.controller.current);
       if (last.outcome === 'horizon_complete' || last.outcome === 'blocked') break;
     }
-    if (progress) ctx.stderr('\n');
+    progress.finish();
     const st = s.controller.current;
     return {
       outcome: last?.outcome ?? 'horizon_complete',
@@ -56,8 +61,14 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
   }, { appendFence: lease.appendFence, ...(lease.assertHeld ? { beforeAppend: lease.assertHeld } : {}) }));
 }
 
-function truncate(s: string, n: number): string {
-  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+/** `--progress tty|lines|ndjson|off`; default: tty on a terminal, lines in a pipe, off with --json. */
+function progressMode(ctx: CommandContext, isTty: boolean): ProgressMode {
+  const asked = ctx.flags.progress;
+  if (asked === undefined) return defaultProgressMode(ctx.json, isTty);
+  if (typeof asked !== 'string' || !(PROGRESS_MODES as readonly string[]).includes(asked)) {
+    throw new UsageError(`run: --progress must be one of ${PROGRESS_MODES.join(', ')}, got '${String(asked)}'`);
+  }
+  return asked as ProgressMode;
 }
 
 export function render(d: RunOutput): string {

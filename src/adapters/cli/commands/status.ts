@@ -2,7 +2,8 @@ import { compareCodePoints } from '../../../events/canonical.js';
 import type { BuildState } from '../../../projections/build-state.js';
 import { nextAction } from '../../../commands/next-action.js';
 import { activeMilestone, graphSha256, inFlightNodes, rankReadyWave } from '../../../projections/graph.js';
-import type { CommandContext } from '../types.js';
+import type { CommandContext, FlagSpec } from '../types.js';
+import { pause } from '../../interrupt.js';
 import { withBuild } from '../with-build.js';
 
 export interface StatusOutput {
@@ -65,11 +66,36 @@ function sandboxLine(st: BuildState): string {
   return `bwrap (${sb.bwrapVersion ?? 'bubblewrap'}; network: ${net})`;
 }
 
+export const flags: Record<string, FlagSpec> = { watch: { type: 'boolean' } };
+
+/** How often `--watch` reads the log again. */
+const WATCH_POLL_MS = 1000;
+
 export async function run(ctx: CommandContext): Promise<StatusOutput> {
-  return withBuild(ctx, async (s) => statusOf(s.controller.current));
+  const once = () => withBuild(ctx, async (s) => statusOf(s.controller.current));
+  if (ctx.flags.watch !== true) return once();
+  // --watch: print the status each time the log moves, until the build completes or an interrupt.
+  const tty = !ctx.json && process.stdout.isTTY === true;
+  let last = await once();
+  for (;;) {
+    ctx.stdout(ctx.json ? `${JSON.stringify(last)}\n` : `${tty ? '\x1b[H\x1b[2J' : ''}${new Date().toISOString()}\n${render(last)}${tty ? '' : '\n'}`);
+    if (last.completed) return last;
+    let next = last;
+    while (next.position === last.position) {
+      if (!(await pause(WATCH_POLL_MS))) return last;
+      next = await once();
+    }
+    last = next;
+  }
 }
 
-export function render(d: StatusOutput): string {
+/** With `--watch` every status was printed as it came: nothing more at the end. */
+export function renderJson(d: StatusOutput, ctx: CommandContext): string {
+  return ctx.flags.watch === true ? '' : `${JSON.stringify(d)}\n`;
+}
+
+export function render(d: StatusOutput, ctx?: CommandContext): string {
+  if (ctx?.flags.watch === true) return '';
   const lines = [
     `build: ${d.completed ? 'complete' : d.blocked ? `blocked — ${d.blocked}` : 'in progress'} at position ${d.position}`,
     `sandbox: ${d.sandbox}`,
