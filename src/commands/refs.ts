@@ -51,3 +51,29 @@ export function decideRefRepairs(state: BuildState, observed: ObservedRefs): Ref
   }
   return repairs;
 }
+
+/**
+ * Attempt branches that are done with: every attempt of a node that is accepted (its work is on
+ * the integration head, its receipt names the commits). Removed after each promotion, and swept
+ * when a controller opens (a crash can land between the two); housekeeping, not a repair.
+ */
+export function finishedAttemptBranches(state: BuildState, attemptIds: Iterable<string>): string[] {
+  const out: string[] = [];
+  for (const id of attemptIds) {
+    const a = attemptOf(state, id);
+    if (a && state.nodes[a.nodeId]?.state === 'accepted' && a.status !== 'started') out.push(id);
+  }
+  return out.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+}
+
+/** Every attempt id a node has had (attempt ids are NODE.N, N from 1). */
+export function attemptIdsOfNode(state: BuildState, nodeId: string): string[] {
+  const n = state.nodes[nodeId]?.attempts ?? 0;
+  return Array.from({ length: n }, (_, i) => `${nodeId}.${i + 1}`);
+}
+
+/** The observed refs without some attempt branches (those just removed). */
+export function withoutAttempts(observed: ObservedRefs, removed: readonly string[]): ObservedRefs {
+  const gone = new Set(removed);
+  return { ...observed, attempts: Object.fromEntries(Object.entries(observed.attempts ?? {}).filter(([id]) => !gone.has(id))) };
+}

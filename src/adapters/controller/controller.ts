@@ -11,7 +11,7 @@ import { isBatchMode, shouldSplit, splitData } from '../../commands/batch.js';
 import { validateProposal, validateRenewal } from '../../commands/horizon.js';
 import { acceptedVersions, deriveCheckpoint } from '../../commands/checkpoint.js';
 import { compactMilestone } from '../../commands/compaction.js';
-import { decideRefRepairs, type RefRepair } from '../../commands/refs.js';
+import { attemptIdsOfNode, decideRefRepairs, finishedAttemptBranches, withoutAttempts, type RefRepair } from '../../commands/refs.js';
 import type { Planner, Worker } from '../../commands/ports.js';
 import { plannerInputOf, reworkOf, workPacketOf } from '../../commands/effect-inputs.js';
 import { withFailureEvidence } from './failure-evidence.js';
@@ -206,7 +206,10 @@ export class Controller {
     if (!this.state.build || this.state.integrationHead === null) return null;
     const observed = await this.deps.git.observeRefs(this.state.build.integrationRef, !this.attemptRefsChecked);
     this.attemptRefsChecked = true;
-    const repairs = decideRefRepairs(this.state, observed);
+    // Branches a crash left behind after their node was accepted go first (housekeeping, nothing recorded).
+    const finished = finishedAttemptBranches(this.state, Object.keys(observed.attempts ?? {}));
+    await this.deps.git.deleteAttemptBranches(finished);
+    const repairs = decideRefRepairs(this.state, finished.length === 0 ? observed : withoutAttempts(observed, finished));
     if (repairs.length === 0) return null;
     await this.repair(repairs, 'refs');
     const what = repairs.map((r) => `${r.where} ${r.ref}: ${r.found ?? '(missing)'} -> ${r.expected ?? '(deleted)'}`).join('; ');
@@ -443,6 +446,8 @@ export class Controller {
       }
     }
     await this.append([{ type: 'IntegrationPromoted', data: { jobId: job.jobId, receipt, adopted, graphRevision: this.state.graphRevision } }], job.jobId);
+    // The accepted nodes' attempt branches are done with: their commits are in the receipt and on the head.
+    await this.deps.git.deleteAttemptBranches(finishedAttemptBranches(this.state, job.nodeIds.flatMap((id) => attemptIdsOfNode(this.state, id))));
     return this.result(recovering ? 'recovered' : 'integrated', `${ids} promoted to ${v.resultCommit!.slice(0, 12)}${adopted ? ' (adopted)' : ''}`, { nodeId: job.nodeIds[0]! });
   }
 

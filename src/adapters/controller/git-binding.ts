@@ -40,6 +40,11 @@ export function gitBinding(o: GitBindingOptions): GitPort {
       return { worktree: prepared.worktree, reworked: prepared.reworked };
     },
     findAttemptCommit: (branch, baseHead) => findAttemptCommit(I, branch, baseHead),
+    async deleteAttemptBranches(attemptIds) {
+      if (attemptIds.length === 0) return;
+      const input = attemptIds.map((id) => `delete ${ATTEMPT_BRANCH_PREFIX}${id}\n`).join('');
+      await git(I, ['update-ref', '--stdin'], { input });
+    },
     commitAttempt: (branch, baseHead, worktree, message, date) =>
       commitAttempt(I, worktree, branch, baseHead, message, date, { maxFileBytes: o.limits.maxFileBytes, indexFile: join(o.indexDir, `${branch.slice(ATTEMPT_BRANCH_PREFIX.length)}.index`) }),
     removeAttemptWorktree: (attemptId) => removeWorkspace(I, join(o.worktreesDir, attemptId)),

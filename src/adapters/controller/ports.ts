@@ -32,6 +32,8 @@ export interface GitPort {
    * branch is gone), and it starts clean.
    */
   prepareAttemptWorktree(attemptId: string, branch: string, baseHead: string, reworkFrom?: string): Promise<{ worktree: string; reworked: boolean }>;
+  /** Delete the branches of these attempts from the integrator's repository (missing ones are fine). */
+  deleteAttemptBranches(attemptIds: readonly string[]): Promise<void>;
   /** The attempt's commit on its branch, if one exists on top of baseHead (adoption, R-18). */
   findAttemptCommit(branch: string, baseHead: string): Promise<AttemptCommit | null>;
   /** The host commits what the worker left in its clone onto the attempt branch. */
