@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { BIN, cliJson, ROOT, runCli, tempDir } from './support/cli.js';
 import { startScriptedModelServer, writeFilesCommand, type ScriptRule, type ScriptedModelServer } from './doubles/scripted-model-server-double.js';
 
-// The live canary of issue 14: real agent binaries (Claude Code, Codex CLI; pinned in
+// The live canary of issue 14: real agent binaries (Claude Code, Codex CLI, opencode; pinned in
 // agents/package.json, installed by .ci/run) plan and implement a two-milestone build, with real
 // SIGKILLs of the controller, real bubblewrap, real git and the project's real tests. Only the
 // model provider is a test double (scripted-model-server-double.ts): there is no model API here.
@@ -15,6 +15,7 @@ const AGENTS_BIN = process.env.LONGBUILD_AGENTS_BIN ?? join(ROOT, 'agents', 'nod
 const AGENTS = [
   { agent: 'claude', exe: join(AGENTS_BIN, 'claude'), key: { ANTHROPIC_API_KEY: 'sk-ant-canary-not-a-real-key' } },
   { agent: 'codex', exe: join(AGENTS_BIN, 'codex'), key: { OPENAI_API_KEY: 'sk-canary-not-a-real-key' } },
+  { agent: 'opencode', exe: join(AGENTS_BIN, 'opencode'), key: { OPENAI_API_KEY: 'sk-canary-not-a-real-key' } },
 ] as const;
 
 const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8' }).trim();
@@ -60,7 +61,7 @@ const RULES: ScriptRule[] = [
 
 function configFor(agent: string, exe: string, url: string): string {
   const dir = tempDir('longbuild-canary-cfg-');
-  const baseUrl = agent === 'codex' ? `${url}/v1` : url;
+  const baseUrl = agent === 'claude' ? url : `${url}/v1`;
   writeFileSync(join(dir, 'request.json'), JSON.stringify({ title: 'calc', goal: 'an arithmetic library: add, then mul built on add' }));
   writeFileSync(join(dir, 'longbuild.config.json'), JSON.stringify({
     planner: { agent, executable: exe, model: 'scripted-model', baseUrl, timeoutSeconds: 300 },
@@ -71,7 +72,7 @@ function configFor(agent: string, exe: string, url: string): string {
   return dir;
 }
 
-interface Ev { position: number; type: string; data: Record<string, any> }
+interface Ev { position: number; type: string; data: Record<string, any>; metadata: Record<string, any> }
 const events = (repo: string): Ev[] => runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l) as Ev);
 
 /** `longbuild run` as a real child in its own process group; resolves with its exit. */
@@ -144,6 +145,16 @@ describe.each(AGENTS)('live canary: the real $agent binary plans and implements 
     expect(repeatedCalls).toEqual(new Set([`${log[0]!.data.buildId}:add.1`]));
     const calls = new Set(server.ledger.filter((e) => e.callId !== '').map((e) => e.callId));
     const nodes = 2;
-    console.log(`canary ${agent}: ${server.ledger.length} model requests (${repeats.reduce((n, es) => n + es.length - 1, 0)} in-doubt repeats) for ${calls.size} calls, ${nodes} nodes: ${(server.ledger.length / nodes).toFixed(1)} requests per node`);
+    // The controller's overhead per worker call: the time between its intent and its result that the
+    // agent's process did not take (the clone, evidence files, the host's commit, two appends).
+    const started = new Map(log.filter((e) => e.type === 'AttemptStarted').map((e) => [e.data.attemptId as string, Date.parse(e.metadata.recordedAt as string)]));
+    const timed = log.filter((e) => e.type === 'AttemptFinished' && typeof e.data.durationMs === 'number' && !reinvoked.has(`${log[0]!.data.buildId}:${e.data.attemptId}`));
+    const overheads = timed.map((e) => Date.parse(e.metadata.recordedAt as string) - started.get(e.data.attemptId as string)! - (e.data.durationMs as number));
+    const mean = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
+    expect(overheads.length).toBeGreaterThan(0);
+    for (const o of overheads) expect(o).toBeGreaterThanOrEqual(0);
+    const side = server.ledger.filter((e) => e.callId === '').length;
+    const steps = server.ledger.length - side;
+    console.log(`canary ${agent}: ${steps} model requests for ${calls.size} calls (${repeats.reduce((n, es) => n + es.length - 1, 0)} in-doubt repeats), ${(steps / nodes).toFixed(1)} per node; ${side} side requests (session titles); controller overhead per worker call ${mean(overheads)} ms (agent process ${mean(timed.map((e) => e.data.durationMs as number))} ms)`);
   }, 600_000);
 });

@@ -32,7 +32,9 @@ describe('agent presets', () => {
     expect(codex.at(-1)).toBe('P');
     expect(codex.join(' ')).toContain('base_url="http://127.0.0.1:9/v1"');
     expect(PRESETS.codex.env(call)).toMatchObject({ HOME: '/h', CODEX_HOME: '/h/.codex' });
-    expect(PRESETS.opencode.args(call)).toEqual(['run', '--model', 'M', 'P']);
+    // opencode re-quotes an argv message: its prompt goes on stdin.
+    expect([PRESETS.opencode.args(call), PRESETS.opencode.promptOnStdin]).toEqual([['run', '--model', 'longbuild/M'], true]);
+    expect(PRESETS.opencode.args({ ...call, baseUrl: undefined } as never)).toEqual(['run', '--model', 'M']);
     // Claude Code's final message is the `result` of its JSON output.
     expect(claude.finalMessage('{"type":"result","result":"the answer"}\n', call)).toBe('the answer');
   });

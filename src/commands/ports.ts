@@ -93,6 +93,8 @@ export interface WorkerResult {
   readonly reason?: string;
   readonly stdout: string;
   readonly stderr: string;
+  /** How long the worker's process ran (absent for longbuild's own scripted worker). */
+  readonly durationMs?: number;
 }
 
 export interface Worker {

@@ -194,6 +194,8 @@ export const AttemptFinished = e('AttemptFinished', z.strictObject({
   /** The evidence files of the worker's output (`longbuild evidence ATTEMPT` prints them). */
   stdoutSha256: Sha256Schema.optional(),
   stderrSha256: Sha256Schema.optional(),
+  /** How long the worker's process ran, ms (a command or agent worker; absent when adopted or scripted). */
+  durationMs: z.number().int().nonnegative().optional(),
   adopted: z.boolean(),
   graphRevision: z.number().int().nonnegative(),
 }));

@@ -1,8 +1,9 @@
 /**
  * TEST DOUBLE of a model provider (there is no model API on this machine): an HTTP server on
  * 127.0.0.1 that speaks the wire protocols the real agent CLIs use — Anthropic's Messages API
- * (Claude Code, `ANTHROPIC_BASE_URL`) and OpenAI's Responses API (Codex CLI, a custom
- * `model_providers` entry) — and answers from a script instead of a model. Everything else in a
+ * (Claude Code, `ANTHROPIC_BASE_URL`), OpenAI's Responses API (Codex CLI, a custom
+ * `model_providers` entry) and OpenAI-compatible Chat Completions (opencode's
+ * `@ai-sdk/openai-compatible` provider) — and answers from a script instead of a model. Everything else in a
  * canary build is real: the agent binaries, their tool execution, the sandbox, git, the tests.
  *
  * A script rule matches a call by the text of longbuild's prompt (which names the call's
@@ -13,6 +14,7 @@
  * repeated model request.
  */
 import { createHash } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
 /** What the scripted model does at one step of a call. */
@@ -29,7 +31,7 @@ export interface ScriptRule {
 
 export interface LedgerEntry {
   readonly seq: number;
-  readonly protocol: 'anthropic' | 'openai';
+  readonly protocol: 'anthropic' | 'openai' | 'chat';
   readonly rule: string;
   /** The call's longbuild key (from the prompt), or '' for a request that is not a longbuild call. */
   readonly callId: string;
@@ -72,6 +74,8 @@ export async function startScriptedModelServer(rules: readonly ScriptRule[]): Pr
 
   const handle = (req: IncomingMessage, res: ServerResponse, body: string): void => {
     const url = req.url ?? '';
+    // Debugging a protocol: SCRIPTED_MODEL_DUMP=FILE appends every request received.
+    if (process.env.SCRIPTED_MODEL_DUMP) appendFileSync(process.env.SCRIPTED_MODEL_DUMP, `${req.method} ${url}\n${body}\n`);
     let json: Record<string, unknown> = {};
     try {
       json = JSON.parse(body) as Record<string, unknown>;
@@ -79,11 +83,13 @@ export async function startScriptedModelServer(rules: readonly ScriptRule[]): Pr
       // not JSON: answered below as an unknown request
     }
     if (url.includes('count_tokens')) return sendJson(res, { input_tokens: 100 });
-    const protocol = url.includes('/messages') ? 'anthropic' : url.includes('/responses') ? 'openai' : null;
+    const protocol = url.includes('/messages') ? 'anthropic' : url.includes('/responses') ? 'openai' : url.includes('/chat/completions') ? 'chat' : null;
     if (protocol === null) return sendJson(res, { error: { message: `scripted model server: no route ${req.method} ${url}` } }, 404);
-    const { prompt, step } = protocol === 'anthropic' ? anthropicCall(json) : openaiCall(json);
-    const rule = prompt === '' ? undefined : rules.find((r) => r.matches(prompt));
-    const callId = promptField(prompt, CALL);
+    const { prompt, step } = protocol === 'anthropic' ? anthropicCall(json) : protocol === 'openai' ? openaiCall(json) : chatCall(json);
+    // A request without tools is an agent's side request (a session title, a summary), not a step of the call.
+    const tools = Array.isArray(json.tools) && json.tools.length > 0;
+    const rule = prompt === '' || !tools ? undefined : rules.find((r) => r.matches(prompt));
+    const callId = tools ? promptField(prompt, CALL) : '';
     const entry: LedgerEntry = {
       seq: ledger.length + 1, protocol, rule: rule?.name ?? '(other)', callId, step,
       key: `${callId || createHash('sha256').update(prompt).digest('hex').slice(0, 16)}#${step}`, held: false,
@@ -99,7 +105,8 @@ export async function startScriptedModelServer(rules: readonly ScriptRule[]): Pr
     }
     const answer: ScriptAnswer = rule ? rule.answer({ prompt, step, cwd: promptField(prompt, CWD) }) : { kind: 'text', text: 'ok' };
     if (protocol === 'anthropic') anthropicAnswer(res, json, answer, entry.seq);
-    else openaiAnswer(res, answer, entry.seq);
+    else if (protocol === 'openai') openaiAnswer(res, answer, entry.seq);
+    else chatAnswer(res, json, answer, entry.seq);
   };
 
   const server: Server = createServer((req, res) => {
@@ -151,6 +158,30 @@ function openaiCall(j: Record<string, unknown>): { prompt: string; step: number 
   const input = Array.isArray(j.input) ? (j.input as { type?: string; role?: string; content?: unknown }[]) : [];
   const prompt = input.filter((i) => i.role === 'user').flatMap((i) => texts(i.content)).find((t) => CALL.test(t)) ?? '';
   return { prompt, step: input.filter((i) => i.type === 'function_call').length };
+}
+
+/** opencode (Chat Completions): our prompt is a user message; each assistant message with tool calls is one step. */
+function chatCall(j: Record<string, unknown>): { prompt: string; step: number } {
+  const messages = Array.isArray(j.messages) ? (j.messages as { role: string; content: unknown; tool_calls?: unknown[] }[]) : [];
+  const prompt = messages.filter((m) => m.role === 'user').flatMap((m) => texts(m.content)).find((t) => CALL.test(t)) ?? '';
+  return { prompt, step: messages.filter((m) => m.role === 'assistant' && Array.isArray(m.tool_calls) && m.tool_calls.length > 0).length };
+}
+
+function chatAnswer(res: ServerResponse, j: Record<string, unknown>, a: ScriptAnswer, seq: number): void {
+  const base = { id: `chatcmpl-${seq}`, object: 'chat.completion.chunk', created: 0, model: j.model ?? 'scripted' };
+  const delta = a.kind === 'text'
+    ? { role: 'assistant', content: a.text }
+    : { role: 'assistant', tool_calls: [{ index: 0, id: `call_${seq}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: a.command, description: 'write the files of this node' }) } }] };
+  const finish = a.kind === 'text' ? 'stop' : 'tool_calls';
+  if (j.stream !== true) {
+    const message = a.kind === 'text' ? { role: 'assistant', content: a.text } : { role: 'assistant', content: null, tool_calls: (delta as { tool_calls: unknown[] }).tool_calls };
+    return sendJson(res, { ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`);
+  res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } })}\n\n`);
+  res.write('data: [DONE]\n\n');
+  res.end();
 }
 
 function anthropicAnswer(res: ServerResponse, j: Record<string, unknown>, a: ScriptAnswer, seq: number): void {

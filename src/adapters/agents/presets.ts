@@ -35,6 +35,8 @@ export interface AgentPreset {
   readonly npmPackage: string;
   /** Environment variables the agent reads for its credentials and endpoint (passed through, redacted in evidence). */
   readonly credentialEnv: readonly string[];
+  /** The prompt goes on stdin, not in argv (an agent that re-quotes its argv). */
+  readonly promptOnStdin?: boolean;
   /** The agent's argv after the executable. */
   args(c: AgentCall): string[];
   /** Environment the preset sets (besides PATH, the locale and the passed-through variables). */
@@ -99,13 +101,21 @@ const codex: AgentPreset = {
   },
 };
 
-/** opencode (`opencode-ai`): `opencode run PROMPT`, its final message on stdout. */
+/**
+ * opencode (`opencode-ai`): `opencode run` with the prompt on stdin (an argv message is re-joined
+ * with its quotes escaped), its final message on stdout. With `baseUrl` the
+ * model comes from an OpenAI-compatible provider named `longbuild` (its key from OPENAI_API_KEY).
+ */
 const opencode: AgentPreset = {
   name: 'opencode',
   executable: 'opencode',
   npmPackage: 'opencode-ai',
   credentialEnv: ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY'],
-  args: (c) => ['run', ...(c.model !== undefined ? ['--model', c.model] : []), c.prompt],
+  promptOnStdin: true,
+  args: (c) => {
+    const model = c.baseUrl !== undefined ? `longbuild/${c.model ?? 'default'}` : c.model;
+    return ['run', ...(model !== undefined ? ['--model', model] : [])];
+  },
   env: (c) => ({
     HOME: c.home,
     XDG_CONFIG_HOME: join(c.home, '.config'),
@@ -114,7 +124,13 @@ const opencode: AgentPreset = {
     XDG_STATE_HOME: join(c.home, '.local', 'state'),
     OPENCODE_DISABLE_AUTOUPDATE: '1',
     ...(c.baseUrl !== undefined
-      ? { OPENCODE_CONFIG_CONTENT: JSON.stringify({ provider: { longbuild: { npm: '@ai-sdk/openai-compatible', options: { baseURL: c.baseUrl } } } }) }
+      ? {
+        OPENCODE_CONFIG_CONTENT: JSON.stringify({
+          // longbuild's sandbox is the boundary (R-30): no permission prompt can stop a headless call.
+          permission: { edit: 'allow', bash: 'allow', webfetch: 'deny' },
+          provider: { longbuild: { npm: '@ai-sdk/openai-compatible', options: { baseURL: c.baseUrl, apiKey: '{env:OPENAI_API_KEY}' }, models: { [c.model ?? 'default']: {} } } },
+        }),
+      }
       : {}),
   }),
   finalMessage: (stdout) => stdout,

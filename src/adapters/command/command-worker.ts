@@ -62,17 +62,18 @@ export class CommandWorker implements Worker {
     const agent = this.o.style.agent;
     const stdout = result.stdout.toString('utf8');
     const stderr = result.stderr.toString('utf8');
+    const durationMs = Math.max(0, Math.round(result.durationMs));
     const label = agent ? this.o.style.label : 'worker';
-    if (result.spawnError !== undefined) return { outcome: 'failed', reason: `${agent ? label : 'worker command'} could not start: ${result.spawnError}`, stdout, stderr };
-    if (result.timedOut) return { outcome: 'failed', reason: `${label} timed out after ${this.o.timeoutMs} ms`, stdout, stderr };
+    if (result.spawnError !== undefined) return { outcome: 'failed', reason: `${agent ? label : 'worker command'} could not start: ${result.spawnError}`, stdout, stderr, durationMs };
+    if (result.timedOut) return { outcome: 'failed', reason: `${label} timed out after ${this.o.timeoutMs} ms`, stdout, stderr, durationMs };
     if (result.exitCode !== 0) {
       const said = agent ? answer.trim().split('\n')[0]?.slice(0, 300) : undefined;
-      return { outcome: 'failed', reason: `${label} exited ${result.exitCode ?? result.signal}${said ? `: ${said}` : ''}`, stdout, stderr };
+      return { outcome: 'failed', reason: `${label} exited ${result.exitCode ?? result.signal}${said ? `: ${said}` : ''}`, stdout, stderr, durationMs };
     }
     if (packet.kind === 'read-only') {
       const decision = answer.trim();
-      return { outcome: 'recorded', ...(decision ? { decision: decision.slice(0, 4000) } : {}), stdout, stderr };
+      return { outcome: 'recorded', ...(decision ? { decision: decision.slice(0, 4000) } : {}), stdout, stderr, durationMs };
     }
-    return { outcome: 'committed', stdout, stderr };
+    return { outcome: 'committed', stdout, stderr, durationMs };
   }
 }

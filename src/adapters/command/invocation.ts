@@ -80,7 +80,7 @@ export function agentStyle(role: 'planner' | 'worker', o: AgentStyleOptions): Ca
       return {
         argv: [o.executable ?? preset.executable, ...preset.args(agentCall)],
         env: commandEnv(o.env, [...o.allow, ...preset.credentialEnv], { ...presetEnv, ...call.env }),
-        input: '',
+        input: preset.promptOnStdin === true ? agentCall.prompt : '',
         rw: [home],
         answer: (stdout) => preset.finalMessage(stdout, agentCall),
         dispose: () => rmSync(home, { recursive: true, force: true }),

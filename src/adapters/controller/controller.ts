@@ -332,7 +332,10 @@ export class Controller {
     const stdoutSha256 = this.deps.evidence.put(Buffer.from(out.stdout));
     const stderrSha256 = this.deps.evidence.put(Buffer.from(out.stderr));
     const evidenceSha256 = canonicalSha256({ stdout: stdoutSha256, stderr: stderrSha256 });
-    const base = { attemptId: a.attemptId, nodeId: a.nodeId, evidenceSha256, stdoutSha256, stderrSha256, adopted: false, graphRevision: this.state.graphRevision };
+    const base = {
+      attemptId: a.attemptId, nodeId: a.nodeId, evidenceSha256, stdoutSha256, stderrSha256, ...(out.durationMs !== undefined ? { durationMs: out.durationMs } : {}),
+      adopted: false, graphRevision: this.state.graphRevision,
+    };
     if (node.kind === 'read-only') {
       const finished = out.outcome === 'failed'
         ? { ...base, outcome: 'failed' as const, reason: out.reason ?? 'worker failed' }
