@@ -153,6 +153,53 @@ describe('verification that fits real projects (issue 14)', () => {
   });
 });
 
+describe('longbuild cancel (issue 14)', () => {
+  it('R-20 a blocked node canceled by an operator: recorded with its operator, the build unblocked and finished without it; its checkpoint lists only accepted work', () => {
+    const cfgDir = scriptsCopy();
+    // goodbye never works; welcome is planned on hello, so the build can finish without goodbye.
+    writeFileSync(join(cfgDir, 'worker.mjs'), readFileSync(join(cfgDir, 'worker.mjs'), 'utf8').replace("const packet = JSON.parse(readFileSync(0, 'utf8'));",
+      "const packet = JSON.parse(readFileSync(0, 'utf8'));\nif (packet.nodeId === 'goodbye-module') { console.error('cannot say goodbye'); process.exit(4); }"));
+    writeFileSync(join(cfgDir, 'planner.mjs'), readFileSync(join(cfgDir, 'planner.mjs'), 'utf8').replace("deps: i > 0 ? [`${features[i - 1]}-module`] : []", "deps: i > 0 ? ['hello-module'] : []"));
+    const config = JSON.parse(readFileSync(join(cfgDir, 'longbuild.config.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(join(cfgDir, 'longbuild.config.json'), JSON.stringify({ ...config, maxAttempts: 1 }));
+    const repo = initFrom(cfgDir);
+    const blocked = runCli(['run'], { cwd: repo });
+    expect(blocked.code).toBe(1);
+    expect(blocked.stderr).toContain('goodbye-module is blocked after 1 attempt');
+    const before = runCli(['log', '--json'], { cwd: repo }).stdout;
+    // Refused, nothing appended: accepted work, an unknown node.
+    expect(runCli(['cancel', 'hello-module'], { cwd: repo }).stderr).toMatch(/node 'hello-module' is accepted \(compacted into summary-[0-9a-f]{16}\): accepted work is never canceled/);
+    expect(runCli(['cancel', 'nope'], { cwd: repo }).code).toBe(1);
+    expect(runCli(['log', '--json'], { cwd: repo }).stdout).toBe(before);
+    const canceled = cliJson(['cancel', 'goodbye-module', '--reason', 'not this release'], { cwd: repo });
+    expect(canceled).toMatchObject({ nodeId: 'goodbye-module', canceled: ['goodbye-module'], unblocked: true });
+    const [event] = runCli(['log', '--type', 'NodeCanceled', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l).data);
+    expect(event).toMatchObject({ nodeIds: ['goodbye-module'], reason: 'not this release', operator: { action: 'cancel' } });
+    expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
+    const files = git(repo, 'ls-tree', '-r', '--name-only', 'refs/heads/longbuild/integration').split('\n');
+    expect(files).toEqual(['src/hello.js', 'src/welcome.js', 'test/hello.test.js', 'test/welcome.test.js']);
+    const checkpoints = runCli(['log', '--type', 'CheckpointWritten', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l).data.checkpoint);
+    expect(checkpoints.map((c: { milestoneId: string; acceptedNodes: unknown[] }) => [c.milestoneId, c.acceptedNodes.length])).toEqual([['hello', 1], ['goodbye', 0], ['welcome', 1]]);
+    expect(runCli(['verify'], { cwd: repo }).code).toBe(0);
+  });
+
+  it('canceling a node cancels the unaccepted nodes that depend on it; a node in flight is refused', () => {
+    const cfgDir = scriptsCopy();
+    const repo = initFrom(cfgDir);
+    cliJson(['run', '--max-steps', '1'], { cwd: repo }); // the horizon: hello-module, goodbye-module on it
+    const out = runCli(['cancel', 'hello-module'], { cwd: repo });
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stdout).toContain('hello-module canceled with 1 node that depends on it (goodbye-module)');
+    expect(cliJson(['status'], { cwd: repo }).nodes).toEqual({ canceled: 2 });
+    expect(runCli(['cancel', 'hello-module'], { cwd: repo }).stderr).toMatch(/already canceled/);
+    // A controller killed while the worker runs leaves the node in flight: refused until run settles it.
+    const other = initFrom(scriptsCopy());
+    expect(runCli(['run'], { cwd: other, env: { LONGBUILD_CRASH_AT: 'before-effect:worker:1' } }).signal).toBe('SIGKILL');
+    const busy = runCli(['cancel', 'hello-module'], { cwd: other });
+    expect([busy.code, busy.stderr.trim()]).toEqual([1, "longbuild: node 'hello-module' is running: its attempt or integration is in flight; cancel it once `longbuild run` has settled it"]);
+  });
+});
+
 describe('a project whose tests need an install (issue 14)', () => {
   /** A user repository whose .gitignore names node_modules/, as a real npm project's does. */
   function projectRepo(): string {

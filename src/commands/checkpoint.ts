@@ -43,6 +43,7 @@ export function deriveCheckpoint(state: BuildState, milestoneId: string, created
   for (const id of ids) {
     const n = state.nodes[id]!;
     if (!isSafeId(id)) return { ok: false, rule: 'R-20', reason: `unsafe node id '${id}'` };
+    if (n.state === 'canceled') continue; // an operator canceled it (NodeCanceled): not part of the milestone's result
     if (n.state !== 'accepted') return { ok: false, rule: 'R-20', reason: `node '${id}' of milestone '${milestoneId}' is ${n.state}, not accepted` };
     if (n.kind === 'writable') {
       const job = n.receiptJobId ? jobOf(state, n.receiptJobId) : undefined;

@@ -70,6 +70,7 @@ export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' |
   for (const n of nodes) {
     for (const dep of n.deps) {
       const existing = state.nodes[dep];
+      if (existing?.state === 'canceled') return refuse('R-13', `node '${n.id}' depends on '${dep}', which an operator canceled`);
       if (existing) continue; // already in the graph: accepted or carried from an earlier window
       if (state.summaries && liveSummaryOf(state.summaries, dep) !== undefined) continue; // accepted, compacted (R-21)
       const depMilestone = seen.get(dep);

@@ -52,7 +52,8 @@ export function nextAction(state: BuildState): NextAction {
   for (const m of horizon.detailed) {
     if (state.checkpoints[m.id]) continue;
     const ids = Object.keys(state.nodes).filter((id) => state.nodes[id]!.milestone === m.id);
-    if (ids.length > 0 && ids.every((id) => state.nodes[id]!.state === 'accepted')) return { kind: 'checkpoint', milestoneId: m.id };
+    // Complete when every node is accepted or canceled by an operator (NodeCanceled).
+    if (ids.length > 0 && ids.every((id) => state.nodes[id]!.state === 'accepted' || state.nodes[id]!.state === 'canceled')) return { kind: 'checkpoint', milestoneId: m.id };
     if (ids.length === 0) return { kind: 'checkpoint', milestoneId: m.id };
     break; // checkpoints are written in milestone order
   }
@@ -106,7 +107,7 @@ export function nextAction(state: BuildState): NextAction {
     return { kind: 'dispatch', nodeId: next, attempt, attemptId: attemptIdOf(next, attempt) };
   }
   const stuck = Object.keys(state.nodes)
-    .filter((id) => state.nodes[id]!.milestone === active && state.nodes[id]!.state !== 'accepted')
+    .filter((id) => state.nodes[id]!.milestone === active && state.nodes[id]!.state !== 'accepted' && state.nodes[id]!.state !== 'canceled')
     .sort(compareCodePoints);
   return { kind: 'stuck', reason: `milestone '${active}' cannot progress: ${stuck.map((id) => stuckNode(state, id)).join(', ')}`, nodeIds: stuck };
 }

@@ -1,5 +1,7 @@
+import { compareCodePoints } from '../events/canonical.js';
 import type { DomainEvent } from '../events/catalogue.js';
 import type { BuildState } from '../projections/build-state.js';
+import { compactedInto } from '../projections/summaries.js';
 
 /** What an operator asked for, and what the host made of it (pure; the CLI records the event). */
 export type OperatorVerdict = { ok: true; event: DomainEvent } | { ok: false; reason: string };
@@ -25,6 +27,48 @@ export function decideRetry(state: BuildState, nodeId: string, attempts: number 
     event: {
       type: 'NodeRetried',
       data: { nodeId, attempts: more, attemptLimit: node.attempts + more, operator: { action: 'retry', ...(user ? { user } : {}) }, graphRevision: state.graphRevision },
+    },
+  };
+}
+
+/** Node states an operator may cancel: not accepted, and nothing of it in flight. */
+const CANCELABLE = new Set(['queued', 'revising', 'blocked']);
+
+/**
+ * `longbuild cancel NODE [--reason TEXT]`: the node and every node that depends on it, transitively,
+ * that is not accepted yet (they could never run without it). Refused for an unknown or accepted
+ * node, and while any of them has an attempt or integration in flight (running, validating).
+ */
+export function decideCancel(state: BuildState, nodeId: string, reason: string | undefined, user: string | undefined): OperatorVerdict {
+  if (!state.build) return { ok: false, reason: 'the build is not initialised' };
+  if (state.completed) return { ok: false, reason: 'the build is complete' };
+  const node = state.nodes[nodeId];
+  const compacted = node ? undefined : compactedInto(state.summaries, nodeId);
+  if (compacted !== undefined) return { ok: false, reason: `node '${nodeId}' is accepted (compacted into ${compacted}): accepted work is never canceled` };
+  if (!node) return { ok: false, reason: `no node '${nodeId}' in the graph` };
+  if (node.summary === true || node.state === 'accepted') return { ok: false, reason: `node '${nodeId}' is accepted: accepted work is never canceled` };
+  if (node.state === 'canceled') return { ok: false, reason: `node '${nodeId}' is already canceled` };
+  const dependents = new Map<string, string[]>();
+  for (const id in state.nodes) for (const dep of state.nodes[id]!.deps) dependents.set(dep, [...(dependents.get(dep) ?? []), id]);
+  const all = new Set<string>([nodeId]);
+  const stack = [nodeId];
+  while (stack.length > 0) {
+    for (const d of dependents.get(stack.pop()!) ?? []) {
+      if (all.has(d) || state.nodes[d]!.state === 'accepted' || state.nodes[d]!.state === 'canceled') continue;
+      all.add(d);
+      stack.push(d);
+    }
+  }
+  const busy = [...all].filter((id) => !CANCELABLE.has(state.nodes[id]!.state)).sort(compareCodePoints);
+  if (busy.length > 0) {
+    return { ok: false, reason: `node '${busy[0]}' is ${state.nodes[busy[0]!]!.state}: its attempt or integration is in flight; cancel it once \`longbuild run\` has settled it` };
+  }
+  const rest = [...all].filter((id) => id !== nodeId).sort(compareCodePoints);
+  return {
+    ok: true,
+    event: {
+      type: 'NodeCanceled',
+      data: { nodeIds: [nodeId, ...rest], ...(reason !== undefined ? { reason } : {}), operator: { action: 'cancel', ...(user ? { user } : {}) }, graphRevision: state.graphRevision },
     },
   };
 }

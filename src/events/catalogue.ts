@@ -325,6 +325,19 @@ export const NodeRetried = e('NodeRetried', z.strictObject({
   graphRevision: z.number().int().nonnegative(),
 }));
 
+/**
+ * An operator canceled work (`longbuild cancel NODE`): the node and every node that depends on
+ * it, transitively, that was not accepted yet (first the one named, then the rest sorted). They
+ * are never dispatched again; a milestone whose nodes are all accepted or canceled is complete,
+ * and its checkpoint lists only the accepted ones. A build they had blocked is unblocked.
+ */
+export const NodeCanceled = e('NodeCanceled', z.strictObject({
+  nodeIds: z.array(SafeIdSchema).min(1),
+  reason: z.string().max(2_000).optional(),
+  operator: z.strictObject({ action: z.literal('cancel'), user: z.string().optional() }),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
 /** Every domain event, one discriminated union (one source of truth for every type). */
 export const DomainEventSchema = z.discriminatedUnion('type', [
   BuildInitialized,
@@ -347,6 +360,7 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   MilestoneCompacted,
   RefRepaired,
   NodeRetried,
+  NodeCanceled,
 ]);
 export type DomainEvent = z.infer<typeof DomainEventSchema>;
 export type DomainEventType = DomainEvent['type'];
@@ -375,6 +389,7 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   EffectReinvoked: 1,
   MilestoneCompacted: 1,
   NodeRetried: 1,
+  NodeCanceled: 1,
 };
 
 /**

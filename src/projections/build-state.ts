@@ -358,6 +358,14 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       draft.blocked = null;
       return;
     }
+    case 'NodeCanceled': {
+      for (const id of event.data.nodeIds) {
+        const node = draft.nodes[id];
+        if (node && node.state !== 'accepted') setNodeState(draft, id, 'canceled'); // accepted work stays accepted
+      }
+      draft.blocked = null;
+      return;
+    }
     default: {
       // Exhaustive over the catalogue; an event type this build does not know is ignored.
       const unknown: never = event;

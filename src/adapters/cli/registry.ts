@@ -59,6 +59,11 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     help: 'longbuild retry NODE [--attempts N]\n  A node that used up its attempts gets N more (default: the build\'s maxAttempts), recorded as a\n  NodeRetried event naming the operator; a build it blocked goes on with `longbuild run`. Its next\n  attempt is told why the last one failed. Holds the controller lease (exit 3 while a run runs).\nexample: longbuild retry api --attempts 2',
     load: () => import('./commands/retry.js'),
   },
+  cancel: {
+    summary: 'cancel a node and the nodes that depend on it (and unblock the build)',
+    help: 'longbuild cancel NODE [--reason TEXT]\n  The node and every node that depends on it and is not accepted yet are never worked on again,\n  recorded as one NodeCanceled event naming the operator. A milestone whose nodes are all accepted\n  or canceled is complete (its checkpoint lists the accepted ones); a build they blocked goes on\n  with `longbuild run`. Refused for accepted work and while the node is in flight. Holds the\n  controller lease (exit 3 while a run runs).\nexample: longbuild cancel flaky-e2e --reason "out of scope for this release"',
+    load: () => import('./commands/cancel.js'),
+  },
   evidence: {
     summary: 'the recorded stdout/stderr of an attempt (NODE.N) or a job\'s verification (job-N)',
     help: 'longbuild evidence ATTEMPT|JOB\n  What an attempt\'s worker printed, or every verification command of a job with its exit code and\n  output, from the evidence files the log names (content-addressed in the build directory).\nexample: longbuild evidence api.2',

@@ -1,0 +1,45 @@
+import { userInfo } from 'node:os';
+import { decideCancel } from '../../../commands/operator.js';
+import type { CommandContext, FlagSpec } from '../types.js';
+import { withBuild } from '../with-build.js';
+import { withControl } from '../with-control.js';
+
+export const flags: Record<string, FlagSpec> = { reason: { type: 'string' }, 'signing-key': { type: 'string' } };
+export const positionals = { min: 1, max: 1 };
+
+export interface CancelOutput {
+  readonly nodeId: string;
+  /** Every node canceled: the one named first, then its dependents that were not accepted. */
+  readonly canceled: string[];
+  readonly position: number;
+  readonly unblocked: boolean;
+}
+
+/** `longbuild cancel NODE [--reason TEXT]`: the node and its unaccepted dependents are never worked on (NodeCanceled). */
+export async function run(ctx: CommandContext): Promise<CancelOutput> {
+  const nodeId = ctx.positionals[0]!;
+  const reason = typeof ctx.flags.reason === 'string' ? ctx.flags.reason : undefined;
+  let user: string | undefined;
+  try {
+    user = userInfo().username;
+  } catch {
+    user = undefined;
+  }
+  return withControl(ctx, (lease) => withBuild(ctx, async (s) => {
+    const wasBlocked = s.controller.current.blocked !== null;
+    let canceled: string[] = [];
+    await s.operate((state) => {
+      const verdict = decideCancel(state, nodeId, reason, user);
+      if (verdict.ok && verdict.event.type === 'NodeCanceled') canceled = [...verdict.event.data.nodeIds];
+      return verdict;
+    }, `cancel.${nodeId}`);
+    const st = s.controller.current;
+    return { nodeId, canceled, position: st.position, unblocked: wasBlocked && st.blocked === null };
+  }, { appendFence: lease.appendFence, ...(lease.assertHeld ? { beforeAppend: lease.assertHeld } : {}) }));
+}
+
+export function render(d: CancelOutput): string {
+  const n = d.canceled.length - 1;
+  const more = n > 0 ? ` with ${n} node${n === 1 ? ' that depends' : 's that depend'} on it (${d.canceled.slice(1).join(', ')})` : '';
+  return `${d.nodeId} canceled${more}, recorded at position ${d.position}${d.unblocked ? '; the build is unblocked' : ''}\nnext: longbuild run\n`;
+}
