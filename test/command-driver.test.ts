@@ -260,13 +260,15 @@ describe('the work packet an agent works from (issue 14)', () => {
       .flatMap((r) => r.candidates).find((c: { nodeId: string }) => c.nodeId === 'hello-module').commit;
     expect(hello.dependencies).toEqual([]);
     if (!compaction) {
-      expect(goodbye.dependencies).toEqual([{ id: 'hello-module', kind: 'writable', title: 'hello module', commit: helloCommit }]);
+      // With the files its accepted commit changed.
+      expect(goodbye.dependencies).toEqual([{ id: 'hello-module', kind: 'writable', title: 'hello module', commit: helloCommit, files: ['packet-hello-module.json', 'src/hello.js', 'test/hello.test.js'] }]);
       return;
     }
     // hello was compacted once checkpointed: goodbye depends on its summary, which names the commit.
     const [dep] = goodbye.dependencies;
     expect(dep.id).toMatch(/^summary-/);
     expect(dep.summary).toEqual({ milestoneId: 'hello', acceptedCommits: [{ nodeId: 'hello-module', commit: helloCommit }], decisions: [] });
+    expect(dep.files).toEqual(['packet-hello-module.json', 'src/hello.js', 'test/hello.test.js']);
     expect(git(repo, 'merge-base', '--is-ancestor', helloCommit, dep.commit)).toBe('');
   });
 });

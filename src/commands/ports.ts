@@ -68,6 +68,8 @@ export interface WorkPacket {
    */
   readonly dependencies?: readonly {
     readonly id: string; readonly kind: NodeKind; readonly title?: string; readonly commit: string | null; readonly decision?: string;
+    /** The paths its accepted commit changed (a summary: its nodes' commits together), at most 200. */
+    readonly files?: readonly string[];
     readonly summary?: { readonly milestoneId: string; readonly acceptedCommits: readonly { nodeId: string; commit: string }[]; readonly decisions: readonly { nodeId: string; decision: string }[] };
   }[];
   /**

@@ -14,7 +14,7 @@ import { compactMilestone } from '../../commands/compaction.js';
 import { attemptIdsOfNode, decideRefRepairs, finishedAttemptBranches, withoutAttempts, type RefRepair } from '../../commands/refs.js';
 import type { Planner, Worker } from '../../commands/ports.js';
 import { plannerInputOf, reworkOf, workPacketOf } from '../../commands/effect-inputs.js';
-import { withFailureEvidence } from './failure-evidence.js';
+import { withDependencyFiles, withFailureEvidence } from './packet-context.js';
 import type { Clock } from '../clock.js';
 import type { FaultInjector } from '../faults.js';
 import type { EvidenceStore, GitPort } from './ports.js';
@@ -327,7 +327,10 @@ export class Controller {
       ? await this.deps.git.prepareAttemptWorktree(a.attemptId, a.branch, a.baseHead, rework ? `refs/heads/longbuild/attempts/${rework.attemptId}` : undefined)
       : { worktree: '', reworked: false };
     const worktree = prepared.worktree;
-    const packet = withFailureEvidence(workPacketOf(this.state, a), node.lastFailure?.evidence, this.deps.evidence, prepared.reworked ? rework?.commit : undefined);
+    const packet = await withDependencyFiles(
+      withFailureEvidence(workPacketOf(this.state, a), node.lastFailure?.evidence, this.deps.evidence, prepared.reworked ? rework?.commit : undefined),
+      (commit) => this.deps.git.filesChangedBy(commit),
+    );
     const out = await this.effect('worker', () => this.deps.worker.implement(packet, worktree));
     const stdoutSha256 = this.deps.evidence.put(Buffer.from(out.stdout));
     const stderrSha256 = this.deps.evidence.put(Buffer.from(out.stderr));

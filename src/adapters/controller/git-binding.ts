@@ -40,6 +40,10 @@ export function gitBinding(o: GitBindingOptions): GitPort {
       return { worktree: prepared.worktree, reworked: prepared.reworked };
     },
     findAttemptCommit: (branch, baseHead) => findAttemptCommit(I, branch, baseHead),
+    async filesChangedBy(commit) {
+      const out = (await git(I, ['diff-tree', '-r', '-z', '--name-only', '--no-commit-id', '--no-renames', commit])).stdout;
+      return out.split('\0').filter((p) => p !== '');
+    },
     async deleteAttemptBranches(attemptIds) {
       if (attemptIds.length === 0) return;
       const input = attemptIds.map((id) => `delete ${ATTEMPT_BRANCH_PREFIX}${id}\n`).join('');

@@ -32,6 +32,8 @@ export interface GitPort {
    * branch is gone), and it starts clean.
    */
   prepareAttemptWorktree(attemptId: string, branch: string, baseHead: string, reworkFrom?: string): Promise<{ worktree: string; reworked: boolean }>;
+  /** The paths a commit changed against its first parent (a dependency's files in a work packet). */
+  filesChangedBy(commit: string): Promise<string[]>;
   /** Delete the branches of these attempts from the integrator's repository (missing ones are fine). */
   deleteAttemptBranches(attemptIds: readonly string[]): Promise<void>;
   /** The attempt's commit on its branch, if one exists on top of baseHead (adoption, R-18). */

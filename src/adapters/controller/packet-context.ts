@@ -22,3 +22,22 @@ export function withFailureEvidence(packet: WorkPacket, evidence: readonly strin
     previousFailure: { ...failure, ...(output !== '' ? { output } : {}), ...(reworks !== undefined ? { reworks } : {}) },
   };
 }
+
+/** The most paths a dependency lists in a work packet. */
+export const DEPENDENCY_FILES_MAX = 200;
+
+/**
+ * A packet whose dependencies name the files they produced: the paths each accepted commit
+ * changed (a summary's: all its nodes' commits), sorted, at most DEPENDENCY_FILES_MAX.
+ */
+export async function withDependencyFiles(packet: WorkPacket, filesOf: (commit: string) => Promise<string[]>): Promise<WorkPacket> {
+  if (packet.dependencies === undefined || packet.dependencies.length === 0) return packet;
+  const dependencies = await Promise.all(packet.dependencies.map(async (d) => {
+    const commits = d.summary ? d.summary.acceptedCommits.map((c) => c.commit) : d.commit !== null && d.kind === 'writable' ? [d.commit] : [];
+    if (commits.length === 0) return d;
+    const files = new Set<string>();
+    for (const c of commits) for (const f of await filesOf(c)) files.add(f);
+    return { ...d, files: [...files].sort().slice(0, DEPENDENCY_FILES_MAX) };
+  }));
+  return { ...packet, dependencies };
+}
