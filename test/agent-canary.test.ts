@@ -92,7 +92,7 @@ afterAll(async () => {
 
 describe.each(AGENTS)('live canary: the real $agent binary plans and implements a build (model provider: scripted test double)', ({ agent, exe, key }) => {
   const installed = existsSync(exe);
-  if (!installed && process.env.CI) throw new Error(`${exe} is not installed: .ci/run installs the pinned agent CLIs (npm ci --prefix agents)`);
+  if (!installed && process.env.CI) throw new Error(`${exe} is not installed: .ci/run installs the pinned agent CLIs (npm install --prefix agents --no-package-lock)`);
 
   it.skipIf(!installed)(`two milestones, SIGKILL after the planner's answer and in the middle of a worker's call: resumes to the same tree, no model request repeated but the in-doubt worker's; a worker fixes its own attempt from its evidence`, async () => {
     const server = await startScriptedModelServer(RULES);
