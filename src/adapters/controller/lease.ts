@@ -51,15 +51,7 @@ export interface ControllerLease {
 export async function takeControllerLease(dir: string, fencedDirs: readonly string[]): Promise<ControllerLease> {
   mkdirSync(dir, { recursive: true });
   const lockPath = join(dir, 'controller.lock');
-  const db = new Database(lockPath, { timeout: 0 });
-  try {
-    db.pragma('locking_mode = EXCLUSIVE');
-    db.exec('BEGIN EXCLUSIVE');
-  } catch (err) {
-    db.close();
-    if ((err as { code?: string }).code === 'SQLITE_BUSY' || (err as { code?: string }).code === 'SQLITE_LOCKED') throw new ControllerBusyError(dir);
-    throw err;
-  }
+  const db = await lockExclusively(lockPath, dir);
   let fenced: { pid: number; pgid: number; cwd: string }[] = [];
   try {
     fenced = await fenceOrphans(fencedDirs);
@@ -80,6 +72,33 @@ export async function takeControllerLease(dir: string, fencedDirs: readonly stri
       if (db.open) db.close();
     },
   };
+}
+
+/** How long a controller keeps trying for a lease that is busy (a race, not a running holder) before exit 3. */
+const LEASE_TRIES = 12;
+
+/**
+ * The exclusive lock on the lease file. Two controllers starting at the same instant can both
+ * hold SQLite's SHARED lock on the way to EXCLUSIVE and so both be refused: each refused one
+ * closes its connection (dropping its SHARED lock), waits a random 2–12 ms and tries again, so one
+ * of them wins; only a lock still held after every try (about 100 ms) means another controller
+ * runs (exit 3).
+ */
+async function lockExclusively(lockPath: string, dir: string): Promise<Database.Database> {
+  for (let attempt = 1; ; attempt++) {
+    const db = new Database(lockPath, { timeout: 0 });
+    try {
+      db.pragma('locking_mode = EXCLUSIVE');
+      db.exec('BEGIN EXCLUSIVE');
+      return db;
+    } catch (err) {
+      db.close();
+      const code = (err as { code?: string }).code;
+      if (code !== 'SQLITE_BUSY' && code !== 'SQLITE_LOCKED') throw err;
+      if (attempt >= LEASE_TRIES) throw new ControllerBusyError(dir);
+      await new Promise((r) => setTimeout(r, 2 + Math.floor(Math.random() * 10)));
+    }
+  }
 }
 
 /** The lock file's inode, by stat: opening and closing the file would drop this process's POSIX locks on it. */
