@@ -203,3 +203,34 @@ if (process.env.LONGBUILD_TEST_SLOW === '1') {
     }, 60_000);
   }
 });
+
+describe('a crash between an intent and its call (issue 17, fault 8)', () => {
+  const types = (r: string) => runCli(['log', '--json'], { cwd: r }).stdout.trim().split('\n').map((l) => JSON.parse(l).type);
+  let clean: string | undefined;
+  const cleanRun = (): string => {
+    if (clean === undefined) {
+      clean = tempDir();
+      cliJson(['init', '--blueprint', HELIOS], { cwd: clean });
+      cliJson(['run'], { cwd: clean });
+    }
+    return clean;
+  };
+
+  it.each(['AttemptStarted', 'PlannerInvoked'])('R-18 killed right after %s, before the call started: the resumed run starts it once and records no re-invocation; the log has the event types of an uninterrupted run', (type) => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+    expect(runCli(['run'], { cwd: repo, env: { LONGBUILD_CRASH_AT: `after-append:${type}:1` } }).signal).toBe('SIGKILL');
+    cliJson(['run'], { cwd: repo });
+    expect(types(repo)).not.toContain('EffectReinvoked');
+    expect(types(repo)).toEqual(types(cleanRun()));
+    expect(cliJson(['status'], { cwd: repo }).calls).toEqual(cliJson(['status'], { cwd: cleanRun() }).calls);
+  });
+
+  it('R-18 a worker call that did start before the kill is still re-invoked, and recorded as such', () => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+    expect(runCli(['run'], { cwd: repo, env: { LONGBUILD_CRASH_AT: 'after-effect:worker:1' } }).signal).toBe('SIGKILL');
+    cliJson(['run'], { cwd: repo });
+    expect(types(repo).filter((t) => t === 'EffectReinvoked')).toHaveLength(1);
+  });
+});

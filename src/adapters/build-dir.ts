@@ -35,6 +35,8 @@ export interface BuildPaths {
   readonly checkpoints: string;
   /** Planner answers as received, by call, kept until recorded: a crash in between re-asks no model. */
   readonly answers: string;
+  /** Marks of planner and worker calls about to start (a crash before one records no re-invocation). */
+  readonly calls: string;
 }
 
 /** Resolve the build paths from `--repo` (default cwd) and `--dir` (default `<repo>/.longbuild`). */
@@ -61,6 +63,7 @@ export function buildPaths(optsOrDir: string | { repo?: string; dir?: string; cw
     tree: join(dir, 'tree.db'),
     checkpoints: join(dir, 'checkpoints'),
     answers: join(dir, 'answers'),
+    calls: join(dir, 'calls'),
   };
 }
 

@@ -29,6 +29,7 @@ import { ScriptedWorker } from './blueprint/scripted-worker.js';
 import { loadConfig, parseConfig, type LongbuildConfig } from './config/config.js';
 import { CommandPlanner } from './command/command-planner.js';
 import { CommandWorker } from './command/command-worker.js';
+import { FileCallMarks } from './controller/call-marks.js';
 import { agentSecretNames, assertCallable, defaultRoute, styleFor } from './command/invocation.js';
 import { commandEnv } from './command/command-env.js';
 import type { KeyObject } from 'node:crypto';
@@ -284,6 +285,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
         limits: { maxFileBytes: initData.sandbox?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, protectedPaths, verify: initData.verify },
       }),
       evidence: new FileEvidenceStore(paths.evidence),
+      calls: new FileCallMarks(paths.calls),
       faults: opts.faults ?? faultsFromEnv(env),
       ...(opts.beforeAppend ? { beforeAppend: opts.beforeAppend } : {}),
       onAppended: (events, state) => {

@@ -17,6 +17,7 @@ import { plannerInputOf, reworkOf, workPacketOf } from '../../commands/effect-in
 import { withDependencyFiles, withFailureEvidence } from './packet-context.js';
 import type { Clock } from '../clock.js';
 import type { FaultInjector } from '../faults.js';
+import type { CallMarks } from './call-marks.js';
 import type { EvidenceStore, GitPort } from './ports.js';
 import { throwIfInterrupted } from '../interrupt.js';
 import type { OperatorVerdict } from '../../commands/operator.js';
@@ -43,6 +44,11 @@ export interface ControllerDeps {
   readonly git: GitPort;
   readonly evidence: EvidenceStore;
   readonly faults: FaultInjector;
+  /**
+   * Durable marks of planner and worker calls about to start (call-marks.ts): an open intent
+   * whose call has no mark never started, so resuming it records no re-invocation (issue 17).
+   */
+  readonly calls?: CallMarks;
   /** Checked before every append: the controller still holds its lease (throws ConcurrencyError). */
   readonly beforeAppend?: () => void;
   /** Called after every append with the new events (projections catch up here). */
@@ -136,8 +142,9 @@ export class Controller {
     return this.deps.clock.now(position - this.reinvocations);
   }
 
-  private async effect<T>(name: 'planner' | 'worker' | 'verify' | 'promote', run: () => Promise<T>): Promise<T> {
+  private async effect<T>(name: 'planner' | 'worker' | 'verify' | 'promote', run: () => Promise<T>, key?: string): Promise<T> {
     this.deps.faults.reach(`before-effect:${name}`);
+    if (key !== undefined) this.deps.calls?.mark(key); // durable before the call starts
     const result = await run();
     this.deps.faults.reach(`after-effect:${name}`);
     return result;
@@ -226,14 +233,16 @@ export class Controller {
 
   private async plan(action: Extract<NextAction, { kind: 'plan' }>): Promise<StepResult> {
     const { purpose, callId } = action;
-    if (action.inDoubt) {
+    if (action.inDoubt && this.deps.calls !== undefined && !this.deps.calls.started(callId)) {
+      // The crash came between the intent and the call: nothing ran, so nothing is re-invoked.
+    } else if (action.inDoubt) {
       // The call was made (or was about to be) and left no result: make it again, same key (R-18).
       await this.append([{ type: 'EffectReinvoked', data: { effect: 'planner', key: callId } }], callId);
     } else {
       await this.append([{ type: 'PlannerInvoked', data: { callId, purpose, horizonRevision: this.state.horizon?.revision ?? 0, graphRevision: this.state.graphRevision } }], callId);
     }
     const input = plannerInputOf(this.state, purpose, callId);
-    const raw = await this.effect('planner', () => this.deps.planner.propose(input));
+    const raw = await this.effect('planner', () => this.deps.planner.propose(input), callId);
     let proposal: JsonValue = null;
     let proposalSha256 = sha256Hex('null');
     let verdict: { ok: true } | { ok: false; rule: string; reason: string } = { ok: true };
@@ -331,7 +340,7 @@ export class Controller {
       withFailureEvidence(workPacketOf(this.state, a), node.lastFailure?.evidence, this.deps.evidence, prepared.reworked ? rework?.commit : undefined),
       (commit) => this.deps.git.filesChangedBy(commit),
     );
-    const out = await this.effect('worker', () => this.deps.worker.implement(packet, worktree));
+    const out = await this.effect('worker', () => this.deps.worker.implement(packet, worktree), packet.idempotencyKey);
     const stdoutSha256 = this.deps.evidence.put(Buffer.from(out.stdout));
     const stderrSha256 = this.deps.evidence.put(Buffer.from(out.stderr));
     const evidenceSha256 = canonicalSha256({ stdout: stdoutSha256, stderr: stderrSha256 });
@@ -391,7 +400,13 @@ export class Controller {
         return this.result('recovered', `adopted ${a.nodeId}'s commit ${found.commit.slice(0, 12)} from ${a.branch}`, { nodeId: a.nodeId });
       }
     }
-    await this.append([{ type: 'EffectReinvoked', data: { effect: 'worker', key: `${this.state.build!.buildId}:${a.attemptId}` } }], a.attemptId);
+    const key = `${this.state.build!.buildId}:${a.attemptId}`;
+    if (this.deps.calls !== undefined && !this.deps.calls.started(key)) {
+      // The crash came between the intent and the call: nothing ran, so nothing is re-invoked.
+      await this.runWorker(attemptOf(this.state, a.attemptId)!);
+      return this.result('recovered', `started the worker for ${a.attemptId} (the crash came before it started)`, { nodeId: a.nodeId });
+    }
+    await this.append([{ type: 'EffectReinvoked', data: { effect: 'worker', key } }], a.attemptId);
     await this.runWorker(attemptOf(this.state, a.attemptId)!);
     return this.result('recovered', `re-invoked the worker for ${a.attemptId} (no outcome was observable)`, { nodeId: a.nodeId });
   }

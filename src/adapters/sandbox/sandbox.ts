@@ -141,9 +141,18 @@ export async function runSandboxed(policy: SandboxPolicy, run: SandboxedRun): Pr
   const masked = [...policy.hide, ...PRIVATE_MOUNTS].map((m) => resolve(m));
   const extraRo = new Set<string>();
   for (const a of argv) {
-    if (!isAbsolute(a) || !existsSync(a) || !masked.some((h) => isInside(a, h)) || (run.rw ?? []).some((w) => isInside(a, w))) continue;
-    const dir = dirname(resolve(a));
-    extraRo.add(masked.includes(dir) || masked.some((h) => isInside(h, dir)) ? resolve(a) : dir);
+    if (!isAbsolute(a) || !existsSync(a) || (run.rw ?? []).some((w) => isInside(a, w))) continue;
+    if (masked.some((h) => isInside(a, h))) {
+      const dir = dirname(resolve(a));
+      extraRo.add(masked.includes(dir) || masked.some((h) => isInside(h, dir)) ? resolve(a) : dir);
+    }
+    // An installed CLI (node_modules/.bin/NAME) is a symlink into its package, which may load
+    // sibling packages (a platform binary): the whole node_modules it lives in stays visible.
+    const real = realpathSync(a);
+    if (real !== resolve(a) && masked.some((h) => isInside(real, h))) {
+      const at = real.lastIndexOf(`${sep}node_modules${sep}`);
+      extraRo.add(at >= 0 ? real.slice(0, at + `${sep}node_modules`.length) : dirname(real));
+    }
   }
   const r = await runProcess({
     ...rest,
