@@ -6,6 +6,7 @@ import { CorruptLogError, ValidationError } from '../src/events/errors.js';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { transferLog } from '../src/adapters/log/transfer.js';
 import { freshPgLog, pgUrl, tick, tickCatalogue } from './support/pg.js';
+import { cliJson, HELIOS, runCli, tempDir } from './support/cli.js';
 
 const url = pgUrl('log-transfer.test.ts');
 const cleanups: Array<() => Promise<void>> = [];
@@ -35,7 +36,7 @@ describe('export/import between log backends', () => {
     await fill(source, 30);
     const target = sqliteLog();
     const report = await transferLog(source, target, { pageSize: 7 });
-    expect(report).toEqual({ events: 60, headHash: (await source.head())!.hash });
+    expect(report).toEqual({ events: 60, headHash: (await source.head())!.hash, resumedAt: 0 });
     expect(await target.readAll()).toEqual(await source.readAll());
     // The copy is a live log: appends continue its chain.
     await target.append('s0', [tick(99)], 'any');
@@ -52,6 +53,26 @@ describe('export/import between log backends', () => {
     const empty = sqliteLog();
     await expect(transferLog(source, empty)).rejects.toBeInstanceOf(CorruptLogError);
     expect(await empty.head()).toBeNull();
+  });
+
+  it('R-4 an interrupted copy (a prefix of the source in the target) is resumed from its head; a target holding another log is refused', async () => {
+    const source = sqliteLog();
+    await fill(source, 7);
+    const target = sqliteLog();
+    await target.importVerbatim((await source.readAll()).slice(0, 3)); // what a copy killed after its first page leaves
+    const report = await transferLog(source, target, { pageSize: 2 });
+    const all = (await source.readAll()).length;
+    expect(report).toMatchObject({ events: all, resumedAt: 3, headHash: (await source.head())!.hash });
+    expect(await target.readAll()).toEqual(await source.readAll());
+    // Done already: nothing more to copy, same head.
+    expect(await transferLog(source, target)).toMatchObject({ events: all, resumedAt: all });
+    // Another log's events are not a prefix of this one: refused, nothing changes.
+    const other = sqliteLog();
+    await fill(other, 1);
+    await other.append('x', [tick(99)], 'any');
+    const before = await other.readAll();
+    await expect(transferLog(source, other)).rejects.toThrow(/transfer target is not empty and is not a copy of this log \(its head, position 3/);
+    expect(await other.readAll()).toEqual(before);
   });
 
   it('R-4 importVerbatim refuses events that do not link to the head', async () => {
@@ -83,5 +104,25 @@ describe('export/import between log backends', () => {
       const back = sqliteLog();
       expect((await transferLog(target, back)).headHash).toBe(report.headHash);
     });
+  });
+});
+
+describe('longbuild export after an interrupted export (issue 17, fault 7)', () => {
+  it('R-4 a partial copy left in the target is resumed, not refused forever; the build then runs on the new log', async () => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+    cliJson(['run', '--max-steps', '6'], { cwd: repo });
+    const path = join(tempDir('lb-export-'), 'copy.db');
+    // What an export killed after its first page leaves: a prefix of the build's log.
+    const source = new SqliteEventLog({ path: join(repo, '.longbuild', 'events.db'), catalogue: tickCatalogue });
+    const partial = new SqliteEventLog({ path, catalogue: tickCatalogue });
+    await partial.importVerbatim((await source.readAll()).slice(0, 4));
+    await partial.close();
+    await source.close();
+    const out = runCli(['export', '--to', `sqlite:${path}`, '--switch'], { cwd: repo });
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stdout).toMatch(/^exported \d+ events to sqlite:.*\(an interrupted copy held the first 4; copying went on from there\)\nthe build now uses this log\n$/);
+    expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
+    expect(runCli(['verify'], { cwd: repo }).code).toBe(0);
   });
 });

@@ -111,7 +111,7 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   },
   export: {
     summary: 'copy the build\'s log, hash chain intact, into another backend (e.g. PostgreSQL)',
-    help: 'longbuild export --to SPEC [--switch]\n  Copies every event of the build\'s log into the empty log SPEC (postgres:URL[?schema=NAME],\n  eventstore:URL or sqlite:PATH) exactly as stored: same positions, hashes and head hash. Both\n  chains are verified. Holds the controller lease meanwhile. --switch: the build then uses SPEC\n  (recorded in <dir>/log.json); the old log is left as a frozen copy.\nexample: longbuild export --to \'postgres:postgres://lb:pw@db:5432/builds?schema=helios\' --switch',
+    help: 'longbuild export --to SPEC [--switch]\n  Copies every event of the build\'s log into the empty log SPEC (postgres:URL[?schema=NAME],\n  eventstore:URL or sqlite:PATH) exactly as stored: same positions, hashes and head hash. The copy\n  commits page by page; run it again after an interruption and it resumes where the copy stopped\n  (a target holding any other log is refused). Both chains are verified. Holds the controller lease meanwhile. --switch: the build then uses SPEC\n  (recorded in <dir>/log.json); the old log is left as a frozen copy.\nexample: longbuild export --to \'postgres:postgres://lb:pw@db:5432/builds?schema=helios\' --switch',
     load: () => import('./commands/export.js'),
   },
   rebuild: {

@@ -15,10 +15,13 @@ export interface ExportOutput {
   readonly to: string;
   /** Whether the build now uses the target log (`--switch`). */
   readonly switched: boolean;
+  /** Events an interrupted earlier copy had already put there (the copy went on after them). */
+  readonly resumedAt?: number;
 }
 
 /**
- * Copy the build's log, event for event, into an empty log of any backend (issue 8): same
+ * Copy the build's log, event for event, into an empty log of any backend (issue 8) — or one an
+ * interrupted copy of this log left, which is resumed (issue 17): same
  * positions, metadata and hashes, so the target's chain and head hash are the source's. Runs under
  * the controller lease, so no controller appends during the copy. With `--switch` the build
  * directory then records the target, and every later command (and the local projections, which
@@ -36,7 +39,7 @@ export async function run(ctx: CommandContext): Promise<ExportOutput> {
         const report = await transferLog(source, target);
         const switched = ctx.flags.switch === true;
         if (switched && recordedLogSpec(paths) !== to) recordLogSpec(paths, to);
-        return { events: report.events, headHash: report.headHash, to: redact(to), switched };
+        return { events: report.events, headHash: report.headHash, to: redact(to), switched, ...(report.resumedAt > 0 ? { resumedAt: report.resumedAt } : {}) };
       } finally {
         await target.close();
       }
@@ -47,5 +50,5 @@ export async function run(ctx: CommandContext): Promise<ExportOutput> {
 }
 
 export function render(d: ExportOutput): string {
-  return `exported ${d.events} events to ${d.to}, head ${d.headHash}\n${d.switched ? 'the build now uses this log\n' : 'the build still uses its old log (pass --switch to move it)\n'}`;
+  return `exported ${d.events} events to ${d.to}, head ${d.headHash}${d.resumedAt !== undefined ? ` (an interrupted copy held the first ${d.resumedAt}; copying went on from there)` : ''}\n${d.switched ? 'the build now uses this log\n' : 'the build still uses its old log (pass --switch to move it)\n'}`;
 }
