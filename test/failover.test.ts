@@ -126,7 +126,9 @@ describe.skipIf(!url)('controller fencing and failover on a PostgreSQL log (issu
     const repo = tempDir();
     const ledger = join(repo, '..', `${repo.split('/').pop()}-ledger.ndjson`);
     cliJson(['init', '--blueprint', blueprintIn(repo), '--log', pgSpec()], { cwd: repo });
-    const timeoutMs = 5000;
+    // Long enough that the checks while A is frozen (a standby, two statuses, a refused step: a few
+    // CLI runs) finish before A's lease can lapse, even on a loaded machine (5 s was not, in CI).
+    const timeoutMs = 15_000;
     const env = { LONGBUILD_LEASE_TIMEOUT_MS: String(timeoutMs), LONGBUILD_EFFECTS_LEDGER: ledger };
 
     // Holder A: stops (frozen) right before appending the first checkpoint, lease held.
@@ -165,7 +167,7 @@ describe.skipIf(!url)('controller fencing and failover on a PostgreSQL log (issu
     expect(new Set(ledgerKeys(ledger)).size).toBe(ledgerKeys(ledger).length);
     // Same accepted nodes, checkpoints, integration tree and commits, the same event sequence.
     expect(outcomeOf(repo)).toEqual(reference);
-  }, 60_000);
+  }, 90_000);
 
   it('R-3 a controller that lost its lease cannot append: its append fails on the expected revision (exit 3), nothing written', async () => {
     const repo = tempDir();
