@@ -58,7 +58,7 @@ describe('following a build', () => {
     const repo = helios();
     const follower = start(['log', '--follow', '--json'], repo);
     // The follower has printed the first event before the build starts.
-    for (let i = 0; i < 400 && follower.stdout() === ''; i++) await new Promise((r) => setTimeout(r, 25));
+    for (let i = 0; i < 2400 && follower.stdout() === ''; i++) await new Promise((r) => setTimeout(r, 25));
     expect(follower.stdout().trim().split('\n')).toHaveLength(1);
     const run = start(['run'], repo);
     const [followed, ran] = await Promise.all([follower.done, run.done]);
@@ -71,7 +71,7 @@ describe('following a build', () => {
   it('log --follow ends with exit 0 on Ctrl-C', async () => {
     const repo = helios();
     const follower = start(['log', '--follow'], repo);
-    for (let i = 0; i < 400 && follower.stdout() === ''; i++) await new Promise((r) => setTimeout(r, 25));
+    for (let i = 0; i < 2400 && follower.stdout() === ''; i++) await new Promise((r) => setTimeout(r, 25));
     follower.child.kill('SIGINT');
     const r = await follower.done;
     expect(r.code).toBe(0);
@@ -81,7 +81,7 @@ describe('following a build', () => {
   it('status --watch --json prints the status each time the log moves, and ends when the build completes', async () => {
     const repo = helios();
     const watcher = start(['status', '--watch', '--json'], repo);
-    for (let i = 0; i < 400 && watcher.stdout() === ''; i++) await new Promise((r) => setTimeout(r, 25));
+    for (let i = 0; i < 2400 && watcher.stdout() === ''; i++) await new Promise((r) => setTimeout(r, 25));
     const run = start(['run'], repo);
     const [watched, ran] = await Promise.all([watcher.done, run.done]);
     expect(ran.code).toBe(0);
