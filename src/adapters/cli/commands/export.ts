@@ -1,4 +1,4 @@
-import { UsageError } from '../../../events/errors.js';
+import { UsageError, ValidationError } from '../../../events/errors.js';
 import { recordLogSpec, recordedLogSpec } from '../../build-dir.js';
 import { openEventLog, redact } from '../../log/open-log.js';
 import { transferLog } from '../../log/transfer.js';
@@ -31,6 +31,7 @@ export async function run(ctx: CommandContext): Promise<ExportOutput> {
   const to = ctx.flags.to;
   if (typeof to !== 'string' || to === '') throw new UsageError('export: --to SPEC is required (postgres:URL, eventstore:URL or sqlite:PATH)');
   const paths = pathsOf(ctx);
+  if (recordedLogSpec(paths) === to) throw new ValidationError(`export: the build's log already is ${redact(to)}; give another, empty log`);
   return withControl(ctx, async () => {
     const source = await openBuildLog(paths);
     try {
