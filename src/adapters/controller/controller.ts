@@ -11,7 +11,7 @@ import { isBatchMode, shouldSplit, splitData } from '../../commands/batch.js';
 import { validateProposal, validateRenewal } from '../../commands/horizon.js';
 import { acceptedVersions, deriveCheckpoint } from '../../commands/checkpoint.js';
 import { compactMilestone } from '../../commands/compaction.js';
-import { attemptIdsOfNode, decideRefRepairs, finishedAttemptBranches, withoutAttempts, type RefRepair } from '../../commands/refs.js';
+import { ATTEMPT_REF_PREFIX, attemptIdsOfNode, decideRefRepairs, finishedAttemptBranches, withoutAttempts, type RefRepair } from '../../commands/refs.js';
 import type { Planner, Worker } from '../../commands/ports.js';
 import { plannerInputOf, reworkOf, workPacketOf } from '../../commands/effect-inputs.js';
 import { withDependencyFiles, withFailureEvidence } from './packet-context.js';
@@ -150,6 +150,11 @@ export class Controller {
     return result;
   }
 
+  /** Whether a call was started before a crash (no marks kept: assume it was, as R-18 always did). */
+  private callStarted(key: string): boolean {
+    return this.deps.calls?.started(key) ?? true;
+  }
+
   private result(outcome: StepOutcome, detail: string, extra: Partial<StepResult> = {}): StepResult {
     return { outcome, position: this.state.position, graphRevision: this.state.graphRevision, detail, ...extra };
   }
@@ -233,11 +238,10 @@ export class Controller {
 
   private async plan(action: Extract<NextAction, { kind: 'plan' }>): Promise<StepResult> {
     const { purpose, callId } = action;
-    if (action.inDoubt && this.deps.calls !== undefined && !this.deps.calls.started(callId)) {
-      // The crash came between the intent and the call: nothing ran, so nothing is re-invoked.
-    } else if (action.inDoubt) {
-      // The call was made (or was about to be) and left no result: make it again, same key (R-18).
-      await this.append([{ type: 'EffectReinvoked', data: { effect: 'planner', key: callId } }], callId);
+    if (action.inDoubt) {
+      // The call was made and left no result: make it again, same key (R-18). A call the crash
+      // came before is simply made now.
+      if (this.callStarted(callId)) await this.append([{ type: 'EffectReinvoked', data: { effect: 'planner', key: callId } }], callId);
     } else {
       await this.append([{ type: 'PlannerInvoked', data: { callId, purpose, horizonRevision: this.state.horizon?.revision ?? 0, graphRevision: this.state.graphRevision } }], callId);
     }
@@ -318,7 +322,7 @@ export class Controller {
     const { nodeId, attempt, attemptId } = action;
     await this.append([{
       type: 'AttemptStarted',
-      data: { attemptId, nodeId, attempt, baseHead: this.state.integrationHead!, branch: `refs/heads/longbuild/attempts/${attemptId}`, graphRevision: this.state.graphRevision },
+      data: { attemptId, nodeId, attempt, baseHead: this.state.integrationHead!, branch: ATTEMPT_REF_PREFIX + attemptId, graphRevision: this.state.graphRevision },
     }], attemptId);
     await this.runWorker(attemptOf(this.state, attemptId)!);
     const node = this.state.nodes[nodeId]!;
@@ -333,7 +337,7 @@ export class Controller {
     // A retry reworks the candidate that failed integration, in a clone that starts from its changes.
     const rework = this.deps.worker.reworks === true ? reworkOf(this.state, a) : null;
     const prepared = node.kind === 'writable'
-      ? await this.deps.git.prepareAttemptWorktree(a.attemptId, a.branch, a.baseHead, rework ? `refs/heads/longbuild/attempts/${rework.attemptId}` : undefined)
+      ? await this.deps.git.prepareAttemptWorktree(a.attemptId, a.branch, a.baseHead, rework ? ATTEMPT_REF_PREFIX + rework.attemptId : undefined)
       : { worktree: '', reworked: false };
     const worktree = prepared.worktree;
     const packet = await withDependencyFiles(
@@ -401,7 +405,7 @@ export class Controller {
       }
     }
     const key = `${this.state.build!.buildId}:${a.attemptId}`;
-    if (this.deps.calls !== undefined && !this.deps.calls.started(key)) {
+    if (!this.callStarted(key)) {
       // The crash came between the intent and the call: nothing ran, so nothing is re-invoked.
       await this.runWorker(attemptOf(this.state, a.attemptId)!);
       return this.result('recovered', `started the worker for ${a.attemptId} (the crash came before it started)`, { nodeId: a.nodeId });
