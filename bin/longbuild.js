@@ -13,7 +13,10 @@ process.stdout.on('error', (err) => {
   throw err;
 });
 
+// Exit explicitly once the command is done (stdout and stderr writes are synchronous on Linux):
+// the environment teardown of a natural exit closes any database still open, and closing one
+// whose `-shm` file was made immutable is a SIGBUS instead of the one-line error just printed.
 main(process.argv.slice(2)).then(
-  (code) => { process.exitCode = code; },
-  (err) => { process.stderr.write(`longbuild: internal error: ${err?.stack ?? err}\n`); process.exitCode = 1; },
+  (code) => process.exit(code),
+  (err) => { process.stderr.write(`longbuild: internal error: ${err?.stack ?? err}\n`); process.exit(1); },
 );

@@ -226,6 +226,32 @@ describe('a crash between an intent and its call (issue 17, fault 8)', () => {
     expect(cliJson(['status'], { cwd: repo }).calls).toEqual(cliJson(['status'], { cwd: cleanRun() }).calls);
   });
 
+  it.each(['planner', 'worker'])('R-18 a crash after the re-invocation of a %s call is recorded but before it starts: resumed again, it records no second EffectReinvoked', (effect) => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+    expect(runCli(['run'], { cwd: repo, env: { LONGBUILD_CRASH_AT: `after-effect:${effect}:1` } }).signal).toBe('SIGKILL');
+    // The resume records the re-invocation, then dies before the call starts...
+    expect(runCli(['run'], { cwd: repo, env: { LONGBUILD_CRASH_AT: 'after-append:EffectReinvoked:1' } }).signal).toBe('SIGKILL');
+    // ...and the next one makes that recorded invocation without recording another: the same crash point is never reached.
+    const finished = runCli(['run'], { cwd: repo, env: { LONGBUILD_CRASH_AT: 'after-append:EffectReinvoked:1' } });
+    expect(finished.code, finished.stderr).toBe(0);
+    expect(types(repo).filter((t) => t === 'EffectReinvoked')).toHaveLength(1);
+    const calls = cliJson(['status'], { cwd: repo }).calls;
+    const cleanCalls = cliJson(['status'], { cwd: cleanRun() }).calls;
+    expect(calls).toEqual({ ...cleanCalls, [effect]: cleanCalls[effect] + 1 });
+  });
+
+  it.each(['planner', 'worker'])('R-18 a crash after a %s call returned and its outcome was kept: the resumed run records that outcome, calls nothing again, and the log is an uninterrupted run\'s', (effect) => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+    expect(runCli(['run'], { cwd: repo, env: { LONGBUILD_CRASH_AT: `after-keep:${effect}:1` } }).signal).toBe('SIGKILL');
+    const resumed = cliJson(['run'], { cwd: repo });
+    expect(resumed.outcome).toBe('horizon_complete');
+    expect(types(repo)).toEqual(types(cleanRun()));
+    expect(cliJson(['status'], { cwd: repo }).calls).toEqual(cliJson(['status'], { cwd: cleanRun() }).calls);
+    expect(git(repo, 'rev-parse', 'refs/heads/longbuild/integration^{tree}')).toBe(git(cleanRun(), 'rev-parse', 'refs/heads/longbuild/integration^{tree}'));
+  });
+
   it('R-18 a worker call that did start before the kill is still re-invoked, and recorded as such', () => {
     const repo = tempDir();
     cliJson(['init', '--blueprint', HELIOS], { cwd: repo });

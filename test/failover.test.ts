@@ -6,13 +6,13 @@
  * without it.
  */
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresEventLog } from '../src/adapters/log/postgres-log.js';
 import { LeaseHeldError, LeaseLostError, takePostgresLease } from '../src/adapters/controller/pg-lease.js';
 import { readLedger } from '../src/adapters/blueprint/effects-ledger.js';
-import { BIN, HELIOS, cliJson, runCli, tempDir } from './support/cli.js';
+import { BIN, cliJson, runCli, tempDir, twoMilestoneHelios } from './support/cli.js';
 import { freshSchema, pgUrl, tick, tickCatalogue } from './support/pg.js';
 
 const url = pgUrl('failover.test.ts');
@@ -29,14 +29,6 @@ function pgSpec(): string {
 
 const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8' }).trim();
 
-/** helios' first two milestones: three writable integrations, two checkpoints, a few seconds. */
-function blueprintIn(dir: string): string {
-  const bp = JSON.parse(readFileSync(HELIOS, 'utf8'));
-  bp.milestones = bp.milestones.slice(0, 2);
-  const path = join(dir, 'blueprint.json');
-  writeFileSync(path, JSON.stringify(bp));
-  return path;
-}
 
 interface Child {
   readonly pid: number;
@@ -105,7 +97,7 @@ describe.skipIf(!url)('controller fencing and failover on a PostgreSQL log (issu
     // The uninterrupted run, on the default SQLite log.
     const repo = tempDir();
     const ledger = join(repo, '..', `${repo.split('/').pop()}-ledger.ndjson`);
-    cliJson(['init', '--blueprint', blueprintIn(repo)], { cwd: repo });
+    cliJson(['init', '--blueprint', twoMilestoneHelios(repo)], { cwd: repo });
     expect(cliJson(['run'], { cwd: repo, env: { LONGBUILD_EFFECTS_LEDGER: ledger } }).outcome).toBe('horizon_complete');
     reference = outcomeOf(repo);
     referenceLedger = ledgerKeys(ledger);
@@ -114,7 +106,7 @@ describe.skipIf(!url)('controller fencing and failover on a PostgreSQL log (issu
   it('a blueprint build runs end to end with its log in PostgreSQL (init --log, run, verify, status): the same log, tree and state as on SQLite', () => {
     const repo = tempDir();
     const spec = pgSpec();
-    cliJson(['init', '--blueprint', blueprintIn(repo), '--log', spec], { cwd: repo });
+    cliJson(['init', '--blueprint', twoMilestoneHelios(repo), '--log', spec], { cwd: repo });
     expect(JSON.parse(readFileSync(join(repo, '.longbuild', 'log.json'), 'utf8'))).toEqual({ log: spec });
     expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
     expect(outcomeOf(repo)).toEqual(reference);
@@ -125,7 +117,7 @@ describe.skipIf(!url)('controller fencing and failover on a PostgreSQL log (issu
   it('R-19 the lease holder is SIGKILLed mid-build; a standby on another process takes over within the lease timeout and resumes exactly', async () => {
     const repo = tempDir();
     const ledger = join(repo, '..', `${repo.split('/').pop()}-ledger.ndjson`);
-    cliJson(['init', '--blueprint', blueprintIn(repo), '--log', pgSpec()], { cwd: repo });
+    cliJson(['init', '--blueprint', twoMilestoneHelios(repo), '--log', pgSpec()], { cwd: repo });
     // Long enough that the checks while A is frozen (a standby, two statuses, a refused step: a few
     // CLI runs) finish before A's lease can lapse, even on a loaded machine (5 s was not, in CI).
     const timeoutMs = 15_000;
@@ -171,7 +163,7 @@ describe.skipIf(!url)('controller fencing and failover on a PostgreSQL log (issu
 
   it('R-3 a controller that lost its lease cannot append: its append fails on the expected revision (exit 3), nothing written', async () => {
     const repo = tempDir();
-    cliJson(['init', '--blueprint', blueprintIn(repo), '--log', pgSpec()], { cwd: repo });
+    cliJson(['init', '--blueprint', twoMilestoneHelios(repo), '--log', pgSpec()], { cwd: repo });
     const env = { LONGBUILD_LEASE_TIMEOUT_MS: '1000' };
     // A freezes (no renewals: its lease lapses) before appending its first checkpoint...
     const a = spawnCli(['run', '--json'], repo, { ...env, LONGBUILD_PAUSE_AT: 'before-append:CheckpointWritten:1:6000' });
@@ -229,7 +221,7 @@ describe.skipIf(!url)('controller fencing and failover on a PostgreSQL log (issu
 
   it('longbuild export --to postgres:... --switch moves a running SQLite build to PostgreSQL with the same hash chain, and it finishes there', () => {
     const repo = tempDir();
-    cliJson(['init', '--blueprint', blueprintIn(repo)], { cwd: repo });
+    cliJson(['init', '--blueprint', twoMilestoneHelios(repo)], { cwd: repo });
     cliJson(['run', '--max-steps', '4'], { cwd: repo });
     const before = cliJson(['verify'], { cwd: repo });
     const spec = pgSpec();

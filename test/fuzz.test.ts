@@ -28,13 +28,13 @@ describe('longbuild fuzz (issue 7)', () => {
   }, 300_000);
 
   it('R-18 R-19 in-doubt calls: a crash between a call and its recorded result re-invokes it once (counted), nothing else is made twice', () => {
-    const { code, report } = fuzzJson(['--blueprint', HELIOS, '--only', 'after-effect:planner:1', '--only', 'before-append:HorizonSealed:1', '--only', 'after-effect:worker:1', '--only', 'before-append:AttemptFinished:1', '--only', 'after-effect:promote:1', '--jobs', '2']);
+    const { code, report } = fuzzJson(['--blueprint', HELIOS, '--only', 'after-effect:planner:1', '--only', 'after-keep:planner:1', '--only', 'before-append:HorizonSealed:1', '--only', 'after-effect:worker:1', '--only', 'after-keep:worker:1', '--only', 'before-append:AttemptFinished:1', '--only', 'after-effect:promote:1', '--jobs', '2']);
     expect(report.failed).toEqual([]);
     expect(code).toBe(0);
-    // Both planner crashes leave the call in doubt, and so does a crash after the worker returned
-    // but before the host committed its clone (the clone's own git is never trusted, R-31). The
-    // host's commit on the attempt branch and the promotion are adopted.
-    expect(report.inDoubtByPoint).toEqual({ 'after-effect:planner:1': 1, 'before-append:HorizonSealed:1': 1, 'after-effect:worker:1': 1 });
+    // A crash after a call returned and before its answer was kept leaves it in doubt (re-invoked
+    // once, counted). Once the answer or the worker's outcome is kept, the resumed run records it
+    // without calling again; the host's commit on the attempt branch and the promotion are adopted.
+    expect(report.inDoubtByPoint).toEqual({ 'after-effect:planner:1': 1, 'after-effect:worker:1': 1 });
     expect(report.duplicateCalls).toBe(0);
   }, 300_000);
 

@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256Hex } from '../events/hash.js';
+import { writeAtomically } from '../projections/storage-guard.js';
 import type { EvidenceStore } from './controller/ports.js';
 
 /**
@@ -15,11 +16,8 @@ export class FileEvidenceStore implements EvidenceStore {
     const sha = sha256Hex(bytes);
     const path = join(this.dir, sha);
     if (existsSync(path)) return sha;
-    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    const tmp = `${path}.${process.pid}.tmp`;
     // Private to the build's owner (R-30): evidence is what untrusted processes printed.
-    writeFileSync(tmp, bytes, { mode: 0o600 });
-    renameSync(tmp, path);
+    writeAtomically(path, bytes, { mode: 0o600 });
     return sha;
   }
 

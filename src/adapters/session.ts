@@ -8,6 +8,7 @@ import type { TransferableEventLog } from './log/verbatim.js';
 import { openEventLog } from './log/open-log.js';
 import type { AppendFence } from './log/postgres-log.js';
 import { catchUpFromLog } from './log/paging.js';
+import { storageErrorOf } from '../projections/storage-guard.js';
 import type { ProjectionStore } from '../projections/engine.js';
 import { buildProjection } from '../projections/build-projection.js';
 import { buildExists, buildPaths, openBuildLog, openBuildProjections, recordLogSpec, type BuildPaths } from './build-dir.js';
@@ -67,6 +68,8 @@ export interface OpenOptions {
   readonly beforeAppend?: () => void;
   /** The signing key file (R-35; default: LONGBUILD_SIGNING_KEY, else `<config dir>/signing.key`). */
   readonly signingKey?: string;
+  /** One line for the user about something that did not stop the build (default: stderr). */
+  readonly warn?: (line: string) => void;
 }
 
 /** An open build: its log, projections and controller. Close it when done. */
@@ -83,8 +86,11 @@ export interface BuildSession {
   advance(): Promise<StepResult>;
   /** Record an operator's decision (`retry`), under the same log checks as a step. */
   operate(decide: (state: BuildState) => OperatorVerdict, causationId: string): Promise<StepResult>;
-  /** Close; a session that appended signs a checkpoint at the head first (the end of every run). */
-  close(): Promise<void>;
+  /**
+   * Close; a session that appended signs a checkpoint at the head first (the end of every run),
+   * unless `sign` is false (after a storage failure: the log's files are not to be touched again).
+   */
+  close(options?: { readonly sign?: boolean }): Promise<void>;
 }
 
 export interface InitResult {
@@ -273,6 +279,8 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     const run = (policy: () => SandboxPolicy): Runner => async (o) => redact(await runSandboxed(policy(), o));
     const protectedPaths = ['.longbuild', relativeBuildDir(paths), ...(driver.kind === 'command' ? driver.config.protectedPaths : driver.blueprint.protectedPaths ?? [])];
     let signDue = false;
+    let projectionsBehind = false;
+    const warn = opts.warn ?? ((line: string) => void process.stderr.write(`longbuild: ${line}\n`));
     const controller = await Controller.open({
       log,
       clock: driver.kind === 'blueprint' ? logicalClock() : systemClock,
@@ -289,8 +297,18 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       faults: opts.faults ?? faultsFromEnv(env),
       ...(opts.beforeAppend ? { beforeAppend: opts.beforeAppend } : {}),
       onAppended: (events, state) => {
-        store.catchUp(events, new Map([[buildProjection.name, state]]));
         if (events.some((e) => SIGNED_AFTER.has(e.type))) signDue = true;
+        if (projectionsBehind) return;
+        try {
+          store.catchUp(events, new Map([[buildProjection.name, state]]));
+        } catch (err) {
+          // The events are durable; the projections are a cache rebuilt from them. A failed write
+          // must not stop the effect whose intent was just appended (issue 17): they catch up on
+          // the next open.
+          projectionsBehind = true;
+          const why = storageErrorOf(err, paths.projections)?.detail ?? (err as Error).message;
+          warn(`${paths.projections} could not be updated (${why}); the log is intact and the projections catch up on the next run`);
+        }
       },
       // Issue 7: a deliberate resume bug, only ever set by the fuzz test to prove fuzz can fail.
       ...(env.LONGBUILD_FUZZ_PLANT_BUG === 'skip-adoption' ? { plantedBug: 'skip-adoption' as const } : {}),
@@ -328,9 +346,9 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       async operate(decide, causationId) {
         return checked(() => controller.operate(decide, causationId));
       },
-      async close() {
+      async close(options = {}) {
         try {
-          await notary?.sign();
+          if (options.sign !== false) await notary?.sign();
         } finally {
           notary?.close();
           store.close();

@@ -7,6 +7,7 @@ export type LongbuildErrorCode =
   | 'NOT_FOUND'
   | 'USAGE'
   | 'EFFECT_FAILED'
+  | 'STORAGE'
   | 'INTERRUPTED';
 
 /** Base of every typed error the product raises on purpose. */
@@ -88,5 +89,43 @@ export class InterruptedError extends LongbuildError {
   /** The same interruption, naming the log position the build stands at. */
   at(position: number): InterruptedError {
     return new InterruptedError(this.signal, position);
+  }
+}
+
+/** What went wrong with a file the build keeps (issue 17). */
+export type StorageProblem = 'full' | 'io' | 'read-only' | 'unreachable';
+
+/**
+ * A file of the build could not be read or written: the disk is full, an I/O error, a read-only
+ * file or filesystem, or (for a remote log) the database is unreachable. Whatever was being
+ * written was not recorded; `position`, when known, is the last event the log holds intact.
+ */
+export class StorageError extends LongbuildError {
+  constructor(
+    readonly path: string,
+    readonly problem: StorageProblem,
+    readonly detail: string,
+    readonly position?: number,
+  ) {
+    super('STORAGE', storageMessage(path, problem, detail, position));
+  }
+
+  /** The same failure, naming the position the log is intact up to. */
+  at(position: number): StorageError {
+    return this.position === undefined ? new StorageError(this.path, this.problem, this.detail, position) : this;
+  }
+}
+
+function storageMessage(path: string, problem: StorageProblem, detail: string, position: number | undefined): string {
+  const intact = position === undefined ? 'nothing more was recorded' : `the log is intact up to position ${position}`;
+  switch (problem) {
+    case 'full':
+      return `no space left for ${path} (${detail}); ${intact}; free some space, then \`longbuild run\` resumes`;
+    case 'read-only':
+      return `${path} cannot be written (${detail}); ${intact}; make it writable, then \`longbuild run\` resumes`;
+    case 'unreachable':
+      return `the log at ${path} is unreachable (${detail}); ${intact}; once it is back, \`longbuild run\` resumes`;
+    default:
+      return `I/O error on ${path} (${detail}); ${intact}; check the disk, then \`longbuild run\` resumes`;
   }
 }

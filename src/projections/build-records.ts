@@ -63,6 +63,8 @@ export interface AttemptRecord {
   readonly adopted: boolean;
   /** Evidence of the finished attempt (kept so compaction can list every evidence SHA, R-21). */
   readonly evidenceSha256?: string;
+  /** How many times its worker call was recorded as made: 1 + its EffectReinvoked events (absent: 1). */
+  readonly invocations?: number;
 }
 
 export interface JobRecord {

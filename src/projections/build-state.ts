@@ -198,6 +198,10 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
         if (call) call.invocations += 1;
       } else {
         draft.calls.worker += 1;
+        const prefix = `${draft.build?.buildId}:`;
+        const attemptId = event.data.key.startsWith(prefix) ? event.data.key.slice(prefix.length) : event.data.key;
+        const attempt = shardDraft(draft.attempts, attemptId);
+        if (attempt) attempt.invocations = (attempt.invocations ?? 1) + 1;
       }
       return;
     }

@@ -5,6 +5,7 @@ import { GENESIS_HASH, sha256Hex } from '../events/hash.js';
 import type { StoredEvent } from '../events/envelope.js';
 import { FOLD_RUN_EVENTS, evolveRun, type Projection } from './projection.js';
 import { makeSnapshot, openSnapshot, SqliteSnapshotStore, type SnapshotStore } from './snapshots.js';
+import { assertWritable, closeDatabase, openDatabase } from './storage-guard.js';
 import { createTableSql, dumpTable, quoteIdent, TableWriter } from './tables.js';
 
 /** Older snapshots are kept every SNAPSHOT_STRIDE × snapshotEvery events (time travel replays at most that many). */
@@ -68,7 +69,7 @@ export class ProjectionStore {
 
   /** Open (or create) a projections database file at `path` (':memory:' for a scratch one). */
   static open(path: string, projections: readonly Projection<any>[], options: ProjectionStoreOptions = {}): ProjectionStore {
-    const db = new Database(path);
+    const db = path === ':memory:' ? new Database(path) : openDatabase(path);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('busy_timeout = 10000');
@@ -171,6 +172,7 @@ export class ProjectionStore {
    * Returns the number of events read.
    */
   catchUp(events: Iterable<StoredEvent>, folded?: ReadonlyMap<string, unknown>): number {
+    assertWritable(this.db.name);
     let batch: StoredEvent[] = [];
     let count = 0;
     for (const e of events) {
@@ -374,7 +376,7 @@ export class ProjectionStore {
 
   /** Close the database. */
   close(): void {
-    if (this.db.open) this.db.close();
+    closeDatabase(this.db);
   }
 }
 

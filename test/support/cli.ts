@@ -4,7 +4,7 @@
  * (LONGBUILD_CRASH_AT), observed here as `signal === 'SIGKILL'`.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -35,4 +35,13 @@ export function cliJson<T = any>(args: readonly string[], opts: { cwd: string; e
 
 export function tempDir(prefix = 'longbuild-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** helios' first two milestones (three writable integrations, two checkpoints, a few seconds), written into `dir`. */
+export function twoMilestoneHelios(dir: string): string {
+  const bp = JSON.parse(readFileSync(HELIOS, 'utf8'));
+  bp.milestones = bp.milestones.slice(0, 2);
+  const path = join(dir, 'blueprint.json');
+  writeFileSync(path, JSON.stringify(bp));
+  return path;
 }

@@ -11,9 +11,10 @@
  * rename, entry first, so a crash leaves no key pointing at half an entry.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ValidationError } from '../../events/errors.js';
+import { writeAtomically } from '../../projections/storage-guard.js';
 import {
   CACHE_POLICY_VERSION, entryBytes, entryMac, entryProblem, entrySha256, sequenceJson, verificationCacheKey, type CacheEntry, type CacheKeyInput,
 } from '../../commands/verification-cache.js';
@@ -117,8 +118,8 @@ export class VerificationCache {
     const address = entrySha256(entry);
     mkdirSync(this.entriesDir, { recursive: true });
     mkdirSync(this.keysDir, { recursive: true });
-    atomicWrite(join(this.entriesDir, address), entryBytes(entry));
-    atomicWrite(join(this.keysDir, k.key), `${address}\n`);
+    writeAtomically(join(this.entriesDir, address), entryBytes(entry));
+    writeAtomically(join(this.keysDir, k.key), `${address}\n`);
     this.count('stored');
     return address;
   }
@@ -210,7 +211,7 @@ export class VerificationCache {
   private count(what: 'hits' | 'misses' | 'stored' | 'corruptRemoved' | 'forgedRemoved'): void {
     this.counters[what] += 1;
     try {
-      atomicWrite(this.statsPath, `${JSON.stringify(this.counters)}\n`);
+      writeAtomically(this.statsPath, `${JSON.stringify(this.counters)}\n`);
     } catch {
       /* counts are advisory: a full disk must not fail a verification */
     }
@@ -222,11 +223,6 @@ function listHex(dir: string): string[] {
   return readdirSync(dir).filter((f) => HEX64.test(f)).sort();
 }
 
-function atomicWrite(path: string, data: string): void {
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, data, { mode: 0o600 });
-  renameSync(tmp, path);
-}
 
 function loadOrCreateKey(path: string): Buffer {
   if (!existsSync(path)) {

@@ -21,6 +21,7 @@ const EXIT_CODES: Record<LongbuildErrorCode, number> = {
   REFUSED_TRANSITION: 1,
   NOT_FOUND: 1,
   EFFECT_FAILED: 1,
+  STORAGE: 1,
   INTERRUPTED: 130,
 };
 

@@ -1,4 +1,4 @@
-import { InterruptedError } from '../../events/errors.js';
+import { InterruptedError, StorageError } from '../../events/errors.js';
 import { openBuild, type BuildSession, type OpenOptions } from '../session.js';
 import type { CommandContext } from './types.js';
 
@@ -9,18 +9,30 @@ export function sessionOptions(ctx: CommandContext): OpenOptions {
     ...(ctx.flags.dir !== undefined ? { dir: ctx.dir } : {}),
     cwd: ctx.cwd,
     env: ctx.env as NodeJS.ProcessEnv,
+    warn: (line) => ctx.stderr(`longbuild: ${line}\n`),
     ...(typeof ctx.flags['signing-key'] === 'string' ? { signingKey: ctx.flags['signing-key'] } : {}),
   };
 }
 
-/** Open the build, run `fn`, always close. An interrupt is reported with the position the log stands at. */
+/**
+ * Open the build, run `fn`, always close. An interrupt or a storage failure is reported with the
+ * position the log stands at; a failure of the close after a failure does not hide the first.
+ */
 export async function withBuild<T>(ctx: CommandContext, fn: (s: BuildSession) => Promise<T>, extra: Partial<OpenOptions> = {}): Promise<T> {
   const session = await openBuild({ ...sessionOptions(ctx), ...extra });
+  const positioned = (err: unknown): unknown =>
+    (err instanceof InterruptedError || err instanceof StorageError) && err.position === undefined ? err.at(session.controller.current.position) : err;
+  let failed: unknown = null;
   try {
     return await fn(session);
   } catch (err) {
-    throw err instanceof InterruptedError && err.position === undefined ? err.at(session.controller.current.position) : err;
+    failed = err ?? new Error('failed');
+    throw positioned(err);
   } finally {
-    await session.close();
+    try {
+      await session.close(failed instanceof StorageError ? { sign: false } : {});
+    } catch (err) {
+      if (failed === null) throw positioned(err);
+    }
   }
 }

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { clearStaleOwnedLocks } from '../git/stale-locks.js';
 import { buildExists, recordedLogSpec, type BuildPaths } from '../build-dir.js';
 import { postgresTarget } from '../log/open-log.js';
-import { UsageError } from '../../events/errors.js';
+import { reconnectWindowMs, redactedUrl } from '../log/pg-connection.js';
+import { LongbuildError, UsageError } from '../../events/errors.js';
 import { pathsOf } from './open-build.js';
 import type { CommandContext } from './types.js';
 
@@ -24,13 +25,26 @@ export async function withControl<T>(ctx: CommandContext, fn: (lease: Controller
     const locks = await clearStaleOwnedLocks(paths.repo, [paths.worktrees, paths.workspaces]);
     if (existsSync(join(paths.integrator, 'HEAD'))) locks.push(...await clearStaleOwnedLocks(paths.integrator, [paths.workspaces]));
     if (locks.length > 0 && ctx.verbose) ctx.stderr(`longbuild: removed stale git locks: ${locks.join(', ')}\n`);
-    if (lease.fenced.length > 0 && ctx.verbose) {
+    if (lease.fenced.length > 0) {
       ctx.stderr(`longbuild: fenced ${lease.fenced.length} orphan process(es) of a dead controller: ${lease.fenced.map((o) => `${o.pid} in ${o.cwd}`).join(', ')}\n`);
     }
     return await fn(lease);
+  } catch (err) {
+    throw await lostLeaseOr(lease, err);
   } finally {
     await lease.release();
   }
+}
+
+/** The lease-lost error when the lease was lost while `err` happened (exit 3), else `err` itself. */
+async function lostLeaseOr(lease: ControllerLease, err: unknown): Promise<unknown> {
+  if (err instanceof LongbuildError && err.code === 'CONCURRENCY') return err;
+  try {
+    await lease.confirm?.();
+  } catch (lost) {
+    if (lost instanceof LongbuildError && lost.code === 'CONCURRENCY') return lost;
+  }
+  return err; // still held (or it cannot be told now): the failure is what it says
 }
 
 /**
@@ -61,7 +75,8 @@ async function takeLease(ctx: CommandContext, paths: BuildPaths): Promise<Contro
     const { takePostgresLease } = await import('../controller/pg-lease.js');
     let waited = false;
     const lease = await takePostgresLease({
-      ...pg, fencedDirs, wait: standby, timeoutMs: leaseTimeoutMs(ctx.env),
+      ...pg, fencedDirs, wait: standby, timeoutMs: leaseTimeoutMs(ctx.env), reconnectMs: reconnectWindowMs(ctx.env),
+      onOutage: (detail) => ctx.stderr(`longbuild: the log at ${redactedUrl(pg.url)} is unreachable (${detail}); retrying for up to ${Math.round(reconnectWindowMs(ctx.env) / 1000)} s\n`),
       onWait: (holder, ms) => {
         waited = true;
         ctx.stderr(`longbuild: standing by: controller lease held by ${holder} (expires in ${ms} ms unless renewed)\n`);

@@ -1,5 +1,6 @@
-import { chmodSync, closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { sha256Hex } from '../../events/hash.js';
+import { writeAtomically } from '../../projections/storage-guard.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EffectError } from '../../events/errors.js';
@@ -94,17 +95,7 @@ function readAnswer(dir: string, callId: string): unknown {
 
 /** Keep an answer durably (temp file, fsync, rename) before the controller records it. */
 function keepAnswer(dir: string, callId: string, answer: unknown): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const path = answerPath(dir, callId);
-  const tmp = `${path}.${process.pid}.tmp`;
-  const fd = openSync(tmp, 'w', 0o600);
-  try {
-    writeSync(fd, JSON.stringify({ callId, answer }));
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
+  writeAtomically(answerPath(dir, callId), JSON.stringify({ callId, answer }), { fsync: true });
 }
 
 /** Export a commit's tree into `dir` without touching the repository's index or worktrees. */

@@ -36,6 +36,16 @@ export interface StepResult {
   readonly reason?: string;
 }
 
+/** What a worker call returned, kept durably (call marks) until its AttemptFinished is recorded. */
+interface KeptWorkerOutcome {
+  readonly outcome: 'committed' | 'recorded' | 'failed';
+  readonly stdoutSha256: string;
+  readonly stderrSha256: string;
+  readonly reason?: string;
+  readonly decision?: string;
+  readonly durationMs?: number;
+}
+
 export interface ControllerDeps {
   readonly log: EventLog;
   readonly clock: Clock;
@@ -142,17 +152,21 @@ export class Controller {
     return this.deps.clock.now(position - this.reinvocations);
   }
 
-  private async effect<T>(name: 'planner' | 'worker' | 'verify' | 'promote', run: () => Promise<T>, key?: string): Promise<T> {
+  private async effect<T>(name: 'planner' | 'worker' | 'verify' | 'promote', run: () => Promise<T>, call?: { key: string; invocation: number }): Promise<T> {
     this.deps.faults.reach(`before-effect:${name}`);
-    if (key !== undefined) this.deps.calls?.mark(key); // durable before the call starts
+    if (call !== undefined) this.deps.calls?.mark(call.key, call.invocation); // durable before the call starts
     const result = await run();
     this.deps.faults.reach(`after-effect:${name}`);
     return result;
   }
 
-  /** Whether a call was started before a crash (no marks kept: assume it was, as R-18 always did). */
-  private callStarted(key: string): boolean {
-    return this.deps.calls?.started(key) ?? true;
+  /**
+   * Whether the last recorded invocation of a call was started before a crash (no marks kept:
+   * assume it was, as R-18 always did). Only then is it re-invoked (EffectReinvoked); otherwise
+   * the recorded invocation is simply made now.
+   */
+  private callStarted(key: string, invocation: number): boolean {
+    return this.deps.calls?.started(key, invocation) ?? true;
   }
 
   private result(outcome: StepOutcome, detail: string, extra: Partial<StepResult> = {}): StepResult {
@@ -238,15 +252,24 @@ export class Controller {
 
   private async plan(action: Extract<NextAction, { kind: 'plan' }>): Promise<StepResult> {
     const { purpose, callId } = action;
-    if (action.inDoubt) {
+    const invocation = (): number => this.state.plannerCalls[callId]?.invocations ?? 1;
+    // An answer kept before the crash is the call's result: it is recorded now, the planner not asked again.
+    const kept = action.inDoubt ? this.deps.calls?.kept(callId, invocation()) as { answer: unknown } | null | undefined : null;
+    if (action.inDoubt && !kept) {
       // The call was made and left no result: make it again, same key (R-18). A call the crash
       // came before is simply made now.
-      if (this.callStarted(callId)) await this.append([{ type: 'EffectReinvoked', data: { effect: 'planner', key: callId } }], callId);
-    } else {
+      if (this.callStarted(callId, invocation())) await this.append([{ type: 'EffectReinvoked', data: { effect: 'planner', key: callId } }], callId);
+    } else if (!action.inDoubt) {
       await this.append([{ type: 'PlannerInvoked', data: { callId, purpose, horizonRevision: this.state.horizon?.revision ?? 0, graphRevision: this.state.graphRevision } }], callId);
     }
     const input = plannerInputOf(this.state, purpose, callId);
-    const raw = await this.effect('planner', () => this.deps.planner.propose(input), callId);
+    let raw: unknown;
+    if (kept) {
+      raw = kept.answer;
+    } else {
+      raw = await this.effect('planner', () => this.deps.planner.propose(input), { key: callId, invocation: invocation() });
+      this.keepAnswer(callId, invocation(), raw);
+    }
     let proposal: JsonValue = null;
     let proposalSha256 = sha256Hex('null');
     let verdict: { ok: true } | { ok: false; rule: string; reason: string } = { ok: true };
@@ -287,6 +310,17 @@ export class Controller {
     }
     const refusal = checked as { rule: string; reason: string };
     return this.reject(returned, callId, refusal.rule, refusal.reason);
+  }
+
+  /** Keep a planner's answer until it is recorded (only a canonical one: anything else is re-asked after a crash). */
+  private keepAnswer(callId: string, invocation: number, raw: unknown): void {
+    try {
+      canonicalJson(raw);
+    } catch {
+      return;
+    }
+    this.deps.calls?.keep(callId, invocation, { answer: raw as JsonValue });
+    this.deps.faults.reach('after-keep:planner');
   }
 
   private async reject(returned: DomainEvent, callId: string, rule: string, reason: string): Promise<StepResult> {
@@ -344,9 +378,25 @@ export class Controller {
       withFailureEvidence(workPacketOf(this.state, a), node.lastFailure?.evidence, this.deps.evidence, prepared.reworked ? rework?.commit : undefined),
       (commit) => this.deps.git.filesChangedBy(commit),
     );
-    const out = await this.effect('worker', () => this.deps.worker.implement(packet, worktree), packet.idempotencyKey);
+    const call = { key: packet.idempotencyKey, invocation: a.invocations ?? 1 };
+    const out = await this.effect('worker', () => this.deps.worker.implement(packet, worktree), call);
     const stdoutSha256 = this.deps.evidence.put(Buffer.from(out.stdout));
     const stderrSha256 = this.deps.evidence.put(Buffer.from(out.stderr));
+    const kept: KeptWorkerOutcome = {
+      outcome: out.outcome, stdoutSha256, stderrSha256,
+      ...(out.reason !== undefined ? { reason: out.reason } : {}), ...(out.decision !== undefined ? { decision: out.decision } : {}), ...(out.durationMs !== undefined ? { durationMs: out.durationMs } : {}),
+    };
+    // Kept before the host acts on it: a crash or a full disk from here on finishes the attempt
+    // from this outcome and the clone, without calling the worker again.
+    this.deps.calls?.keep(call.key, call.invocation, kept as unknown as JsonValue);
+    this.deps.faults.reach('after-keep:worker');
+    await this.finishWorker(a, kept, worktree);
+  }
+
+  /** Record what a worker call returned: commit the clone of a writable node (R-24), then AttemptFinished. */
+  private async finishWorker(a: AttemptRecord, out: KeptWorkerOutcome, worktree: string): Promise<void> {
+    const node = this.state.nodes[a.nodeId]!;
+    const { stdoutSha256, stderrSha256 } = out;
     const evidenceSha256 = canonicalSha256({ stdout: stdoutSha256, stderr: stderrSha256 });
     const base = {
       attemptId: a.attemptId, nodeId: a.nodeId, evidenceSha256, stdoutSha256, stderrSha256, ...(out.durationMs !== undefined ? { durationMs: out.durationMs } : {}),
@@ -405,7 +455,14 @@ export class Controller {
       }
     }
     const key = `${this.state.build!.buildId}:${a.attemptId}`;
-    if (!this.callStarted(key)) {
+    const kept = this.deps.calls?.kept(key, a.invocations ?? 1) as KeptWorkerOutcome | null | undefined;
+    const clone = kept && node.kind === 'writable' ? await this.deps.git.keptAttemptWorktree(a.attemptId) : '';
+    if (kept && clone !== null) {
+      // The worker returned and its outcome was kept; the crash (or a full disk) came before the result was recorded.
+      await this.finishWorker(a, kept, clone);
+      return this.result('recovered', `finished ${a.attemptId} from the worker's kept outcome (it returned before the crash; not called again)`, { nodeId: a.nodeId });
+    }
+    if (!this.callStarted(key, a.invocations ?? 1)) {
       // The crash came between the intent and the call: nothing ran, so nothing is re-invoked.
       await this.runWorker(attemptOf(this.state, a.attemptId)!);
       return this.result('recovered', `started the worker for ${a.attemptId} (the crash came before it started)`, { nodeId: a.nodeId });

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ATTEMPT_BRANCH_PREFIX, candidateProblem, commitAttempt, findAttemptCommit, git, integrateCandidates, prepareAttemptWorktree, promote, publishRef, readRef,
@@ -52,6 +53,10 @@ export function gitBinding(o: GitBindingOptions): GitPort {
     commitAttempt: (branch, baseHead, worktree, message, date) =>
       commitAttempt(I, worktree, branch, baseHead, message, date, { maxFileBytes: o.limits.maxFileBytes, indexFile: join(o.indexDir, `${branch.slice(ATTEMPT_BRANCH_PREFIX.length)}.index`) }),
     removeAttemptWorktree: (attemptId) => removeWorkspace(I, join(o.worktreesDir, attemptId)),
+    async keptAttemptWorktree(attemptId) {
+      const worktree = join(o.worktreesDir, attemptId);
+      return existsSync(join(worktree, '.git', 'HEAD')) ? worktree : null;
+    },
     candidateProblem: (base, commit) => candidateProblem(I, base, commit, o.limits),
     async integrateAndVerify(jobId, head, candidates, date, commands, opts = {}) {
       // One pass: apply onto head in a fresh detached workspace, verify there (cache first), clean up.

@@ -13,7 +13,8 @@
  * its whole group, before the new controller settles anything, so it cannot write into a worktree
  * the new controller re-creates, commit to an attempt branch, or be adopted half-done.
  */
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openDatabase } from '../../projections/storage-guard.js';
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { LongbuildError } from '../../events/errors.js';
@@ -44,6 +45,13 @@ export interface ControllerLease {
   readonly appendFence?: AppendFence;
   /** Throws (ConcurrencyError, exit 3) when the lease is no longer this controller's; run before every append. */
   readonly assertHeld?: () => void;
+  /**
+   * Rejects (ConcurrencyError) when the lease was lost, checked now (for PostgreSQL, against the
+   * lease row). Asked after a command failed: a controller that was frozen and fenced meets a
+   * world its successor changed (a worktree removed under it), and must say it lost the lease
+   * (exit 3), not report what it tripped over.
+   */
+  readonly confirm?: () => Promise<void>;
   release(): void | Promise<void>;
 }
 
@@ -62,11 +70,15 @@ export async function takeControllerLease(dir: string, fencedDirs: readonly stri
   // The lock lives on the file's inode: a `rm` of the path would let a second controller lock a
   // new file. Every append first checks that the path still names the inode we locked.
   const held = inodeOf(lockPath);
+  const assertHeld = (): void => {
+    const now = inodeOf(lockPath);
+    if (now === null || held === null || now.ino !== held.ino || now.dev !== held.dev) throw new LeaseLostError(lockPath);
+  };
   return {
     fenced,
-    assertHeld() {
-      const now = inodeOf(lockPath);
-      if (now === null || held === null || now.ino !== held.ino || now.dev !== held.dev) throw new LeaseLostError(lockPath);
+    assertHeld,
+    async confirm() {
+      assertHeld();
     },
     release() {
       if (db.open) db.close();
@@ -86,14 +98,14 @@ const LEASE_TRIES = 12;
  */
 async function lockExclusively(lockPath: string, dir: string): Promise<Database.Database> {
   for (let attempt = 1; ; attempt++) {
-    const db = new Database(lockPath, { timeout: 0 });
+    const db = openDatabase(lockPath, { timeout: 0 });
     try {
       db.pragma('locking_mode = EXCLUSIVE');
       db.exec('BEGIN EXCLUSIVE');
       return db;
     } catch (err) {
       db.close();
-      const code = (err as { code?: string }).code;
+      const code = (err as { code?: string; cause?: { code?: string } }).code;
       if (code !== 'SQLITE_BUSY' && code !== 'SQLITE_LOCKED') throw err;
       if (attempt >= LEASE_TRIES) throw new ControllerBusyError(dir);
       await new Promise((r) => setTimeout(r, 2 + Math.floor(Math.random() * 10)));

@@ -15,6 +15,7 @@
  * therefore cannot append: its append fails on the expected revision when the new holder has
  * appended since, and on the token otherwise — both a ConcurrencyError (exit 3), nothing written.
  */
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -22,6 +23,7 @@ import type { PoolClient } from 'pg';
 import { LongbuildError, ValidationError } from '../../events/errors.js';
 import type { AppendFence } from '../log/postgres-log.js';
 import { fenceOrphans, type ControllerLease } from './lease.js';
+import { isConnectionLoss, reconnectWindowMs, withReconnect, type Reconnecting } from '../log/pg-connection.js';
 
 export const DEFAULT_LEASE_TIMEOUT_MS = 10_000;
 
@@ -51,6 +53,44 @@ export interface PostgresLeaseOptions {
   /** Orphans of a dead controller on this host to kill once the lease is taken. */
   readonly fencedDirs?: readonly string[];
   readonly holder?: string;
+  /** How long a lost server is waited for (default LONGBUILD_PG_RECONNECT_SECONDS, else 30 s); a standby waits out outages the same way. */
+  readonly reconnectMs?: number;
+  /** Told once per outage. */
+  readonly onOutage?: (detail: string) => void;
+}
+
+/** This boot of this machine (Linux), so a lease names a holder that can be checked for life. */
+function bootId(): string {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim().slice(0, 8);
+  } catch {
+    return 'noboot';
+  }
+}
+
+/** `host:pid:boot:nonce`: the holder of a lease, as it is written in the lease row. */
+export function holderId(pid = process.pid, host = hostname(), boot = bootId()): string {
+  return `${host}:${pid}:${boot}:${randomUUID().slice(0, 8)}`;
+}
+
+/**
+ * Whether `holder` is a controller of this host that is certainly dead: this host's name, and
+ * either an earlier boot or a pid that no longer exists. Its lease can be taken at once, instead
+ * of after its expiry (issue 17: a `run` right after a crash or an outage exited 3).
+ */
+export function deadLocalHolder(holder: string, alive: (pid: number) => boolean = pidAlive): boolean {
+  const m = /^(.*):(\d+):([0-9a-z]+):[0-9a-f]{8}$/.exec(holder);
+  if (m === null || m[1] !== hostname()) return false;
+  return m[3] !== bootId() || !alive(Number(m[2]));
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code === 'EPERM';
+  }
 }
 
 interface Row {
@@ -67,16 +107,18 @@ export async function takePostgresLease(options: PostgresLeaseOptions): Promise<
   const timeoutMs = options.timeoutMs ?? DEFAULT_LEASE_TIMEOUT_MS;
   if (!Number.isInteger(timeoutMs) || timeoutMs < 100) throw new ValidationError(`lease timeout must be an integer ≥ 100 ms, got ${timeoutMs}`);
   const table = `"${options.schema}".controller_lease`;
-  const holder = options.holder ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const holder = options.holder ?? holderId();
   const pool = new pg.Pool({ connectionString: options.url, max: 1, application_name: 'longbuild-lease' });
   pool.on('error', () => {}); // a dropped idle connection is reported by the next query
+  const rc: Reconnecting = { url: options.url, windowMs: options.reconnectMs ?? reconnectWindowMs(), ...(options.onOutage ? { onOutage: options.onOutage } : {}) };
+  const query = <R extends pg.QueryResultRow>(sql: string, params: unknown[] = []) => withReconnect(rc, () => pool.query<R>(sql, params));
 
   try {
-    await createTable(pool, options.schema, table);
+    await withReconnect(rc, () => createTable(pool, options.schema, table));
     let token: number | null = null;
     let told = false;
     for (;;) {
-      const taken = await pool.query<{ token: string }>(
+      const taken = await query<{ token: string }>(
         `INSERT INTO ${table} AS l (id, holder, token, expires_at) VALUES (1, $1, 1, clock_timestamp() + $2 * interval '1 millisecond')
          ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at
          WHERE l.expires_at <= clock_timestamp()
@@ -87,7 +129,20 @@ export async function takePostgresLease(options: PostgresLeaseOptions): Promise<
         token = Number(taken.rows[0].token);
         break;
       }
-      const cur = (await pool.query<Row>(`SELECT holder, token, (EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000)::bigint AS remaining_ms FROM ${table} WHERE id = 1`)).rows[0];
+      const cur = (await query<Row>(`SELECT holder, token, (EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000)::bigint AS remaining_ms FROM ${table} WHERE id = 1`)).rows[0];
+      if (cur && deadLocalHolder(cur.holder)) {
+        // A dead controller of this very host: no need to wait for its lease to expire. Taken
+        // only if the row is still exactly that holder's (the token bump fences it, as always).
+        const takenOver = await query<{ token: string }>(
+          `UPDATE ${table} SET holder = $1, token = token + 1, expires_at = clock_timestamp() + $2 * interval '1 millisecond' WHERE id = 1 AND holder = $3 AND token = $4 RETURNING token`,
+          [holder, timeoutMs, cur.holder, cur.token],
+        );
+        if (takenOver.rows[0]) {
+          token = Number(takenOver.rows[0].token);
+          break;
+        }
+        continue;
+      }
       const remaining = cur ? Number(cur.remaining_ms) : 0;
       if (!options.wait) throw new LeaseHeldError(cur?.holder ?? '?', remaining);
       if (!told) options.onWait?.(cur?.holder ?? '?', remaining);
@@ -97,15 +152,15 @@ export async function takePostgresLease(options: PostgresLeaseOptions): Promise<
     }
     const myToken = token;
     let lost = false;
-    let lastRenewed = Date.now();
     const renew = async (): Promise<void> => {
       try {
+        // Renewed only while the row is still ours: a lease that lapsed during an outage is
+        // still ours if nobody took it since (any takeover bumps the token).
         const r = await pool.query(`UPDATE ${table} SET expires_at = clock_timestamp() + $3 * interval '1 millisecond' WHERE id = 1 AND holder = $1 AND token = $2`, [holder, myToken, timeoutMs]);
-        if (r.rowCount === 1) lastRenewed = Date.now();
-        else lost = true;
+        if (r.rowCount !== 1) lost = true;
       } catch {
-        // The server is unreachable: the lease may lapse; appends are fenced by the row anyway.
-        if (Date.now() - lastRenewed > timeoutMs) lost = true;
+        // The server is unreachable: keep trying. The lease may lapse meanwhile; appends are
+        // fenced by the row whatever happens, so nothing is lost by not giving up here.
       }
       if (lost) clearInterval(timer);
     };
@@ -129,6 +184,14 @@ export async function takePostgresLease(options: PostgresLeaseOptions): Promise<
       fenced,
       appendFence,
       lost: () => lost,
+      async confirm() {
+        if (lost) throw new LeaseLostError(holder, myToken, null);
+        const row = (await pool.query<{ holder: string; token: string }>(`SELECT holder, token FROM ${table} WHERE id = 1`)).rows[0];
+        if (!row || row.holder !== holder || Number(row.token) !== myToken) {
+          lost = true;
+          throw new LeaseLostError(holder, myToken, row ? { holder: row.holder, token: Number(row.token) } : null);
+        }
+      },
       async release() {
         if (released) return;
         released = true;
@@ -136,8 +199,12 @@ export async function takePostgresLease(options: PostgresLeaseOptions): Promise<
         try {
           // Expire it now (the token stays, so the next holder's is higher); only if still ours.
           await pool.query(`UPDATE ${table} SET holder = '', expires_at = clock_timestamp() WHERE id = 1 AND holder = $1 AND token = $2`, [holder, myToken]);
+        } catch (err) {
+          // The server is gone: the lease expires by itself, and this host's next controller
+          // takes it at once (this process will be dead). Whatever failed first is what is told.
+          if (!isConnectionLoss(err)) throw err;
         } finally {
-          await pool.end();
+          await pool.end().catch(() => {});
         }
       },
     };

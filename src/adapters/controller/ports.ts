@@ -42,6 +42,8 @@ export interface GitPort {
   commitAttempt(branch: string, baseHead: string, worktree: string, message: string, date: string):
     Promise<{ kind: 'committed'; commit: string; tree: string } | { kind: 'unchanged' } | { kind: 'refused'; rule: string; reason: string }>;
   removeAttemptWorktree(attemptId: string): Promise<void>;
+  /** The attempt's clone as a worker left it (a crash came before the host committed it), or null when there is none. */
+  keptAttemptWorktree(attemptId: string): Promise<string | null>;
   /** Why a candidate commit is refused (protected paths R-29; symlinks, sizes, verified files R-31), or null. */
   candidateProblem(base: string, commit: string): Promise<{ rule: string; reason: string } | null>;
   /** Apply candidates onto head in a clean detached workspace, verify there, clean up. */

@@ -3,7 +3,10 @@
  * lookups, no hooks, no background gc), a fixed identity and, for anything that writes a commit,
  * a fixed date. Every git call of longbuild goes through `git()` here.
  */
-import { EffectError, ValidationError } from '../../events/errors.js';
+import { statfsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { EffectError, StorageError, ValidationError, type StorageProblem } from '../../events/errors.js';
+import { freeSpace } from '../../projections/storage-guard.js';
 import { runProcess } from '../process/run-process.js';
 
 export const LONGBUILD_NAME = 'longbuild';
@@ -97,10 +100,49 @@ export async function git(cwd: string, args: readonly string[], opts: GitOptions
   const out = { code: r.exitCode ?? -1, stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8') };
   if (r.spawnError !== undefined) throw new EffectError(`git could not be started: ${r.spawnError}`);
   if (r.timedOut) throw new EffectError(`git ${args.join(' ')} timed out in ${cwd}`);
+  // A full disk or an I/O error is never a verdict on the work (an R-31 refusal, a failed attempt):
+  // it stops the step, named, whatever the caller allows (issue 17).
+  if (out.code !== 0) {
+    const failure = gitStorageFailure(out.stderr, cwd);
+    if (failure !== null) throw failure;
+  }
   if (out.code !== 0 && opts.allowFail !== true) {
     throw new EffectError(`git ${args.join(' ')} failed (exit ${out.code}) in ${cwd}: ${out.stderr.trim() || out.stdout.trim()}`);
   }
   return out;
+}
+
+const GIT_STORAGE_PROBLEMS: readonly [RegExp, StorageProblem][] = [
+  [/No space left on device|Out of diskspace|Disk quota exceeded|File too large/i, 'full'],
+  [/Read-only file system/i, 'read-only'],
+  [/Input\/output error/i, 'io'],
+];
+
+/**
+ * The StorageError a failed git command stands for (naming the file it quotes, else the directory
+ * it ran in), or null. git does not always say why a write failed ("could not set
+ * 'core.filemode'", "couldn't write '...lock'"): a failure while the filesystem it writes to has
+ * almost no space left is taken for the full disk it is.
+ */
+export function gitStorageFailure(stderr: string, cwd: string): StorageError | null {
+  const found = GIT_STORAGE_PROBLEMS.find(([re]) => re.test(stderr)) ?? (nearlyFull(cwd) ? [/./, 'full' as const] as const : undefined);
+  if (found === undefined) return null;
+  const line = stderr.split('\n').find((l) => found[0].test(l))?.trim() ?? (stderr.trim() || 'a write failed');
+  const quoted = /'([^']+)'/.exec(line)?.[1];
+  const path = quoted === undefined ? cwd : quoted.startsWith('/') ? quoted : join(cwd, quoted);
+  return new StorageError(path, found[1], found[1] === 'full' ? `git: ${line}; ${freeSpace(cwd)}` : `git: ${line}`);
+}
+
+/** Less than 256 KiB left on the filesystem holding `dir` (or the nearest existing parent). */
+function nearlyFull(dir: string): boolean {
+  for (let p = dir; ; p = dirname(p)) {
+    try {
+      const s = statfsSync(p);
+      return Number(s.bavail) * Number(s.bsize) < 256 * 1024;
+    } catch {
+      if (dirname(p) === p) return false;
+    }
+  }
 }
 
 const SHA = /^[0-9a-f]{40}$|^[0-9a-f]{64}$/;

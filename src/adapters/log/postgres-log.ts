@@ -8,6 +8,7 @@ import { prepareNewEvents } from './prepare.js';
 import { checkExpected, verifyRawRows, type RawEventRow } from './chain.js';
 import { sealPrepared } from './seal.js';
 import { prepareVerbatim, rawRowToEvent, type VerbatimImportable } from './verbatim.js';
+import { reconnectWindowMs, redactedUrl, withReconnect, type Reconnecting } from './pg-connection.js';
 
 export interface PostgresLogOptions {
   /** postgres://user:password@host:port/database */
@@ -19,6 +20,10 @@ export interface PostgresLogOptions {
   readonly poolSize?: number;
   /** Checked inside every append transaction, after the expected revision (controller fencing). */
   readonly fence?: AppendFence;
+  /** How long a lost server is waited for before an operation fails (default LONGBUILD_PG_RECONNECT_SECONDS, else 30 s). */
+  readonly reconnectMs?: number;
+  /** Told once per outage (default: one line on stderr). */
+  readonly onOutage?: (detail: string) => void;
 }
 
 /**
@@ -58,9 +63,17 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
   private readonly t: { events: string; head: string };
   private initialised: Promise<void> | undefined;
   private readonly fence: AppendFence | undefined;
+  private readonly rc: Reconnecting;
 
   constructor(options: PostgresLogOptions) {
     this.fence = options.fence;
+    // Messages name the log as the build records it: the server and the schema.
+    const label = `${options.url}${options.url.includes('?') ? '&' : '?'}schema=${options.schema ?? 'longbuild'}`;
+    const windowMs = options.reconnectMs ?? reconnectWindowMs();
+    this.rc = {
+      url: label, windowMs,
+      onOutage: options.onOutage ?? ((detail) => void process.stderr.write(`longbuild: the log at ${redactedUrl(label)} is unreachable (${detail}); retrying for up to ${Math.round(windowMs / 1000)} s\n`)),
+    };
     const schema = options.schema ?? 'longbuild';
     if (!SCHEMA_NAME.test(schema)) throw new ValidationError(`invalid PostgreSQL schema name ${JSON.stringify(schema)} (lower-case letters, digits, _)`);
     this.schema = schema;
@@ -84,7 +97,7 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
   }
 
   private ready(): Promise<void> {
-    this.initialised ??= this.createSchema().catch((err: unknown) => {
+    this.initialised ??= withReconnect(this.rc, () => this.createSchema()).catch((err: unknown) => {
       this.initialised = undefined;
       throw err;
     });
@@ -119,6 +132,12 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
   private async transaction<T>(body: (client: PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
+    // A server that goes away mid-transaction makes the checked-out client emit 'error': without
+    // a listener that is an uncaught exception; the query in flight rejects and reports it anyway.
+    const onError = (err: Error) => {
+      broken = err;
+    };
+    client.on('error', onError);
     try {
       await client.query(begin);
       const result = await body(client);
@@ -130,8 +149,35 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
       });
       throw err;
     } finally {
+      client.off('error', onError);
       client.release(broken);
     }
+  }
+
+  /** A read through the pool, waiting out a lost server (reads are safe to repeat). */
+  private async q<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+    return withReconnect(this.rc, () => this.pool.query<R>(sql, params));
+  }
+
+  /**
+   * Run an append-like transaction that writes `sealed()` events, surviving a lost connection: a
+   * retry first looks for the events the lost attempt sealed, since its COMMIT may have landed
+   * before the connection dropped — found (same hash at the same position), it is done; else it
+   * is tried again from the top (re-reading the head, the expected revision and the fence).
+   */
+  private async appendOnce<T>(run: (seal: (events: readonly StoredEvent[]) => void) => Promise<T>, done: (events: readonly StoredEvent[]) => T): Promise<T> {
+    let sealed: readonly StoredEvent[] | null = null;
+    return withReconnect(this.rc, async (retry) => {
+      if (retry > 0 && sealed !== null && sealed.length > 0) {
+        const last = sealed[sealed.length - 1]!;
+        const r = await this.pool.query<{ hash: string }>(`SELECT hash FROM ${this.t.events} WHERE position = $1`, [last.position]);
+        if (r.rows[0]?.hash === last.hash) return done(sealed);
+      }
+      sealed = null;
+      return run((events) => {
+        sealed = events;
+      });
+    });
   }
 
   /** Take the writer lock; from here until COMMIT this transaction owns the log's tail. */
@@ -163,17 +209,21 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
   async append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     const prepared = prepareNewEvents(streamId, events, this.catalogue);
     await this.ready();
+    const result = (stored: readonly StoredEvent[]): AppendResult => {
+      const last = stored[stored.length - 1]!;
+      return { nextRevision: last.revision, position: last.position, events: [...stored] };
+    };
     try {
-      return await this.transaction(async (c) => {
+      return await this.appendOnce((seal) => this.transaction(async (c) => {
         const head = await this.lockTail(c);
         const current = await this.revisionOf(c, streamId);
         checkExpected(streamId, expected, current);
         if (this.fence) await this.fence(c, this.schema);
         const { rows, events: stored } = sealPrepared(streamId, prepared, head, current);
+        seal(stored);
         await this.insertRows(c, rows);
-        const last = stored[stored.length - 1]!;
-        return { nextRevision: last.revision, position: last.position, events: stored };
-      });
+        return result(stored);
+      }), result);
     } catch (err) {
       // Only reachable if a writer bypasses the lock; still never a fork, and still R-3's error.
       if (isUniqueViolation(err)) throw new ConcurrencyError(streamId, String(expected), await this.streamRevision(streamId));
@@ -184,10 +234,12 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
   async importVerbatim(events: readonly StoredEvent[]): Promise<void> {
     if (events.length === 0) return;
     await this.ready();
-    await this.transaction(async (c) => {
+    await this.appendOnce((seal) => this.transaction(async (c) => {
       const head = await this.lockTail(c);
-      await this.insertRows(c, prepareVerbatim(events, head));
-    });
+      const rows = prepareVerbatim(events, head);
+      seal(events);
+      await this.insertRows(c, rows);
+    }), () => undefined);
   }
 
   private async revisionOf(c: pg.Pool | PoolClient, streamId: string): Promise<number> {
@@ -199,7 +251,7 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
   async readAll(options: ReadOptions = {}): Promise<StoredEvent[]> {
     await this.ready();
     const backwards = options.direction === 'backwards';
-    const r = await this.pool.query<PgEventRow>(
+    const r = await this.q<PgEventRow>(
       `SELECT * FROM ${this.t.events} WHERE position ${backwards ? '<=' : '>='} $1 ORDER BY position ${backwards ? 'DESC' : 'ASC'} LIMIT $2`,
       [options.from ?? (backwards ? Number.MAX_SAFE_INTEGER : 1), options.limit ?? null],
     );
@@ -208,21 +260,21 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
 
   async anchor(): Promise<LogHead | null> {
     await this.ready();
-    const a = await this.pool.query<{ position: string; hash: string }>(`SELECT position, hash FROM ${this.t.head} WHERE id = 1`);
+    const a = await this.q<{ position: string; hash: string }>(`SELECT position, hash FROM ${this.t.head} WHERE id = 1`);
     const row = a.rows[0];
     return row ? { position: Number(row.position), hash: row.hash } : null;
   }
 
   async readHashes(from: number, limit: number): Promise<string[]> {
     await this.ready();
-    const r = await this.pool.query<{ hash: string }>(`SELECT hash FROM ${this.t.events} WHERE position >= $1 ORDER BY position ASC LIMIT $2`, [from, limit]);
+    const r = await this.q<{ hash: string }>(`SELECT hash FROM ${this.t.events} WHERE position >= $1 ORDER BY position ASC LIMIT $2`, [from, limit]);
     return r.rows.map((row) => row.hash);
   }
 
   async readStream(streamId: string, options: ReadOptions = {}): Promise<StoredEvent[]> {
     await this.ready();
     const backwards = options.direction === 'backwards';
-    const r = await this.pool.query<PgEventRow>(
+    const r = await this.q<PgEventRow>(
       `SELECT * FROM ${this.t.events} WHERE stream_id = $1 AND revision ${backwards ? '<=' : '>='} $2 ORDER BY revision ${backwards ? 'DESC' : 'ASC'} LIMIT $3`,
       [streamId, options.from ?? (backwards ? Number.MAX_SAFE_INTEGER : 0), options.limit ?? null],
     );
@@ -231,14 +283,14 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
 
   async head(): Promise<LogHead | null> {
     await this.ready();
-    const r = await this.pool.query<{ position: string; hash: string }>(`SELECT position, hash FROM ${this.t.events} ORDER BY position DESC LIMIT 1`);
+    const r = await this.q<{ position: string; hash: string }>(`SELECT position, hash FROM ${this.t.events} ORDER BY position DESC LIMIT 1`);
     const row = r.rows[0];
     return row ? { position: Number(row.position), hash: row.hash } : null;
   }
 
   async streamRevision(streamId: string): Promise<number> {
     await this.ready();
-    return this.revisionOf(this.pool, streamId);
+    return withReconnect(this.rc, () => this.revisionOf(this.pool, streamId));
   }
 
   /**
@@ -247,7 +299,7 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
    */
   async verifyChain(): Promise<ChainReport> {
     await this.ready();
-    const { rows, anchor } = await this.transaction(async (c) => {
+    const { rows, anchor } = await withReconnect(this.rc, () => this.transaction(async (c) => {
       const a = await c.query<{ position: string; hash: string }>(`SELECT position, hash FROM ${this.t.head} WHERE id = 1`);
       const collected: RawEventRow[] = [];
       let after = 0;
@@ -259,7 +311,7 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
       }
       const anchorRow = a.rows[0];
       return { rows: collected, anchor: anchorRow ? { position: Number(anchorRow.position), hash: anchorRow.hash } : undefined };
-    }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'));
     return verifyRawRows(rows, anchor);
   }
 

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import type { JsonValue } from '../../events/canonical.js';
-import { CorruptLogError } from '../../events/errors.js';
+import { CorruptLogError, StorageError } from '../../events/errors.js';
 import { ChainSealer, storedLine, type NewEvent, type StoredEvent } from '../../events/envelope.js';
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
 import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions } from '../../events/log.js';
@@ -8,6 +8,7 @@ import { checkExpected, verifyRawRows, type RawEventRow } from './chain.js';
 import { checkAppendShape, newBatchMemo, prepareNewEvent } from './prepare.js';
 import { BatchWriterError, SqliteBatchWriter } from './sqlite-batch-writer.js';
 import { prepareVerbatim } from './verbatim.js';
+import { assertWritable, closeDatabase, formatBytes, openDatabase } from '../../projections/storage-guard.js';
 
 export interface SqliteLogOptions {
   /** File path, or ':memory:'. */
@@ -98,7 +99,7 @@ export class SqliteEventLog implements EventLog {
     this.synchronous = options.synchronous ?? 'FULL';
     const inMemory = options.path === ':memory:' || options.path === '';
     this.parallelMin = options.parallelAppend === false || options.readonly || inMemory ? Infinity : options.parallelAppend ?? PARALLEL_MIN_EVENTS;
-    this.db = new Database(options.path, { readonly: options.readonly ?? false });
+    this.db = inMemory ? new Database(options.path) : openDatabase(options.path, { readonly: options.readonly ?? false });
     this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
     if (!options.readonly) {
       this.db.pragma('journal_mode = WAL');
@@ -126,6 +127,7 @@ export class SqliteEventLog implements EventLog {
   /** Synchronous append, used by the async port method and by hot paths. */
   appendSync(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): AppendResult {
     checkAppendShape(streamId, events);
+    assertWritable(this.path);
     const writer = events.length >= this.parallelMin && !this.db.inTransaction ? this.batchWriter() : undefined;
     if (writer !== undefined) {
       const result = this.appendThroughWriter(writer, streamId, events, expected);
@@ -254,7 +256,15 @@ export class SqliteEventLog implements EventLog {
   }
 
   async append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    return this.appendSync(streamId, events, expected);
+    try {
+      return this.appendSync(streamId, events, expected);
+    } catch (err) {
+      if (!(err instanceof StorageError) || err.problem !== 'full') throw err;
+      // The space it needs: the events' bytes, in pages, twice (WAL frames, then the database), plus index pages.
+      const bytes = events.reduce((n, e) => n + JSON.stringify(e.data).length + JSON.stringify(e.metadata ?? {}).length + 256, 0);
+      const need = 2 * (Math.ceil(bytes / 4096) + 3) * 4096;
+      throw new StorageError(err.path, 'full', `${err.detail}; appending ${events.length} event(s) needs about ${formatBytes(need)}`);
+    }
   }
 
   readAllSync(options: ReadOptions = {}): StoredEvent[] {
@@ -334,7 +344,7 @@ export class SqliteEventLog implements EventLog {
     const writer = this.writer;
     this.writer = undefined;
     if (writer !== undefined) await writer.close();
-    if (this.db.open) this.db.close();
+    closeDatabase(this.db);
   }
 
   /** Export/import (issue 8): store already-sealed events verbatim after the head; see verbatim.ts. */

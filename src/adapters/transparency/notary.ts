@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type * as crypto from 'node:crypto';
 import { CorruptLogError } from '../../events/errors.js';
 import { domainCatalogue } from '../../events/catalogue.js';
@@ -8,6 +8,7 @@ import { Frontier, eventLeafHash, inclusionProof, verifyInclusion } from '../../
 import { NoteError, checkpointText, parseCheckpointText, signNote, verifyNote, type VerifierKey } from '../../events/signed-note.js';
 import type { BuildPaths } from '../build-dir.js';
 import { TreeStore } from './tree-store.js';
+import { writeAtomically } from '../../projections/storage-guard.js';
 
 /** Leaves kept in memory before they are written to the tree store (four tiles). */
 const PENDING_LEAVES = 1024;
@@ -184,13 +185,8 @@ export class Notary {
     if (!this.dirMade) mkdirSync(this.paths.checkpoints, { recursive: true, mode: 0o700 });
     this.dirMade = true;
     const file = join(this.paths.checkpoints, `${size}.checkpoint`);
-    writeFileSync(`${file}.tmp`, note, { mode: 0o600 });
-    renameSync(`${file}.tmp`, file);
-    if (this.headCopy !== undefined) {
-      mkdirSync(dirname(this.headCopy), { recursive: true, mode: 0o700 });
-      writeFileSync(`${this.headCopy}.tmp`, note, { mode: 0o600 });
-      renameSync(`${this.headCopy}.tmp`, this.headCopy);
-    }
+    writeAtomically(file, note);
+    if (this.headCopy !== undefined) writeAtomically(this.headCopy, note);
     this.lastSigned = { size, root, note, file };
     return this.lastSigned;
   }

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { closeDatabase, openDatabase } from '../../projections/storage-guard.js';
 import type { EventLog } from '../../events/log.js';
 import { eventLeafHash, hashLeaves, nodeHash, type Hash, type TreeSource } from '../../events/merkle.js';
 
@@ -26,7 +27,7 @@ export class TreeStore {
   private leafCount: number;
 
   private constructor(path: string) {
-    this.db = new Database(path);
+    this.db = path === ':memory:' ? new Database(path) : openDatabase(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 10000');
@@ -128,6 +129,6 @@ export class TreeStore {
   }
 
   close(): void {
-    if (this.db.open) this.db.close();
+    closeDatabase(this.db);
   }
 }
