@@ -260,3 +260,38 @@ describe('a crash between an intent and its call (issue 17, fault 8)', () => {
     expect(types(repo).filter((t) => t === 'EffectReinvoked')).toHaveLength(1);
   });
 });
+
+describe('verification processes of a killed controller (issue 17, fault 6)', () => {
+  for (const sandbox of ['off', 'bwrap'] as const) {
+    it(`R-30 kill -9 of the controller's whole process group during verification: the verification ${sandbox === 'bwrap' ? 'dies with it (its sandbox ends with its parent)' : 'is fenced by the next controller before anything else, which says so'}; no workspace stays registered (sandbox ${sandbox})`, async () => {
+      const marker = `longbuild-verify-orphan-${process.pid}-${sandbox}-${Date.now()}`;
+      const repo = tempDir();
+      const cfg = tempDir('longbuild-cfg-');
+      cpSync(join(ROOT, 'examples', 'scripts'), cfg, { recursive: true });
+      const config = JSON.parse(readFileSync(join(cfg, 'longbuild.config.json'), 'utf8'));
+      // A verification that hangs until a deadline 12 s from now, then passes: only the first
+      // controller's verification is still hanging when it is killed.
+      config.verify = [['node', '-e', 'const t = Number(process.argv[1]); if (Date.now() < t) setTimeout(() => {}, t - Date.now());', String(Date.now() + 12_000), marker]];
+      config.sandbox = sandbox;
+      writeFileSync(join(cfg, 'longbuild.config.json'), JSON.stringify(config));
+      cliJson(['init', '--request', join(cfg, 'request.json'), '--config', join(cfg, 'longbuild.config.json')], { cwd: repo });
+      const controller = spawn(process.execPath, [BIN, 'run', '--json'], { cwd: repo, stdio: 'ignore', detached: true });
+      const gone = new Promise((r) => controller.on('close', r));
+      while (withMarker(marker).length === 0) await sleep(20);
+      process.kill(-controller.pid!, 'SIGKILL'); // the controller's group, as a terminal's kill would
+      await gone;
+      if (sandbox === 'off') {
+        expect(withMarker(marker).length).toBeGreaterThan(0); // its own process group: the SIGKILL did not reach it
+      } else {
+        for (let i = 0; i < 100 && withMarker(marker).length > 0; i++) await sleep(20);
+        expect(withMarker(marker)).toEqual([]);
+      }
+      const resumed = runCli(['run'], { cwd: repo });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      if (sandbox === 'off') expect(resumed.stderr).toMatch(/^longbuild: fenced \d+ orphan process\(es\) of a dead controller: \d+ in \S+workspaces\/job-1/m);
+      expect(withMarker(marker)).toEqual([]);
+      expect(git(join(repo, '.longbuild', 'integrator.git'), 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ') && l.includes('workspaces'))).toEqual([]);
+      expect(cliJson(['verify'], { cwd: repo }).ok).toBe(true);
+    }, 90_000);
+  }
+});

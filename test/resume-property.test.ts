@@ -48,7 +48,7 @@ describe('resume after a crash at a random interruption point (issue 3 property)
         const dir = tempDir('longbuild-prop-');
         const path = join(dir, 'blueprint.json');
         writeFileSync(path, JSON.stringify(blueprintOf(dag, writable, detailedWindow), null, 2));
-        const report = await fuzz({ blueprint: path, points: 1, seed, jobs: 1, env: process.env });
+        const report = await fuzz({ driver: { blueprint: path }, points: 1, seed, jobs: 1, env: process.env });
         expect(report.points).toBe(1);
         expect(report.failed, JSON.stringify(report.failed, null, 2)).toEqual([]);
         expect(report.duplicateCalls).toBe(0);

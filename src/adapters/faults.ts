@@ -1,4 +1,5 @@
 import { appendFileSync, writeSync } from 'node:fs';
+import { StorageError } from '../events/errors.js';
 
 /**
  * Fault injection (docs/cli.md): `LONGBUILD_CRASH_AT=POINT:K` kills this process with a real SIGKILL
@@ -7,7 +8,20 @@ import { appendFileSync, writeSync } from 'node:fs';
  * `LONGBUILD_PAUSE_AT=POINT:K:MS` freezes the whole process (event loop included, like SIGSTOP or
  * a partition: no lease renewal) for MS ms there, after printing `longbuild: paused at POINT` on
  * stderr — how the failover tests catch a controller at a known point (issue 8).
+ * `LONGBUILD_FAULT=KIND@POINT:K` injects another fault kind there (issue 17): `kill` (as
+ * LONGBUILD_CRASH_AT), `enospc` / `eio` (the write at that point fails: an error with that errno,
+ * as a full or failing disk raises it), `hang` (the process stops there, event loop and all, until
+ * it is killed: an effect that hangs past its timeout).
  */
+export const FAULT_KINDS = ['kill', 'enospc', 'eio', 'hang'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** Parse `KIND@POINT:K`, or null. */
+export function parseFault(spec: string): { kind: FaultKind; point: string; k: number } | null {
+  const m = /^([a-z]+)@(.+):(\d+)$/.exec(spec);
+  if (!m || !(FAULT_KINDS as readonly string[]).includes(m[1]!) || Number(m[3]) < 1) return null;
+  return { kind: m[1] as FaultKind, point: m[2]!, k: Number(m[3]) };
+}
 export interface FaultInjector {
   reach(point: string): void;
 }
@@ -18,7 +32,9 @@ export function faultsFromEnv(env: NodeJS.ProcessEnv = process.env): FaultInject
   const spec = env.LONGBUILD_CRASH_AT;
   const pointsFile = env.LONGBUILD_POINTS_FILE;
   const pause = parsePause(env.LONGBUILD_PAUSE_AT);
-  if (!spec && !pointsFile && !pause) return noFaults;
+  const fault = env.LONGBUILD_FAULT ? parseFault(env.LONGBUILD_FAULT) : null;
+  if (env.LONGBUILD_FAULT && fault === null) throw new Error(`LONGBUILD_FAULT must be KIND@POINT:K (KIND one of ${FAULT_KINDS.join(', ')}), got '${env.LONGBUILD_FAULT}'`);
+  if (!spec && !pointsFile && !pause && !fault) return noFaults;
   let target: { point: string; k: number } | null = null;
   if (spec) {
     const idx = spec.lastIndexOf(':');
@@ -37,12 +53,29 @@ export function faultsFromEnv(env: NodeJS.ProcessEnv = process.env): FaultInject
       if (target && target.point === point && target.k === n) {
         process.kill(process.pid, 'SIGKILL');
       }
+      if (fault && fault.point === point && fault.k === n) inject(fault.kind, point);
       if (pause && pause.point === point && pause.k === n) {
         writeSync(2, `longbuild: paused at ${point}:${n} for ${pause.ms} ms (pid ${process.pid})\n`);
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, pause.ms);
       }
     },
   };
+}
+
+function inject(kind: FaultKind, point: string): void {
+  switch (kind) {
+    case 'kill':
+      process.kill(process.pid, 'SIGKILL');
+      return;
+    case 'hang':
+      writeSync(2, `longbuild: hanging at ${point} (injected; pid ${process.pid})\n`);
+      for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60_000);
+    // What the storage guard makes of a full or failing disk at that write (storage-guard.ts).
+    case 'enospc':
+      throw new StorageError(`the write at ${point}`, 'full', 'ENOSPC: no space left on device (injected)');
+    case 'eio':
+      throw new StorageError(`the write at ${point}`, 'io', 'EIO: i/o error (injected)');
+  }
 }
 
 function parsePause(spec: string | undefined): { point: string; k: number; ms: number } | null {

@@ -1,29 +1,58 @@
 /**
- * `longbuild fuzz` (issue 7; R-18, R-19, R-23): a clean run of a blueprint enumerates the
- * interruption points it passes; for each chosen (point, occurrence) a child controller in a fresh
- * repository is killed there with a real SIGKILL (LONGBUILD_CRASH_AT), a fresh child resumes the
- * build to the end, and the result is compared with the clean run. The scripted planner and worker
- * write every invocation to an effects ledger outside the build, so duplicate calls are found
- * independently of the log.
+ * `longbuild fuzz` (issues 7 and 17; R-18, R-19, R-23): a clean run of a build enumerates the
+ * interruption points it passes; for each chosen (fault, point, occurrence) a child controller in
+ * a fresh repository meets that fault there — a real SIGKILL, a failing write (ENOSPC, EIO), a hang
+ * ended by a SIGKILL of its process group, or a second controller racing for the lease — a fresh
+ * child resumes the build to the end (with `--double`, that resume is killed too, at a point it
+ * passes), and the result is compared with the clean run. `--random-kill N` kills at random
+ * instants instead of named points. The scripted planner and worker write every invocation to an
+ * effects ledger outside the build, and every child records the points it reaches, so duplicate
+ * calls and repeated effects of every kind are counted independently of the log.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  auditCalls, choosePoints, compareBuilds, enumeratePoints, type CallProblem, type Divergence, type ObservedBuild, type PointOccurrence,
+  auditCalls, choosePoints, compareBuilds, effectStarts, enumeratePoints, seeded, type CallProblem, type Divergence, type ObservedBuild, type PointOccurrence,
 } from '../../commands/fuzz-compare.js';
 import { observeBuild, observeCrash, readLedgerCalls } from './observe.js';
 
 /** bin/longbuild.js, three levels above this module in both src/ and dist/. */
 export const LONGBUILD_BIN = fileURLToPath(new URL('../../../bin/longbuild.js', import.meta.url));
 
+/** What a fuzzed build is made from: a blueprint, or a request and a config (command-driven). */
+export type FuzzDriver =
+  | { readonly blueprint: string }
+  | { readonly request: string; readonly config: string };
+
+/** Fault kinds `--faults` takes (issue 17). */
+export const FUZZ_FAULTS = ['kill', 'enospc', 'eio', 'hang', 'lease-race'] as const;
+export type FuzzFault = (typeof FUZZ_FAULTS)[number];
+
 export interface FuzzOptions {
-  readonly blueprint: string;
+  readonly driver: FuzzDriver;
   readonly points: number | 'all';
   readonly seed: number;
   readonly jobs: number;
+  /** Fault kinds injected at every chosen point (default: kill). */
+  readonly faults?: readonly FuzzFault[];
+  /** Also kill the resume of each kill case at this many points it passes ('all': every one). */
+  readonly double?: number | 'all';
+  /** Kill this many builds at random instants (process group SIGKILL) instead of at named points. */
+  readonly randomKills?: number;
+  /** The instant of every random kill, instead of a random one (reproduces one). */
+  readonly killAtMs?: number;
+  /** With `double`: kill the resume exactly at these points (reproduces one). */
+  readonly onlySecond?: readonly PointOccurrence[];
+  /**
+   * On a failure of a blueprint build, look for the smallest blueprint (fewest milestones, then
+   * nodes) and the earliest occurrence that still fail the same way, trying at most this many
+   * candidates (0: do not minimise). Written to `minimalDir`.
+   */
+  readonly minimiseTrials?: number;
+  readonly minimalDir?: string;
   /** Run exactly these occurrences (reproduce a failure) instead of sampling. */
   readonly only?: readonly PointOccurrence[];
   /** Environment for every child (PATH etc.); fault variables are set by the runner. */
@@ -40,9 +69,28 @@ export interface FuzzProgress {
   readonly last: string;
 }
 
-export interface FuzzFailure {
-  readonly point: string;
-  readonly occurrence: number;
+/** One case: a fault at a point (and for --double, a kill of the resume at a second point), or a kill after a delay. */
+export interface FuzzCase {
+  readonly fault: FuzzFault | 'random-kill';
+  readonly point?: string;
+  readonly occurrence?: number;
+  readonly second?: PointOccurrence;
+  readonly delayMs?: number;
+}
+
+/** The smallest reproduction minimisation found for a failure. */
+export interface MinimalFailure {
+  readonly blueprint: string;
+  readonly milestones: number;
+  readonly nodes: number;
+  readonly point?: string;
+  readonly occurrence?: number;
+  readonly trials: number;
+  readonly reproduce: string;
+}
+
+export interface FuzzFailure extends FuzzCase {
+  readonly minimal?: MinimalFailure;
   /** The first problem, in one line. */
   readonly divergence: string;
   readonly divergences: readonly Divergence[];
@@ -51,21 +99,41 @@ export interface FuzzFailure {
   readonly keptAt?: string;
 }
 
+export type EffectCounts = Record<'planner' | 'worker' | 'verify' | 'promote', number>;
+
+/** One covered case, as `--report FILE` lists it. */
+export interface CaseReport extends FuzzCase {
+  readonly result: 'passed' | 'failed' | 'not-interrupted';
+  readonly divergence?: string;
+  /** Effects started by the interrupted and resumed runs together, beyond the clean run's (repeats), by kind. */
+  readonly repeats: EffectCounts;
+  readonly inDoubt: number;
+  readonly durationMs: number;
+}
+
 export interface FuzzReport {
-  readonly blueprint: string;
+  readonly blueprint?: string;
+  readonly request?: string;
+  readonly config?: string;
   /** Occurrences enumerated by the clean run. */
   readonly enumerated: number;
-  /** Occurrences crashed at (chosen). */
+  /** Cases run (fault × point, second points, random kills). */
   readonly points: number;
   readonly passed: number;
   readonly failed: FuzzFailure[];
   readonly duplicateCalls: number;
   readonly inDoubtReinvocations: number;
   readonly inDoubtByPoint: Record<string, number>;
+  /** Effects started again across all cases, by kind (in-doubt re-invocations and idempotent re-verification included). */
+  readonly repeatedEffects: EffectCounts;
+  readonly faults: readonly string[];
+  /** Cases whose fault never struck (a random kill after the build ended): not counted as passed or failed. */
+  readonly notInterrupted: number;
+  readonly cases: readonly CaseReport[];
   readonly seed: number;
   readonly jobs: number;
   readonly durationMs: number;
-  readonly clean: { readonly events: number; readonly outcome: string; readonly durationMs: number; readonly plannerCalls: number; readonly workerCalls: number };
+  readonly clean: { readonly events: number; readonly outcome: string; readonly durationMs: number; readonly plannerCalls: number; readonly workerCalls: number; readonly effects: EffectCounts };
 }
 
 interface ChildResult {
@@ -75,7 +143,7 @@ interface ChildResult {
   readonly stderr: string;
 }
 
-const FAULT_VARS = ['LONGBUILD_CRASH_AT', 'LONGBUILD_POINTS_FILE', 'LONGBUILD_EFFECTS_LEDGER'];
+const FAULT_VARS = ['LONGBUILD_CRASH_AT', 'LONGBUILD_FAULT', 'LONGBUILD_PAUSE_AT', 'LONGBUILD_POINTS_FILE', 'LONGBUILD_EFFECTS_LEDGER'];
 
 function childEnv(base: Readonly<Record<string, string | undefined>>, extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: Record<string, string> = {};
@@ -83,22 +151,45 @@ function childEnv(base: Readonly<Record<string, string | undefined>>, extra: Rec
   return { ...env, NO_COLOR: '1', ...extra };
 }
 
-/** One `longbuild` child process; resolves with its exit code or the signal that ended it. */
-function longbuild(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs = 10 * 60_000): Promise<ChildResult> {
+interface ChildOptions {
+  readonly timeoutMs?: number;
+  /** Called with each chunk of stderr (lease-race and hang cases watch for a line). */
+  readonly onStderr?: (all: string, child: { pid: number }) => void;
+  /** SIGKILL the child's whole process group after this many ms (random kills). */
+  readonly killAfterMs?: number;
+}
+
+/** One `longbuild` child process in a process group of its own; resolves with its exit code or the signal that ended it. */
+function longbuild(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, o: ChildOptions = {}): Promise<ChildResult> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [LONGBUILD_BIN, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [LONGBUILD_BIN, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
+    let errText = '';
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    };
     child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.stderr.on('data', (b: Buffer) => {
+      err.push(b);
+      errText += b.toString('utf8');
+      o.onStderr?.(errText, { pid: child.pid! });
+    });
+    const timer = setTimeout(killGroup, o.timeoutMs ?? 10 * 60_000);
+    const killer = o.killAfterMs === undefined ? undefined : setTimeout(killGroup, o.killAfterMs);
     child.on('error', (e) => {
       clearTimeout(timer);
+      if (killer) clearTimeout(killer);
       fail(e);
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      done({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
+      if (killer) clearTimeout(killer);
+      done({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: errText });
     });
   });
 }
@@ -108,89 +199,182 @@ function describeChild(r: ChildResult): string {
   return `${r.signal ? `signal ${r.signal}` : `exit ${r.code}`}${tail ? `: ${tail}` : ''}`;
 }
 
+const driverArgs = (d: FuzzDriver): string[] => ('blueprint' in d ? ['--blueprint', d.blueprint] : ['--request', d.request, '--config', d.config]);
+
 /** The exact command that reproduces one case. */
-export function reproduceCommand(blueprint: string, po: PointOccurrence, env: Readonly<Record<string, string | undefined>>): string {
+export function reproduceCommand(driver: FuzzDriver, c: FuzzCase, env: Readonly<Record<string, string | undefined>>): string {
   const bug = env.LONGBUILD_FUZZ_PLANT_BUG ? `LONGBUILD_FUZZ_PLANT_BUG=${env.LONGBUILD_FUZZ_PLANT_BUG} ` : '';
-  return `${bug}longbuild fuzz --blueprint ${blueprint} --only ${po.point}:${po.occurrence}`;
+  const base = `${bug}longbuild fuzz ${driverArgs(driver).join(' ')}`;
+  if (c.fault === 'random-kill') return `${base} --random-kill 1 --kill-at-ms ${c.delayMs}`;
+  const faults = c.fault === 'kill' ? '' : ` --faults ${c.fault}`;
+  const second = c.second ? ` --double --only-second ${c.second.point}:${c.second.occurrence}` : '';
+  return `${base}${faults} --only ${c.point}:${c.occurrence}${second}`;
 }
 
 interface CleanRun {
   readonly observed: ObservedBuild;
   readonly ledger: ReturnType<typeof readLedgerCalls>;
   readonly points: PointOccurrence[];
+  readonly effects: EffectCounts;
   readonly code: number | null;
   readonly events: number;
   readonly durationMs: number;
+  readonly runMs: number;
 }
 
-async function initRepo(root: string, blueprint: string, env: Readonly<Record<string, string | undefined>>): Promise<string> {
+async function initRepo(root: string, driver: FuzzDriver, env: Readonly<Record<string, string | undefined>>): Promise<string> {
   const repo = join(root, 'repo');
-  const init = await longbuild(['init', '--blueprint', blueprint, '--repo', repo], root, childEnv(env, {}));
-  if (init.code !== 0) throw new Error(`longbuild init --blueprint ${blueprint} failed (${describeChild(init)})`);
+  const init = await longbuild(['init', ...driverArgs(driver), '--repo', repo], root, childEnv(env, {}));
+  if (init.code !== 0) throw new Error(`longbuild init ${driverArgs(driver).join(' ')} failed (${describeChild(init)})`);
   return repo;
 }
 
-async function cleanRun(blueprint: string, env: Readonly<Record<string, string | undefined>>): Promise<CleanRun> {
+const readLines = (path: string): string[] => (existsSync(path) ? readFileSync(path, 'utf8').split('\n') : []);
+
+async function cleanRun(driver: FuzzDriver, env: Readonly<Record<string, string | undefined>>): Promise<CleanRun> {
   const t0 = performance.now();
   const root = mkdtempSync(join(tmpdir(), 'longbuild-fuzz-clean-'));
   try {
-    const repo = await initRepo(root, blueprint, env);
+    const repo = await initRepo(root, driver, env);
     const pointsFile = join(root, 'points.txt');
     const ledgerFile = join(root, 'ledger.ndjson');
+    const t1 = performance.now();
     const run = await longbuild(['run', '--json'], repo, childEnv(env, { LONGBUILD_POINTS_FILE: pointsFile, LONGBUILD_EFFECTS_LEDGER: ledgerFile }));
-    if (run.signal !== null || (run.code !== 0 && run.code !== 1)) throw new Error(`the clean run of ${blueprint} failed (${describeChild(run)})`);
+    const runMs = performance.now() - t1;
+    if (run.signal !== null || (run.code !== 0 && run.code !== 1)) throw new Error(`the clean run failed (${describeChild(run)})`);
     const observed = await observeBuild(repo);
-    if (!observed.verifyOk) throw new Error(`the clean run of ${blueprint} does not verify: ${observed.verifyProblem ?? ''}`);
-    const points = enumeratePoints(readFileSync(pointsFile, 'utf8').split('\n'));
+    if (!observed.verifyOk) throw new Error(`the clean run does not verify: ${observed.verifyProblem ?? ''}`);
+    const lines = readLines(pointsFile);
     const events = (JSON.parse(run.stdout) as { position: number }).position;
-    return { observed, ledger: readLedgerCalls(ledgerFile), points, code: run.code, events, durationMs: performance.now() - t0 };
+    return { observed, ledger: readLedgerCalls(ledgerFile), points: enumeratePoints(lines), effects: effectStarts(lines), code: run.code, events, durationMs: performance.now() - t0, runMs };
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
 }
 
 interface CaseResult {
-  readonly po: PointOccurrence;
+  readonly c: FuzzCase;
   readonly divergences: Divergence[];
   readonly duplicates: CallProblem[];
   readonly inDoubt: number;
+  readonly repeats: EffectCounts;
+  readonly notInterrupted: boolean;
+  /** The points the (first) resume passed: where --double kills it. */
+  readonly resumePoints: PointOccurrence[];
+  readonly durationMs: number;
   readonly keptAt?: string;
 }
 
-async function runCase(opts: FuzzOptions, blueprint: string, clean: CleanRun, po: PointOccurrence): Promise<CaseResult> {
+const noRepeats = (): EffectCounts => ({ planner: 0, worker: 0, verify: 0, promote: 0 });
+
+async function runCase(opts: FuzzOptions, clean: CleanRun, c: FuzzCase): Promise<CaseResult> {
+  const t0 = performance.now();
   const root = mkdtempSync(join(tmpdir(), 'longbuild-fuzz-case-'));
-  let r: Omit<CaseResult, 'po'>;
+  let r: Omit<CaseResult, 'c' | 'durationMs'>;
   try {
-    r = await crashAndResume(opts, blueprint, clean, po, root);
+    r = await faultAndResume(opts, clean, c, root);
   } catch (err) {
-    r = { divergences: [{ what: 'fuzz case crashed', rule: '-', clean: '-', resumed: err instanceof Error ? err.message : String(err) }], duplicates: [], inDoubt: 0 };
+    r = { divergences: [{ what: 'fuzz case crashed', rule: '-', clean: '-', resumed: err instanceof Error ? err.message : String(err) }], duplicates: [], inDoubt: 0, repeats: noRepeats(), notInterrupted: false, resumePoints: [] };
   }
+  const durationMs = Math.round(performance.now() - t0);
   const failed = r.divergences.length > 0 || r.duplicates.length > 0;
-  if (failed && opts.keepFailed) return { po, ...r, keptAt: root };
+  if (failed && opts.keepFailed) return { c, ...r, durationMs, keptAt: root };
   rmSync(root, { recursive: true, force: true });
-  return { po, ...r };
+  return { c, ...r, durationMs };
 }
 
-async function crashAndResume(opts: FuzzOptions, blueprint: string, clean: CleanRun, po: PointOccurrence, root: string): Promise<Omit<CaseResult, 'po'>> {
+const FAILED_WRITE = /^longbuild: (no space left for|I\/O error on) /m;
+
+/** Interrupt the build the case's way; return what went wrong with the interruption itself (or null), and whether it struck. */
+async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: string, env: Record<string, string>): Promise<{ problem: Divergence | null; struck: boolean; completed?: boolean }> {
+  const at = `${c.point}:${c.occurrence}`;
+  const notReached = (r: ChildResult): Divergence => ({ what: 'interruption point not reached', rule: 'R-19', clean: `reached ${c.point} ${c.occurrence} time(s)`, resumed: `the run ended without reaching it (${describeChild(r)})` });
+  switch (c.fault) {
+    case 'kill': {
+      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_CRASH_AT: at }));
+      return r.signal === 'SIGKILL' ? { problem: null, struck: true } : { problem: notReached(r), struck: false };
+    }
+    case 'enospc':
+    case 'eio': {
+      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_FAULT: `${c.fault}@${at}` }));
+      if (r.code === clean.code && r.signal === null && !FAILED_WRITE.test(r.stderr)) return { problem: notReached(r), struck: false };
+      // Every failed write ends in one line naming what failed, exit 1 (never a crash or an internal error).
+      if (r.code !== 1 || !FAILED_WRITE.test(r.stderr) || /internal error|\n\s+at /.test(r.stderr)) {
+        return { problem: { what: `${c.fault} at ${at}: the run's end`, rule: 'R-18', clean: 'exit 1 with one line naming the failed write', resumed: describeChild(r) }, struck: true };
+      }
+      return { problem: null, struck: true };
+    }
+    case 'hang': {
+      let killed = false;
+      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_FAULT: `hang@${at}` }), {
+        onStderr: (all, child) => {
+          if (!killed && all.includes('hanging at')) {
+            killed = true;
+            // The operator (or a supervisor's timeout) kills the hung controller's whole group.
+            setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } }, 200);
+          }
+        },
+      });
+      return killed && r.signal === 'SIGKILL' ? { problem: null, struck: true } : { problem: notReached(r), struck: false };
+    }
+    case 'lease-race': {
+      // Freeze the controller at the point, start a second one on the same build: it must be
+      // refused (exit 3) with nothing changed; the first then finishes the build.
+      let raced: Promise<ChildResult> | null = null;
+      const first = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_PAUSE_AT: `${at}:1500` }), {
+        onStderr: (all) => {
+          if (raced === null && all.includes('paused at')) raced = longbuild(['run', '--json'], repo, childEnv(opts.env, {}));
+        },
+      });
+      if (raced === null) return { problem: notReached(first), struck: false };
+      const second = await (raced as Promise<ChildResult>);
+      if (second.code !== 3) return { problem: { what: `a second controller racing at ${at}`, rule: 'R-3', clean: 'exit 3, nothing changed', resumed: describeChild(second) }, struck: true };
+      if (first.code !== clean.code) return { problem: { what: 'the first controller after the race', rule: 'R-3', clean: `exit ${clean.code}`, resumed: describeChild(first) }, struck: true };
+      return { problem: null, struck: true, completed: true };
+    }
+    case 'random-kill': {
+      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, env), { killAfterMs: c.delayMs! });
+      return { problem: null, struck: r.signal === 'SIGKILL' };
+    }
+  }
+}
+
+async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, root: string): Promise<Omit<CaseResult, 'c' | 'durationMs'>> {
   const divergences: Divergence[] = [];
-  const repo = await initRepo(root, blueprint, opts.env);
+  const repo = await initRepo(root, opts.driver, opts.env);
   const crashLedger = join(root, 'ledger-crash.ndjson');
   const resumeLedger = join(root, 'ledger-resume.ndjson');
-  const crashed = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_CRASH_AT: `${po.point}:${po.occurrence}`, LONGBUILD_EFFECTS_LEDGER: crashLedger }));
-  if (crashed.signal !== 'SIGKILL') {
-    divergences.push({ what: 'interruption point not reached', rule: 'R-19', clean: `reached ${po.point} ${po.occurrence} time(s)`, resumed: `the run ended without reaching it (${describeChild(crashed)})` });
-    return { divergences, duplicates: [], inDoubt: 0 };
-  }
+  const pointFiles = [join(root, 'points-crash.txt'), join(root, 'points-second.txt'), join(root, 'points-resume.txt')];
+  const hit = await interrupt(opts, clean, c, repo, { LONGBUILD_EFFECTS_LEDGER: crashLedger, LONGBUILD_POINTS_FILE: pointFiles[0]! });
+  if (hit.problem) divergences.push(hit.problem);
+  if (!hit.struck) return { divergences, duplicates: [], inDoubt: 0, repeats: noRepeats(), notInterrupted: c.fault === 'random-kill', resumePoints: [] };
   const crash = await observeCrash(repo);
-  const resumed = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: resumeLedger }));
-  if (resumed.signal !== null || resumed.code !== clean.code) {
-    divergences.push({ what: 'resumed run exit', rule: 'R-19', clean: `exit ${clean.code}`, resumed: describeChild(resumed) });
+  if (c.second) {
+    // --double: the resume is killed too, at a point it passes.
+    const again = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: resumeLedger, LONGBUILD_POINTS_FILE: pointFiles[1]!, LONGBUILD_CRASH_AT: `${c.second.point}:${c.second.occurrence}` }));
+    if (again.signal !== 'SIGKILL') divergences.push({ what: 'second interruption point not reached', rule: 'R-19', clean: `${c.second.point}:${c.second.occurrence}`, resumed: describeChild(again) });
   }
-  divergences.push(...compareBuilds(clean.observed, await observeBuild(repo)));
+  if (!hit.completed) {
+    const resumed = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: resumeLedger, LONGBUILD_POINTS_FILE: pointFiles[2]! }));
+    if (resumed.signal !== null || resumed.code !== clean.code) {
+      divergences.push({ what: 'resumed run exit', rule: 'R-19', clean: `exit ${clean.code}`, resumed: describeChild(resumed) });
+    }
+  }
+  const observed = await observeBuild(repo);
+  divergences.push(...compareBuilds(clean.observed, observed, { exactCommits: 'blueprint' in opts.driver }));
   const audit = auditCalls(clean.ledger, readLedgerCalls(crashLedger), readLedgerCalls(resumeLedger), crash);
   if (audit.missing.length > 0) divergences.push({ what: 'calls never made', rule: 'R-19', clean: audit.missing.join(', '), resumed: '(not called)' });
   if (audit.extra.length > 0) divergences.push({ what: 'calls the clean run did not make', rule: 'R-19', clean: '(not called)', resumed: audit.extra.join(', ') });
-  return { divergences, duplicates: audit.duplicates, inDoubt: audit.inDoubtReinvocations.length };
+  // Every re-invocation the log records is one the effects ledger saw as in doubt (or, for a
+  // command-driven build, one of its starts beyond the clean run's).
+  const started = effectStarts(pointFiles.flatMap(readLines));
+  const repeats = { planner: started.planner - clean.effects.planner, worker: started.worker - clean.effects.worker, verify: started.verify - clean.effects.verify, promote: started.promote - clean.effects.promote };
+  const allowed = 'blueprint' in opts.driver ? audit.inDoubtReinvocations.length : repeats.planner + repeats.worker;
+  if (observed.fingerprint.reinvocations > allowed) {
+    divergences.push({ what: 'recorded re-invocations', rule: 'R-18', clean: `${allowed} call(s) in doubt`, resumed: `${observed.fingerprint.reinvocations} EffectReinvoked` });
+  }
+  const resumePoints = enumeratePoints(readLines(pointFiles[2]!));
+  return { divergences, duplicates: audit.duplicates, inDoubt: audit.inDoubtReinvocations.length, repeats, notInterrupted: false, resumePoints };
 }
 
 /** Run `tasks` with at most `jobs` in flight, in order of submission. */
@@ -216,47 +400,164 @@ const summarize = (r: CaseResult): string => {
   return `duplicate ${c.kind} call ${c.key} (${c.rule}): ${c.problem}`;
 };
 
-/** The whole fuzz campaign: clean run, chosen crashes, resumptions, comparisons. */
+export const caseName = (c: FuzzCase): string =>
+  c.fault === 'random-kill' ? `random-kill after ${c.delayMs} ms` : `${c.fault}@${c.point}:${c.occurrence}${c.second ? ` then kill@${c.second.point}:${c.second.occurrence}` : ''}`;
+
+/** The whole fuzz campaign: clean run, chosen faults, resumptions, comparisons. */
 export async function fuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const t0 = performance.now();
-  const blueprint = resolve(opts.blueprint);
-  const clean = await cleanRun(blueprint, opts.env);
-  const chosen = opts.only && opts.only.length > 0 ? [...opts.only] : choosePoints(clean.points, opts.points, opts.seed);
+  const driver: FuzzDriver = 'blueprint' in opts.driver ? { blueprint: resolve(opts.driver.blueprint) } : { request: resolve(opts.driver.request), config: resolve(opts.driver.config) };
+  const o: FuzzOptions = { ...opts, driver };
+  const clean = await cleanRun(driver, opts.env);
+  const faults = opts.faults && opts.faults.length > 0 ? opts.faults : ['kill' as const];
+  const chosen = opts.randomKills !== undefined ? [] : opts.only && opts.only.length > 0 ? [...opts.only] : choosePoints(clean.points, opts.points, opts.seed);
+  const cases: FuzzCase[] = faults.flatMap((fault) => chosen.map((po) => ({ fault, point: po.point, occurrence: po.occurrence })));
+  if (opts.randomKills !== undefined) {
+    const rand = seeded(opts.seed);
+    for (let i = 0; i < opts.randomKills; i++) cases.push({ fault: 'random-kill', delayMs: opts.killAtMs ?? 30 + Math.floor(rand() * Math.max(1, clean.runMs)) });
+  }
   let done = 0;
   let failedSoFar = 0;
-  const results = await pool(chosen, opts.jobs, (po) => runCase(opts, blueprint, clean, po), (r) => {
+  let total = cases.length;
+  const progress = (r: CaseResult) => {
     done += 1;
     if (r.divergences.length > 0 || r.duplicates.length > 0) failedSoFar += 1;
-    opts.onProgress?.({ done, total: chosen.length, failed: failedSoFar, last: `${r.po.point}:${r.po.occurrence}` });
-  });
+    opts.onProgress?.({ done, total, failed: failedSoFar, last: caseName(r.c) });
+  };
+  const results = await pool(cases, opts.jobs, (c) => runCase(o, clean, c), progress);
+  if (opts.double !== undefined) {
+    // The resume of every passing kill case, killed in turn at the points it passes.
+    const seconds: FuzzCase[] = results.filter((r) => r.c.fault === 'kill' && r.divergences.length === 0).flatMap((r) =>
+      (opts.onlySecond && opts.onlySecond.length > 0 ? opts.onlySecond : choosePoints(r.resumePoints, opts.double!, opts.seed)).map((second) => ({ ...r.c, second })));
+    total += seconds.length;
+    results.push(...await pool(seconds, opts.jobs, (c) => runCase(o, clean, c), progress));
+  }
   const failed: FuzzFailure[] = [];
   const inDoubtByPoint: Record<string, number> = {};
+  const repeatedEffects = noRepeats();
   let duplicateCalls = 0;
   let inDoubt = 0;
+  const reports: CaseReport[] = [];
   for (const r of results) {
     duplicateCalls += r.duplicates.length;
     inDoubt += r.inDoubt;
-    if (r.inDoubt > 0) inDoubtByPoint[`${r.po.point}:${r.po.occurrence}`] = r.inDoubt;
-    if (r.divergences.length === 0 && r.duplicates.length === 0) continue;
+    for (const k of Object.keys(repeatedEffects) as (keyof EffectCounts)[]) repeatedEffects[k] += r.repeats[k];
+    if (r.inDoubt > 0 && r.c.point !== undefined && r.c.fault === 'kill' && !r.c.second) inDoubtByPoint[`${r.c.point}:${r.c.occurrence}`] = r.inDoubt;
+    const bad = r.divergences.length > 0 || r.duplicates.length > 0;
+    reports.push({ ...r.c, result: r.notInterrupted ? 'not-interrupted' : bad ? 'failed' : 'passed', ...(bad ? { divergence: summarize(r) } : {}), repeats: r.repeats, inDoubt: r.inDoubt, durationMs: r.durationMs });
+    if (!bad) continue;
     const keptAt = r.keptAt;
     failed.push({
-      point: r.po.point, occurrence: r.po.occurrence, divergence: summarize(r), divergences: r.divergences, duplicates: r.duplicates,
-      reproduce: reproduceCommand(opts.blueprint, r.po, opts.env), ...(keptAt ? { keptAt } : {}),
+      ...r.c, divergence: summarize(r), divergences: r.divergences, duplicates: r.duplicates,
+      reproduce: reproduceCommand(opts.driver, r.c, opts.env), ...(keptAt ? { keptAt } : {}),
     });
   }
-  const cleanCalls = { planner: clean.ledger.filter((c) => c.kind === 'planner').length, worker: clean.ledger.filter((c) => c.kind === 'worker').length };
+  // Minimise the first failure of a blueprint build (the others usually share its cause).
+  const first = failed[0];
+  if (first !== undefined && 'blueprint' in driver && (opts.minimiseTrials ?? 0) > 0 && first.fault !== 'random-kill') {
+    const minimal = await minimise(o, driver.blueprint, first, opts.minimiseTrials!, opts.minimalDir ?? tmpdir());
+    if (minimal !== null) failed[0] = { ...first, minimal: { ...minimal, reproduce: reproduceCommand({ blueprint: minimal.blueprint }, { ...first, ...(minimal.point ? { point: minimal.point, occurrence: minimal.occurrence! } : {}) }, opts.env) } };
+  }
+  const notInterrupted = reports.filter((r) => r.result === 'not-interrupted').length;
+  // A blueprint's scripted calls are counted by their ledger; a command-driven build's by the effects its run started.
+  const cleanCalls = 'blueprint' in driver
+    ? { planner: clean.ledger.filter((c) => c.kind === 'planner').length, worker: clean.ledger.filter((c) => c.kind === 'worker').length }
+    : { planner: clean.effects.planner, worker: clean.effects.worker };
   return {
-    blueprint: opts.blueprint,
+    ...('blueprint' in opts.driver ? { blueprint: opts.driver.blueprint } : { request: opts.driver.request, config: opts.driver.config }),
     enumerated: clean.points.length,
-    points: chosen.length,
-    passed: results.length - failed.length,
+    points: results.length,
+    passed: results.length - failed.length - notInterrupted,
     failed,
     duplicateCalls,
     inDoubtReinvocations: inDoubt,
     inDoubtByPoint,
+    repeatedEffects,
+    faults: [...faults, ...(opts.randomKills !== undefined ? ['random-kill'] : []), ...(opts.double !== undefined ? ['double'] : [])],
+    notInterrupted,
+    cases: reports,
     seed: opts.seed,
     jobs: opts.jobs,
     durationMs: Math.round(performance.now() - t0),
-    clean: { events: clean.events, outcome: clean.observed.fingerprint.outcome, durationMs: Math.round(clean.durationMs), plannerCalls: cleanCalls.planner, workerCalls: cleanCalls.worker },
+    clean: { events: clean.events, outcome: clean.observed.fingerprint.outcome, durationMs: Math.round(clean.durationMs), plannerCalls: cleanCalls.planner, workerCalls: cleanCalls.worker, effects: clean.effects },
   };
+}
+
+interface BlueprintShape {
+  milestones: { id: string; nodes: { id: string; deps?: string[] }[] }[];
+  [k: string]: unknown;
+}
+
+/** Smaller blueprints than `bp`: without its last milestone, then without each node nothing depends on. */
+export function shrinkCandidates(bp: BlueprintShape): BlueprintShape[] {
+  const out: BlueprintShape[] = [];
+  if (bp.milestones.length > 1) out.push({ ...bp, milestones: bp.milestones.slice(0, -1) });
+  const needed = new Set(bp.milestones.flatMap((m) => m.nodes.flatMap((n) => n.deps ?? [])));
+  bp.milestones.forEach((m, mi) => {
+    for (const n of m.nodes) {
+      if (needed.has(n.id) || m.nodes.length === 1) continue;
+      out.push({ ...bp, milestones: bp.milestones.map((x, i) => (i === mi ? { ...x, nodes: x.nodes.filter((y) => y.id !== n.id) } : x)) });
+    }
+  });
+  return out;
+}
+
+const sizeOf = (bp: BlueprintShape) => ({ milestones: bp.milestones.length, nodes: bp.milestones.reduce((n, m) => n + m.nodes.length, 0) });
+
+/**
+ * Greedy minimisation of a failing case (delta debugging by hand): take the first smaller
+ * blueprint that still fails the same case, and repeat; then the earliest occurrence of the point
+ * that fails. Each candidate costs a clean run and a case.
+ */
+async function minimise(opts: FuzzOptions, blueprintPath: string, failure: FuzzCase, maxTrials: number, dir: string): Promise<Omit<MinimalFailure, 'reproduce'> | null> {
+  let best = JSON.parse(readFileSync(blueprintPath, 'utf8')) as BlueprintShape;
+  let bestCase: FuzzCase = failure;
+  let trials = 0;
+  const root = mkdtempSync(join(tmpdir(), 'longbuild-fuzz-min-'));
+  const fails = async (bp: BlueprintShape, c: FuzzCase): Promise<FuzzCase | null> => {
+    trials += 1;
+    const path = join(root, `candidate-${trials}.json`);
+    writeFileSync(path, JSON.stringify(bp, null, 2));
+    const o = { ...opts, driver: { blueprint: path } };
+    let clean: CleanRun;
+    try {
+      clean = await cleanRun(o.driver, opts.env);
+    } catch {
+      return null; // not a valid build any more
+    }
+    // The earliest occurrence of the same point that still fails (the point must be reached at all).
+    const occurrences = clean.points.filter((p) => p.point === c.point).map((p) => p.occurrence).filter((k) => k <= (c.occurrence ?? 1));
+    for (const k of occurrences) {
+      const candidate = { ...c, occurrence: k };
+      const r = await runCase(o, clean, candidate);
+      if (r.divergences.length > 0 || r.duplicates.length > 0) return candidate;
+      if (trials >= maxTrials) break;
+    }
+    return null;
+  };
+  try {
+    for (let shrunk = true; shrunk && trials < maxTrials;) {
+      shrunk = false;
+      for (const candidate of shrinkCandidates(best)) {
+        if (trials >= maxTrials) break;
+        const c = await fails(candidate, bestCase);
+        if (c !== null) {
+          best = candidate;
+          bestCase = c;
+          shrunk = true;
+          break;
+        }
+      }
+    }
+    const out = join(dir, `longbuild-fuzz-minimal-${process.pid}.json`);
+    writeFileSync(out, `${JSON.stringify(best, null, 2)}\n`);
+    return { blueprint: out, ...sizeOf(best), ...(bestCase.point ? { point: bestCase.point, occurrence: bestCase.occurrence! } : {}), trials };
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** Write the report of every covered case (`--report FILE`). */
+export function writeReport(path: string, report: FuzzReport): void {
+  writeFileSync(path, `${JSON.stringify(report, null, 2)}\n`);
 }
