@@ -101,6 +101,13 @@ describe('longbuild fuzz (issue 7)', () => {
     expect(random.report.passed + random.report.notInterrupted).toBe(2);
   }, 300_000);
 
+  it.skipIf(!process.env.LONGBUILD_PG_URL)('issue 17 db-down: builds logged in PostgreSQL (one schema each) lose their database for 4 s at a point; each run says it is retrying, waits it out and ends as the clean run did', () => {
+    const { code, report, stderr } = fuzzJson(['--blueprint', HELIOS, '--log', `postgres:${process.env.LONGBUILD_PG_URL}`, '--faults', 'db-down', '--only', 'before-append:AttemptFinished:1', '--jobs', '2']);
+    expect(report?.failed ?? stderr, stderr).toEqual([]);
+    expect(code).toBe(0);
+    expect(report.cases).toEqual([expect.objectContaining({ fault: 'db-down', point: 'before-append:AttemptFinished', result: 'passed' })]);
+  }, 300_000);
+
   it('issue 17 a command-driven build (--request/--config) is fuzzed too: resumes compared by tree, accepted nodes, ready lists and event types', () => {
     const { code, report, stderr } = fuzzJson(['--request', join(ROOT, 'examples', 'scripts', 'request.json'), '--config', join(ROOT, 'examples', 'scripts', 'longbuild.config.json'), '--points', '1', '--seed', '9', '--jobs', '2']);
     expect(report?.failed ?? stderr, stderr).toEqual([]);
@@ -110,12 +117,13 @@ describe('longbuild fuzz (issue 7)', () => {
   }, 300_000);
 
   it('usage: --points must be all or a positive integer, --only POINT:K, --blueprint required', () => {
-    expect(runCli(['fuzz', '--blueprint', HELIOS, '--faults', 'kill,flood'], { cwd: tempDir() }).stderr).toMatch(/unknown fault 'flood' in --faults \(kinds: kill, enospc, eio, hang, lease-race\)/);
+    expect(runCli(['fuzz', '--blueprint', HELIOS, '--faults', 'kill,flood'], { cwd: tempDir() }).stderr).toMatch(/unknown fault 'flood' in --faults \(kinds: kill, enospc, eio, hang, lease-race, db-down\)/);
     expect(runCli(['fuzz', '--blueprint', HELIOS, '--request', 'r.json'], { cwd: tempDir() }).code).toBe(2);
     expect(runCli(['fuzz', '--blueprint', HELIOS, '--kill-at-ms', '5'], { cwd: tempDir() }).code).toBe(2);
     expect(runCli(['fuzz', '--blueprint', HELIOS, '--points', 'some'], { cwd: tempDir() }).code).toBe(2);
     expect(runCli(['fuzz', '--blueprint', HELIOS, '--only', 'after-effect:worker'], { cwd: tempDir() }).code).toBe(2);
     expect(runCli(['fuzz'], { cwd: tempDir() }).code).toBe(2);
+    expect(runCli(['fuzz', '--blueprint', HELIOS, '--faults', 'db-down'], { cwd: tempDir() }).stderr).toMatch(/--faults db-down needs --log postgres:URL/);
   });
 });
 

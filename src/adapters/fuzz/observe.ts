@@ -5,26 +5,26 @@ import { shardValues } from '../../projections/sharded.js';
  * the log records results for and which attempt commits already sit on their branches.
  */
 import { readFileSync, existsSync } from 'node:fs';
-import { buildPaths } from '../build-dir.js';
-import { SqliteEventLog } from '../log/sqlite-log.js';
+import { buildPaths, openBuildLog } from '../build-dir.js';
+import { readEventsFrom } from '../log/paging.js';
 import { findAttemptCommit, treeOf } from '../git/git.js';
 import type { BuildState } from '../../projections/build-state.js';
 import { fingerprintOf, foldLog, recordedCallKeys, type CrashState, type LedgerCall, type ObservedBuild } from '../../commands/fuzz-compare.js';
 import type { CommandContext } from '../cli/types.js';
 
-/** Fold the build's log (the build must not be running). */
-export function foldBuild(repo: string): ReturnType<typeof foldLog> {
-  const log = new SqliteEventLog({ path: buildPaths({ repo }).events });
+/** Fold the build's log, whichever backend it records (the build must not be running). */
+export async function foldBuild(repo: string): Promise<ReturnType<typeof foldLog>> {
+  const log = await openBuildLog(buildPaths({ repo }));
   try {
-    return foldLog(log.iterateAll());
+    return foldLog(await readEventsFrom(log));
   } finally {
-    log.db.close();
+    await log.close();
   }
 }
 
 /** The comparable facts of a finished build. */
 export async function observeBuild(repo: string): Promise<ObservedBuild> {
-  const folded = foldBuild(repo);
+  const folded = await foldBuild(repo);
   const { state } = folded;
   const fingerprint = fingerprintOf(folded);
   const integrationTree = state.integrationHead ? await treeOf(repo, state.integrationHead) : null;
@@ -38,7 +38,7 @@ export async function observeBuild(repo: string): Promise<ObservedBuild> {
 
 /** Right after a SIGKILL: the calls with recorded results, and attempt commits observable on their branches. */
 export async function observeCrash(repo: string): Promise<CrashState & { state: BuildState }> {
-  const { state } = foldBuild(repo);
+  const { state } = await foldBuild(repo);
   const observable = new Set<string>();
   for (const a of shardValues(state.attempts)) {
     if (a.status !== 'started' || state.nodes[a.nodeId]?.kind !== 'writable') continue;

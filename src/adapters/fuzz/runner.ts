@@ -18,6 +18,9 @@ import {
   auditCalls, choosePoints, compareBuilds, effectStarts, enumeratePoints, seeded, type CallProblem, type Divergence, type ObservedBuild, type PointOccurrence,
 } from '../../commands/fuzz-compare.js';
 import { observeBuild, observeCrash, readLedgerCalls } from './observe.js';
+import { OutageProxy } from './outage-proxy.js';
+import { postgresTarget } from '../log/open-log.js';
+import { redactedUrl } from '../log/pg-connection.js';
 
 /** bin/longbuild.js, three levels above this module in both src/ and dist/. */
 export const LONGBUILD_BIN = fileURLToPath(new URL('../../../bin/longbuild.js', import.meta.url));
@@ -28,7 +31,7 @@ export type FuzzDriver =
   | { readonly request: string; readonly config: string };
 
 /** Fault kinds `--faults` takes (issue 17). */
-export const FUZZ_FAULTS = ['kill', 'enospc', 'eio', 'hang', 'lease-race'] as const;
+export const FUZZ_FAULTS = ['kill', 'enospc', 'eio', 'hang', 'lease-race', 'db-down'] as const;
 export type FuzzFault = (typeof FUZZ_FAULTS)[number];
 
 export interface FuzzOptions {
@@ -53,6 +56,10 @@ export interface FuzzOptions {
    */
   readonly minimiseTrials?: number;
   readonly minimalDir?: string;
+  /** Keep every fuzzed build's log in PostgreSQL (`postgres:URL`), one schema per build, reached through an outage proxy (db-down). */
+  readonly log?: string;
+  /** Internal: the PostgreSQL backend of a `log` run. */
+  readonly backend?: PgBackend;
   /** Run exactly these occurrences (reproduce a failure) instead of sampling. */
   readonly only?: readonly PointOccurrence[];
   /** Environment for every child (PATH etc.); fault variables are set by the runner. */
@@ -60,6 +67,15 @@ export interface FuzzOptions {
   /** Keep the temporary repositories of failed cases (their paths are in the report). */
   readonly keepFailed?: boolean;
   readonly onProgress?: (p: FuzzProgress) => void;
+}
+
+/** Builds on PostgreSQL: a schema each, through a proxy that can take the database away. */
+interface PgBackend {
+  readonly proxy: OutageProxy;
+  readonly url: string;
+  /** A fresh `postgres:` spec through the proxy (its schema is dropped at the end). */
+  next(): string;
+  readonly schemas: string[];
 }
 
 export interface FuzzProgress {
@@ -202,9 +218,11 @@ function describeChild(r: ChildResult): string {
 const driverArgs = (d: FuzzDriver): string[] => ('blueprint' in d ? ['--blueprint', d.blueprint] : ['--request', d.request, '--config', d.config]);
 
 /** The exact command that reproduces one case. */
-export function reproduceCommand(driver: FuzzDriver, c: FuzzCase, env: Readonly<Record<string, string | undefined>>): string {
+export function reproduceCommand(driver: FuzzDriver, c: FuzzCase, env: Readonly<Record<string, string | undefined>>, log?: string): string {
   const bug = env.LONGBUILD_FUZZ_PLANT_BUG ? `LONGBUILD_FUZZ_PLANT_BUG=${env.LONGBUILD_FUZZ_PLANT_BUG} ` : '';
-  const base = `${bug}longbuild fuzz ${driverArgs(driver).join(' ')}`;
+  // The password of a --log URL is not printed: the command shows *** in its place.
+  const logArg = log === undefined ? '' : ` --log 'postgres:${redactedUrl(log.replace(/^postgres(ql)?:/, ''))}'`;
+  const base = `${bug}longbuild fuzz ${driverArgs(driver).join(' ')}${logArg}`;
   if (c.fault === 'random-kill') return `${base} --random-kill 1 --kill-at-ms ${c.delayMs}`;
   const faults = c.fault === 'kill' ? '' : ` --faults ${c.fault}`;
   const second = c.second ? ` --double --only-second ${c.second.point}:${c.second.occurrence}` : '';
@@ -222,20 +240,20 @@ interface CleanRun {
   readonly runMs: number;
 }
 
-async function initRepo(root: string, driver: FuzzDriver, env: Readonly<Record<string, string | undefined>>): Promise<string> {
+async function initRepo(root: string, driver: FuzzDriver, env: Readonly<Record<string, string | undefined>>, backend?: PgBackend): Promise<string> {
   const repo = join(root, 'repo');
-  const init = await longbuild(['init', ...driverArgs(driver), '--repo', repo], root, childEnv(env, {}));
+  const init = await longbuild(['init', ...driverArgs(driver), '--repo', repo, ...(backend ? ['--log', backend.next()] : [])], root, childEnv(env, {}));
   if (init.code !== 0) throw new Error(`longbuild init ${driverArgs(driver).join(' ')} failed (${describeChild(init)})`);
   return repo;
 }
 
 const readLines = (path: string): string[] => (existsSync(path) ? readFileSync(path, 'utf8').split('\n') : []);
 
-async function cleanRun(driver: FuzzDriver, env: Readonly<Record<string, string | undefined>>): Promise<CleanRun> {
+async function cleanRun(driver: FuzzDriver, env: Readonly<Record<string, string | undefined>>, backend?: PgBackend): Promise<CleanRun> {
   const t0 = performance.now();
   const root = mkdtempSync(join(tmpdir(), 'longbuild-fuzz-clean-'));
   try {
-    const repo = await initRepo(root, driver, env);
+    const repo = await initRepo(root, driver, env, backend);
     const pointsFile = join(root, 'points.txt');
     const ledgerFile = join(root, 'ledger.ndjson');
     const t1 = performance.now();
@@ -282,6 +300,9 @@ async function runCase(opts: FuzzOptions, clean: CleanRun, c: FuzzCase): Promise
   rmSync(root, { recursive: true, force: true });
   return { c, ...r, durationMs };
 }
+
+/** How long a db-down outage lasts: longer than a lease renewal period, well inside the reconnect window. */
+const DB_DOWN_MS = 4000;
 
 const FAILED_WRITE = /^longbuild: (no space left for|I\/O error on) /m;
 
@@ -332,6 +353,28 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
       if (first.code !== clean.code) return { problem: { what: 'the first controller after the race', rule: 'R-3', clean: `exit ${clean.code}`, resumed: describeChild(first) }, struck: true };
       return { problem: null, struck: true, completed: true };
     }
+    case 'db-down': {
+      // The controller is caught at the point (a brief freeze), the database goes away for a
+      // few seconds meanwhile, and comes back: the run waits it out and finishes (fault 3).
+      const proxy = opts.backend!.proxy;
+      let downed = false;
+      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_PAUSE_AT: `${at}:300` }), {
+        onStderr: (all) => {
+          if (!downed && all.includes('paused at')) {
+            downed = true;
+            proxy.down();
+            setTimeout(() => proxy.up(), DB_DOWN_MS);
+          }
+        },
+      });
+      proxy.up();
+      if (!downed) return { problem: notReached(r), struck: false };
+      // The outage must have been met (the run said it was retrying), and waited out.
+      if (r.code !== clean.code || r.signal !== null || /internal error|\n\s+at |Unhandled/.test(r.stderr) || !/is unreachable \(.*\); retrying/.test(r.stderr)) {
+        return { problem: { what: `a ${DB_DOWN_MS} ms database outage at ${at}`, rule: 'R-18', clean: `exit ${clean.code}, the outage waited out`, resumed: describeChild(r) }, struck: true, completed: true };
+      }
+      return { problem: null, struck: true, completed: true };
+    }
     case 'random-kill': {
       const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, env), { killAfterMs: c.delayMs! });
       return { problem: null, struck: r.signal === 'SIGKILL' };
@@ -341,7 +384,7 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
 
 async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, root: string): Promise<Omit<CaseResult, 'c' | 'durationMs'>> {
   const divergences: Divergence[] = [];
-  const repo = await initRepo(root, opts.driver, opts.env);
+  const repo = await initRepo(root, opts.driver, opts.env, opts.backend);
   const crashLedger = join(root, 'ledger-crash.ndjson');
   const resumeLedger = join(root, 'ledger-resume.ndjson');
   const pointFiles = [join(root, 'points-crash.txt'), join(root, 'points-second.txt'), join(root, 'points-resume.txt')];
@@ -407,8 +450,41 @@ export const caseName = (c: FuzzCase): string =>
 export async function fuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const t0 = performance.now();
   const driver: FuzzDriver = 'blueprint' in opts.driver ? { blueprint: resolve(opts.driver.blueprint) } : { request: resolve(opts.driver.request), config: resolve(opts.driver.config) };
-  const o: FuzzOptions = { ...opts, driver };
-  const clean = await cleanRun(driver, opts.env);
+  const backend = opts.log === undefined ? undefined : await pgBackend(opts.log);
+  try {
+    return await campaign({ ...opts, driver, ...(backend ? { backend } : {}) }, t0);
+  } finally {
+    if (backend) {
+      await backend.proxy.close();
+      const { PostgresEventLog } = await import('../log/postgres-log.js');
+      for (const s of backend.schemas) await PostgresEventLog.dropSchema(backend.url, s).catch(() => {});
+    }
+  }
+}
+
+async function pgBackend(spec: string): Promise<PgBackend> {
+  const target = postgresTarget(spec);
+  if (target === null) throw new Error(`fuzz --log takes postgres:URL, got '${spec}'`);
+  const u = new URL(target.url);
+  const proxy = await OutageProxy.start(u.hostname === 'localhost' ? '127.0.0.1' : u.hostname, Number(u.port || 5432));
+  const schemas: string[] = [];
+  const through = new URL(target.url);
+  through.hostname = '127.0.0.1';
+  through.port = String(proxy.port);
+  return {
+    proxy, url: target.url, schemas,
+    next() {
+      const schema = `fuzz_${process.pid}_${schemas.length}`;
+      schemas.push(schema);
+      return `postgres:${through.toString()}${through.search ? '&' : '?'}schema=${schema}`;
+    },
+  };
+}
+
+async function campaign(o: FuzzOptions, t0: number): Promise<FuzzReport> {
+  const opts = o;
+  const driver = o.driver;
+  const clean = await cleanRun(driver, opts.env, o.backend);
   const faults = opts.faults && opts.faults.length > 0 ? opts.faults : ['kill' as const];
   const chosen = opts.randomKills !== undefined ? [] : opts.only && opts.only.length > 0 ? [...opts.only] : choosePoints(clean.points, opts.points, opts.seed);
   const cases: FuzzCase[] = faults.flatMap((fault) => chosen.map((po) => ({ fault, point: po.point, occurrence: po.occurrence })));
@@ -449,14 +525,14 @@ export async function fuzz(opts: FuzzOptions): Promise<FuzzReport> {
     const keptAt = r.keptAt;
     failed.push({
       ...r.c, divergence: summarize(r), divergences: r.divergences, duplicates: r.duplicates,
-      reproduce: reproduceCommand(opts.driver, r.c, opts.env), ...(keptAt ? { keptAt } : {}),
+      reproduce: reproduceCommand(opts.driver, r.c, opts.env, opts.log), ...(keptAt ? { keptAt } : {}),
     });
   }
   // Minimise the first failure of a blueprint build (the others usually share its cause).
   const first = failed[0];
   if (first !== undefined && 'blueprint' in driver && (opts.minimiseTrials ?? 0) > 0 && first.fault !== 'random-kill') {
     const minimal = await minimise(o, driver.blueprint, first, opts.minimiseTrials!, opts.minimalDir ?? tmpdir());
-    if (minimal !== null) failed[0] = { ...first, minimal: { ...minimal, reproduce: reproduceCommand({ blueprint: minimal.blueprint }, { ...first, ...(minimal.point ? { point: minimal.point, occurrence: minimal.occurrence! } : {}) }, opts.env) } };
+    if (minimal !== null) failed[0] = { ...first, minimal: { ...minimal, reproduce: reproduceCommand({ blueprint: minimal.blueprint }, { ...first, ...(minimal.point ? { point: minimal.point, occurrence: minimal.occurrence! } : {}) }, opts.env, opts.log) } };
   }
   const notInterrupted = reports.filter((r) => r.result === 'not-interrupted').length;
   // A blueprint's scripted calls are counted by their ledger; a command-driven build's by the effects its run started.
@@ -521,7 +597,7 @@ async function minimise(opts: FuzzOptions, blueprintPath: string, failure: FuzzC
     const o = { ...opts, driver: { blueprint: path } };
     let clean: CleanRun;
     try {
-      clean = await cleanRun(o.driver, opts.env);
+      clean = await cleanRun(o.driver, opts.env, opts.backend);
     } catch {
       return null; // not a valid build any more
     }

@@ -15,6 +15,7 @@ export const flags: Record<string, FlagSpec> = {
   'random-kill': { type: 'int' },
   'kill-at-ms': { type: 'int' },
   report: { type: 'string' },
+  log: { type: 'string' },
   'minimise-trials': { type: 'int' },
   points: { type: 'string' },
   seed: { type: 'int' },
@@ -49,6 +50,9 @@ export async function run(ctx: CommandContext): Promise<FuzzReport> {
   const onlySecond = pointsOf('only-second');
   const faults = (str('faults') ?? 'kill').split(',').map((f) => f.trim());
   for (const f of faults) if (!(FUZZ_FAULTS as readonly string[]).includes(f)) throw new UsageError(`fuzz: unknown fault '${f}' in --faults (kinds: ${FUZZ_FAULTS.join(', ')})`);
+  const log = str('log');
+  if (log !== undefined && !/^postgres(ql)?:postgres(ql)?:\/\//.test(log)) throw new UsageError(`fuzz: --log takes postgres:postgres://USER:PASS@HOST:PORT/DB (the builds' logs, one schema each), got '${log}'`);
+  if (faults.includes('db-down') && log === undefined) throw new UsageError('fuzz: --faults db-down needs --log postgres:URL (the database the builds\' logs live in, reached through an outage proxy)');
   const double = ctx.flags.double === true || ctx.flags['double-points'] !== undefined || onlySecond.length > 0 ? count('double-points', ctx.flags['double-points'] ?? 'all') : undefined;
   const randomKills = typeof ctx.flags['random-kill'] === 'number' ? ctx.flags['random-kill'] : undefined;
   if (randomKills !== undefined && (randomKills < 1 || randomKills > 100_000)) throw new UsageError('fuzz: --random-kill must be a positive number of builds');
@@ -66,6 +70,7 @@ export async function run(ctx: CommandContext): Promise<FuzzReport> {
     ...(onlySecond.length > 0 ? { onlySecond } : {}),
     ...(randomKills !== undefined ? { randomKills } : {}),
     ...(killAtMs !== undefined ? { killAtMs } : {}),
+    ...(log !== undefined ? { log } : {}),
     env: ctx.env,
     keepFailed: ctx.flags['keep-failed'] === true,
     // Minimisation shrinks the blueprint (20 candidates by default; 0 turns it off).
