@@ -76,7 +76,7 @@ async function takeLease(ctx: CommandContext, paths: BuildPaths): Promise<Contro
     let waited = false;
     const lease = await takePostgresLease({
       ...pg, fencedDirs, wait: standby, timeoutMs: leaseTimeoutMs(ctx.env), reconnectMs: reconnectWindowMs(ctx.env),
-      onOutage: (detail) => ctx.stderr(`longbuild: the log at ${redactedUrl(pg.url)} is unreachable (${detail}); retrying for up to ${Math.round(reconnectWindowMs(ctx.env) / 1000)} s\n`),
+      onOutage: (detail) => ctx.stderr(`longbuild: the log at ${redactedUrl(`${pg.url}${pg.url.includes('?') ? '&' : '?'}schema=${pg.schema}`)} is unreachable (${detail}); retrying for up to ${Math.round(reconnectWindowMs(ctx.env) / 1000)} s\n`),
       onWait: (holder, ms) => {
         waited = true;
         ctx.stderr(`longbuild: standing by: controller lease held by ${holder} (expires in ${ms} ms unless renewed)\n`);
