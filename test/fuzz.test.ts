@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { auditCalls, choosePoints, effectStarts, enumeratePoints } from '../src/commands/fuzz-compare.js';
+import { auditCalls, auditSegments, choosePoints, effectStarts, enumeratePoints } from '../src/commands/fuzz-compare.js';
 import { shrinkCandidates } from '../src/adapters/fuzz/runner.js';
 import { parseFault } from '../src/adapters/faults.js';
 import { HELIOS, ROOT, runCli, tempDir } from './support/cli.js';
@@ -161,5 +161,17 @@ describe('fuzz comparison core (pure)', () => {
     const observable = auditCalls(clean, [clean[0]!, clean[1]!], [clean[1]!], { recorded: new Set(['plan.seal.0']), observable: new Set(['b:x.1']) });
     expect(observable.duplicates).toEqual([expect.objectContaining({ key: 'b:x.1', rule: 'R-18' })]);
     expect(auditCalls(clean, [clean[0]!], [], crash).missing).toEqual(['b:x.1']);
+  });
+
+  it('R-19 --double: each resume is judged against the crash before it; a call in doubt at both crashes is made once more after each', () => {
+    const w = { kind: 'worker' as const, key: 'b:x.1' };
+    const p = { kind: 'planner' as const, key: 'plan.seal.0' };
+    const none = { recorded: new Set<string>(), observable: new Set<string>() };
+    const twice = auditSegments([p, w], [[p, w], [w], [w]], [{ recorded: new Set([p.key]), observable: new Set() }, { recorded: new Set([p.key]), observable: new Set() }]);
+    expect(twice.duplicates).toEqual([]);
+    expect(twice.inDoubtReinvocations).toEqual([w, w]);
+    // Recorded by the time of the second crash: the final resume must not call it again.
+    const dup = auditSegments([p, w], [[p], [w], [w]], [none, { recorded: new Set([w.key]), observable: new Set() }]);
+    expect(dup.duplicates).toEqual([expect.objectContaining({ key: w.key, problem: 'called again although its result was in the log before crash 2' })]);
   });
 });

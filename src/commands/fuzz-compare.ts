@@ -266,21 +266,35 @@ const countKeys = (calls: readonly LedgerCall[]): Map<string, { kind: 'planner' 
  * outcome was observable, must not be made again; an in-doubt call may be made once more.
  */
 export function auditCalls(clean: readonly LedgerCall[], before: readonly LedgerCall[], after: readonly LedgerCall[], crash: CrashState): CallAudit {
+  return auditSegments(clean, [before, after], [crash]);
+}
+
+/**
+ * The same audit over any number of runs, each but the last ended by a crash (`--double`: the
+ * interrupted run, the interrupted resume, the final resume): segment i+1 is judged against
+ * crash i — what the log recorded or made observable by then must not be called again; a call of
+ * an earlier segment left in doubt may be made once more, per crash.
+ */
+export function auditSegments(clean: readonly LedgerCall[], segments: readonly (readonly LedgerCall[])[], crashes: readonly CrashState[]): CallAudit {
   const duplicates: CallProblem[] = [];
   const inDoubtReinvocations: { kind: 'planner' | 'worker'; key: string }[] = [];
-  const b = countKeys(before);
-  const a = countKeys(after);
+  const counted = segments.map(countKeys);
   const c = countKeys(clean);
-  for (const [key, { kind, n }] of b) if (n > 1) duplicates.push({ kind, key, problem: `called ${n} times before the crash`, rule: 'R-19' });
-  for (const [key, { kind, n }] of a) {
-    if (n > 1) duplicates.push({ kind, key, problem: `called ${n} times after resuming`, rule: 'R-19' });
-    if (crash.recorded.has(key)) duplicates.push({ kind, key, problem: 'called again although its result was in the log before the crash', rule: 'R-19' });
-    else if (crash.observable.has(key)) duplicates.push({ kind, key, problem: 'called again although its outcome (a commit on the attempt branch) was observable and had to be adopted', rule: 'R-18' });
-    else if (b.has(key)) inDoubtReinvocations.push({ kind, key });
-  }
-  const union = new Set([...b.keys(), ...a.keys()]);
-  const missing = [...c.keys()].filter((k) => !union.has(k)).sort(compareCodePoints);
-  const extra = [...union].filter((k) => !c.has(k)).sort(compareCodePoints);
+  const earlier = new Set<string>();
+  counted.forEach((seg, i) => {
+    const when = i === 0 ? 'before the crash' : i === counted.length - 1 ? 'after resuming' : `in resume ${i} (before crash ${i + 1})`;
+    const crash = i === 0 ? undefined : crashes[i - 1];
+    for (const [key, { kind, n }] of seg) {
+      if (n > 1) duplicates.push({ kind, key, problem: `called ${n} times ${when}`, rule: 'R-19' });
+      if (crash === undefined) continue;
+      if (crash.recorded.has(key)) duplicates.push({ kind, key, problem: `called again although its result was in the log before crash ${i}`, rule: 'R-19' });
+      else if (crash.observable.has(key)) duplicates.push({ kind, key, problem: 'called again although its outcome (a commit on the attempt branch) was observable and had to be adopted', rule: 'R-18' });
+      else if (earlier.has(key)) inDoubtReinvocations.push({ kind, key });
+    }
+    for (const key of seg.keys()) earlier.add(key);
+  });
+  const missing = [...c.keys()].filter((k) => !earlier.has(k)).sort(compareCodePoints);
+  const extra = [...earlier].filter((k) => !c.has(k)).sort(compareCodePoints);
   return { duplicates, inDoubtReinvocations, missing, extra };
 }
 

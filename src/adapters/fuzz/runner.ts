@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  auditCalls, choosePoints, compareBuilds, effectStarts, enumeratePoints, seeded, type CallProblem, type Divergence, type ObservedBuild, type PointOccurrence,
+  auditSegments, choosePoints, compareBuilds, effectStarts, enumeratePoints, seeded, type CallProblem, type Divergence, type ObservedBuild, type PointOccurrence,
 } from '../../commands/fuzz-compare.js';
 import { observeBuild, observeCrash, readLedgerCalls } from './observe.js';
 import { OutageProxy } from './outage-proxy.js';
@@ -386,17 +386,22 @@ async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, r
   const divergences: Divergence[] = [];
   const repo = await initRepo(root, opts.driver, opts.env, opts.backend);
   const crashLedger = join(root, 'ledger-crash.ndjson');
+  const secondLedger = join(root, 'ledger-second.ndjson');
   const resumeLedger = join(root, 'ledger-resume.ndjson');
   const pointFiles = [join(root, 'points-crash.txt'), join(root, 'points-second.txt'), join(root, 'points-resume.txt')];
   const hit = await interrupt(opts, clean, c, repo, { LONGBUILD_EFFECTS_LEDGER: crashLedger, LONGBUILD_POINTS_FILE: pointFiles[0]! });
   if (hit.problem) divergences.push(hit.problem);
   if (!hit.struck) return { divergences, duplicates: [], inDoubt: 0, repeats: noRepeats(), notInterrupted: c.fault === 'random-kill', resumePoints: [] };
-  const crash = await observeCrash(repo);
+  const crashes = [await observeCrash(repo)];
+  const segments = [crashLedger];
   if (c.second) {
-    // --double: the resume is killed too, at a point it passes.
-    const again = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: resumeLedger, LONGBUILD_POINTS_FILE: pointFiles[1]!, LONGBUILD_CRASH_AT: `${c.second.point}:${c.second.occurrence}` }));
+    // --double: the resume is killed too, at a point it passes; its calls are judged against the first crash, the final resume's against the second.
+    const again = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: secondLedger, LONGBUILD_POINTS_FILE: pointFiles[1]!, LONGBUILD_CRASH_AT: `${c.second.point}:${c.second.occurrence}` }));
     if (again.signal !== 'SIGKILL') divergences.push({ what: 'second interruption point not reached', rule: 'R-19', clean: `${c.second.point}:${c.second.occurrence}`, resumed: describeChild(again) });
+    crashes.push(await observeCrash(repo));
+    segments.push(secondLedger);
   }
+  segments.push(resumeLedger);
   if (!hit.completed) {
     const resumed = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: resumeLedger, LONGBUILD_POINTS_FILE: pointFiles[2]! }));
     if (resumed.signal !== null || resumed.code !== clean.code) {
@@ -405,7 +410,7 @@ async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, r
   }
   const observed = await observeBuild(repo);
   divergences.push(...compareBuilds(clean.observed, observed, { exactCommits: 'blueprint' in opts.driver }));
-  const audit = auditCalls(clean.ledger, readLedgerCalls(crashLedger), readLedgerCalls(resumeLedger), crash);
+  const audit = auditSegments(clean.ledger, segments.map(readLedgerCalls), crashes);
   if (audit.missing.length > 0) divergences.push({ what: 'calls never made', rule: 'R-19', clean: audit.missing.join(', '), resumed: '(not called)' });
   if (audit.extra.length > 0) divergences.push({ what: 'calls the clean run did not make', rule: 'R-19', clean: '(not called)', resumed: audit.extra.join(', ') });
   // Every re-invocation the log records is one the effects ledger saw as in doubt (or, for a
