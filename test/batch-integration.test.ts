@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { splitHalves } from '../src/commands/batch.js';
-import { BIN, cliJson, runCli, tempDir } from './support/cli.js';
+import { cliAsync, cliJson, runCli, tempDir } from './support/cli.js';
 
 const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8' }).trim();
 const INTEGRATION_REF = 'refs/heads/longbuild/integration';
@@ -141,19 +140,6 @@ describe('batch integration (R-25, R-12, R-24)', () => {
     expect(receipt.evidenceSha256s).toHaveLength(4); // both runs' stdout and stderr
   });
 });
-
-const execFileP = promisify(execFile);
-
-/** The CLI as an async child (so several crash cases can run at once); a SIGKILL is reported, not thrown. */
-async function cliAsync(args: string[], cwd: string, env: Record<string, string> = {}): Promise<{ signal: string | null; code: number | null }> {
-  try {
-    await execFileP(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, NO_COLOR: '1', ...env }, timeout: 120_000 });
-    return { signal: null, code: 0 };
-  } catch (err) {
-    const e = err as { signal?: string | null; code?: number | null };
-    return { signal: e.signal ?? null, code: typeof e.code === 'number' ? e.code : null };
-  }
-}
 
 describe('batch integration under SIGKILL (R-25, R-18, R-19)', () => {
   // A batch of four with one bad member: one batch job, a split, a promoted half, a second split,

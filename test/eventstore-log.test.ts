@@ -13,6 +13,13 @@ import { transferLog } from '../src/adapters/log/transfer.js';
 import { logContract } from './contract/log-contract.js';
 import { EventStoreStreamsDouble } from './doubles/eventstore-streams-double.js';
 import { tick, tickCatalogue } from './support/pg.js';
+import { execFileSync } from 'node:child_process';
+import { cliAsync, HELIOS } from './support/cli.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
 
 const realUrl = process.env.LONGBUILD_EVENTSTORE_URL || undefined;
 if (!realUrl) {
@@ -171,4 +178,32 @@ describe('EventStoreDB adapter specifics (on the DOUBLE)', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+describe('a whole build on the EventStoreDB adapter, against the Streams gRPC DOUBLE (not a real server)', () => {
+  it('R-19 init --log eventstore:..., run, verify: the same event types, accepted nodes and integration tree as the build on SQLite', async () => {
+    const url = (await doubleUrl) ?? (await (async () => {
+      await doubleClient();
+      return doubleUrl!;
+    })());
+    const host = new URL(url.replace(/^esdb:/, 'http:')).host;
+    const on = async (log: string | null) => {
+      const repo = mkdtempSync(join(tmpdir(), 'longbuild-esdb-build-'));
+      dirs.push(repo);
+      const init = await cliAsync(['init', '--blueprint', HELIOS, ...(log ? ['--log', log] : []), '--json'], repo);
+      expect(init.code, init.stderr).toBe(0);
+      const run = await cliAsync(['run', '--json', '--progress', 'off'], repo);
+      expect(run.code, run.stderr).toBe(0);
+      const verify = await cliAsync(['verify', '--json'], repo);
+      expect(JSON.parse(verify.stdout).ok, verify.stdout).toBe(true);
+      const events = (await cliAsync(['log', '--json'], repo)).stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+      const status = JSON.parse((await cliAsync(['status', '--json'], repo)).stdout);
+      const tree = execFileSync('git', ['rev-parse', 'refs/heads/longbuild/integration^{tree}'], { cwd: repo, encoding: 'utf8' }).trim();
+      return { types: events.map((e) => e.type), tree, completed: status.completed, nodes: status.nodes };
+    };
+    const esdb = await on(`eventstore:esdb://${host}?tls=false&stream=${freshStream()}`);
+    const sqlite = await on(null);
+    expect(esdb).toEqual(sqlite);
+    expect(esdb.completed).toBe(true);
+  }, 180_000);
 });

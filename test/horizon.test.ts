@@ -3,9 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { MAX_COARSE, validateProposal, validateRenewal, type PlanVerdict, type Proposal } from '../src/commands/horizon.js';
 import type { MilestoneRef } from '../src/events/catalogue.js';
 import type { BuildState } from '../src/projections/build-state.js';
-import { initialBuildState } from '../src/projections/build-state.js';
+import { horizonConflict, initialBuildState } from '../src/projections/build-state.js';
+import { CorruptLogError } from '../src/events/errors.js';
+import type { DomainEvent } from '../src/events/catalogue.js';
 import { anyProposalArb, renewalCaseArb, type RenewalCase } from './support/arbitraries.js';
-import { coarse, earlierWindow, milestone, mustValidate, node } from './support/given.js';
+import { buildInitialized, coarse, earlierWindow, foldBuild, horizonSealed, milestone, mustValidate, node, storeEvents } from './support/given.js';
 
 const RUNS = { numRuns: 200 };
 
@@ -298,5 +300,33 @@ describe('R-16 horizon renewal', () => {
     // Exact promotions (no mutation) were generated and accepted.
     expect(byMutation.get('none')?.ok).toBeGreaterThan(0);
     expect(byMutation.get('none')?.ok).toBe(byMutation.get('none')?.all);
+  });
+});
+
+describe('R-15 a sealed identity is never reused for another plan', () => {
+  const first = horizonSealed({ detailed: [milestone('m1', [node('api')])], coarse: [] });
+  const other = horizonSealed({ detailed: [milestone('m1', [node('api'), node('ui', ['api'])])], coarse: [] });
+  const sameId = (e: DomainEvent, from: DomainEvent): DomainEvent => ({ ...e, data: { ...(e.data as object), horizonId: (from.data as { horizonId: string }).horizonId } } as DomainEvent);
+
+  it('the fold treats the same plan sealed again as a no-op, and another plan under the same identity as a corrupt log, naming its position', () => {
+    const once = foldBuild(storeEvents([buildInitialized(), first]));
+    const twice = foldBuild(storeEvents([buildInitialized(), first, first]));
+    expect(twice.horizon).toEqual(once.horizon);
+    expect(twice.graphRevision).toBe(once.graphRevision);
+    expect(() => foldBuild(storeEvents([buildInitialized(), first, sameId(other, first)]))).toThrow(CorruptLogError);
+    expect(() => foldBuild(storeEvents([buildInitialized(), first, sameId(other, first)]))).toThrow(/corrupt log at position 3: R-15: a seal of h-\w+ r1 \(plan \w+\) would replace h-\w+ r1/);
+  });
+
+  it('the decider refuses the same conflicts: a renewal must be the next revision of the horizon in force', () => {
+    const h = { horizonId: 'h-1', revision: 2, planSha256: 'a'.repeat(64) };
+    expect(horizonConflict(null, 'HorizonSealed', h)).toBeNull();
+    expect(horizonConflict(h, 'HorizonSealed', h)).toBe('same');
+    expect(horizonConflict(h, 'HorizonSealed', { ...h, planSha256: 'b'.repeat(64) })).toMatch(/^R-15: a seal of h-1 r2/);
+    expect(horizonConflict(h, 'HorizonRenewed', { ...h, revision: 3, planSha256: 'b'.repeat(64) })).toBeNull();
+    expect(horizonConflict(h, 'HorizonRenewed', { ...h, revision: 2, planSha256: 'b'.repeat(64) })).toMatch(/^R-15: a renewal of h-1 r2/);
+    expect(horizonConflict(h, 'HorizonRenewed', { ...h, revision: 4, planSha256: 'b'.repeat(64) })).toMatch(/R-15/);
+    expect(horizonConflict(h, 'HorizonRenewed', { ...h, horizonId: 'h-2', revision: 3 })).toBeNull(); // a new identity reuses none
+    expect(horizonConflict(h, 'HorizonSealed', { ...h, revision: 1, planSha256: 'b'.repeat(64) })).toMatch(/^R-15: a seal of h-1 r1/); // an earlier revision of h-1
+    expect(horizonConflict(null, 'HorizonRenewed', h)).toMatch(/without a sealed horizon/);
   });
 });

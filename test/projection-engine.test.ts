@@ -8,7 +8,7 @@ import type { Projection } from '../src/projections/projection.js';
 import type { JsonValue } from '../src/events/canonical.js';
 import { CorruptLogError } from '../src/events/errors.js';
 import { testCatalogue } from './contract/test-catalogue.js';
-import { SqliteSnapshotStore } from '../src/projections/snapshots.js';
+import { SqliteSnapshotStore } from '../src/projections/snapshot-store.js';
 import { stateAt } from '../src/projections/time-travel.js';
 import { counterProjection, counterProjectionPerEvent, type CounterState } from './support/test-projection.js';
 

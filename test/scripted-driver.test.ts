@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { cliJson, runCli, tempDir } from './support/cli.js';
 import fc from 'fast-check';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -204,5 +206,39 @@ describe('scripted worker (R-24, R-29)', () => {
       { kind: 'worker', key: 'worker:plain.1', nodeId: 'plain', pid: process.pid },
       { kind: 'worker', key: 'worker:ghost.1', nodeId: 'ghost', pid: process.pid },
     ]);
+  });
+});
+
+describe('R-14 every pin of a sealed or renewed horizon', () => {
+  /** Canonical JSON written here, independently of src/events/canonical.ts: sorted keys, no spaces (plain JSON values). */
+  const canon = (v: unknown): string => (Array.isArray(v) ? `[${v.map(canon).join(',')}]`
+    : v !== null && typeof v === 'object' ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon((v as Record<string, unknown>)[k])}`).join(',')}}` : JSON.stringify(v));
+
+  it('pins the request SHA-256, graph revision, integration head, accepted contracts and foundations, creation time and planner route as the log stood', () => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+    cliJson(['run'], { cwd: repo });
+    const events = runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const request = JSON.parse(readFileSync(HELIOS, 'utf8')).request;
+    const horizons = events.filter((e) => e.type === 'HorizonSealed' || e.type === 'HorizonRenewed');
+    expect(horizons.map((e) => e.type)).toEqual(['HorizonSealed', 'HorizonRenewed']);
+    for (const h of horizons) {
+      const before = cliJson(['show', '--at', String(h.position - 1)], { cwd: repo });
+      const accepted = (before.nodes as { id: string; state: string }[]).filter((n) => n.state === 'accepted').map((n) => n.id);
+      // Contracts accepted before this point, from the horizons that declared them.
+      const contracts = horizons.filter((x) => x.position < h.position).flatMap((x) => x.data.nodes)
+        .filter((n: { id: string; contract?: string }) => n.contract !== undefined && (accepted.includes(n.id) || events.some((e) => e.position < h.position && e.type === 'MilestoneCompacted' && e.data.summary.compactedNodeIds.includes(n.id))))
+        .map((n: { contract: string }) => n.contract);
+      expect(h.data.pins).toEqual({
+        requestSha256: createHash('sha256').update(canon(request)).digest('hex'),
+        graphRevision: before.graphRevision,
+        integrationHead: before.integrationHead,
+        contracts: h.type === 'HorizonSealed' ? [] : contracts,
+        foundations: [],
+        createdAt: h.metadata.recordedAt,
+        plannerRoute: 'scripted:blueprint',
+      });
+    }
+    expect(horizons[1].data.pins.contracts).toEqual(['helios-interfaces@1']);
   });
 });

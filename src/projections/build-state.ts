@@ -3,6 +3,7 @@ import { topologicalIndex } from './graph.js';
 import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type { Checkpoint, DataOf, DomainEvent, NodeState } from '../events/catalogue.js';
+import { CorruptLogError } from '../events/errors.js';
 import { applyCompaction, liveSummaryOf, type SummaryRecord } from './summaries.js';
 import { shardDraft, shardedOf, shardGet, shardSet, type Sharded } from './sharded.js';
 
@@ -219,9 +220,15 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       return;
     }
     case 'HorizonSealed':
-    case 'HorizonRenewed':
+    case 'HorizonRenewed': {
+      // R-15: a repeat of the horizon in force is a no-op; another plan under its identity (or a
+      // revision out of order) is a log no correct host writes.
+      const conflict = horizonConflict(draft.horizon, event.type, event.data);
+      if (conflict === 'same') return;
+      if (conflict !== null) throw new CorruptLogError(draft.position, conflict);
       applyHorizon(draft, event.data);
       return;
+    }
     case 'AttemptStarted': {
       const d = event.data;
       shardSet(draft.attempts, d.attemptId, {
@@ -376,6 +383,23 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       void unknown;
     }
   }
+}
+
+/**
+ * R-15: whether a seal or renewal may follow the horizon in force. 'same': the same plan under the
+ * same identity and revision (a no-op); a reason: another plan under an identity already used
+ * (the same horizon id at the same or an earlier revision, or a renewal skipping revisions); null: it may.
+ */
+export function horizonConflict(
+  current: Pick<HorizonRecord, 'horizonId' | 'revision' | 'planSha256'> | null,
+  type: 'HorizonSealed' | 'HorizonRenewed',
+  d: { readonly horizonId: string; readonly revision: number; readonly planSha256: string },
+): 'same' | string | null {
+  if (current === null) return type === 'HorizonSealed' ? null : `R-15: renewal of ${d.horizonId} to r${d.revision} without a sealed horizon`;
+  if (current.horizonId === d.horizonId && current.revision === d.revision && current.planSha256 === d.planSha256) return 'same';
+  if (d.horizonId !== current.horizonId) return null; // a new identity reuses nothing
+  if (type === 'HorizonRenewed' && d.revision === current.revision + 1) return null;
+  return `R-15: ${type === 'HorizonSealed' ? 'a seal' : 'a renewal'} of ${d.horizonId} r${d.revision} (plan ${d.planSha256.slice(0, 12)}) would replace ${current.horizonId} r${current.revision} (plan ${current.planSha256.slice(0, 12)}): a sealed identity is never reused for another plan`;
 }
 
 function applyHorizon(draft: Draft<BuildState>, d: DataOf<'HorizonSealed'> | DataOf<'HorizonRenewed'>): void {

@@ -4,7 +4,8 @@ import { CorruptLogError, ValidationError } from '../events/errors.js';
 import { GENESIS_HASH, sha256Hex } from '../events/hash.js';
 import type { StoredEvent } from '../events/envelope.js';
 import { FOLD_RUN_EVENTS, evolveRun, type Projection } from './projection.js';
-import { makeSnapshot, openSnapshot, SqliteSnapshotStore, type SnapshotStore } from './snapshots.js';
+import { makeSnapshot, openSnapshot, type SnapshotStore } from './snapshots.js';
+import { SqliteSnapshotStore } from './snapshot-store.js';
 import { assertWritable, closeDatabase, openDatabase } from './storage-guard.js';
 import { createTableSql, dumpTable, quoteIdent, TableWriter } from './tables.js';
 

@@ -3,7 +3,8 @@
  * users and the fuzzer do. A crash is a real SIGKILL delivered by the controller to itself
  * (LONGBUILD_CRASH_AT), observed here as `signal === 'SIGKILL'`.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -44,4 +45,20 @@ export function twoMilestoneHelios(dir: string): string {
   const path = join(dir, 'blueprint.json');
   writeFileSync(path, JSON.stringify(bp));
   return path;
+}
+
+const execFileP = promisify(execFile);
+
+/**
+ * The CLI as an async child: several cases can run at once, and a server living in the test's own
+ * process (a test double) keeps answering while it runs. A SIGKILL is reported, not thrown.
+ */
+export async function cliAsync(args: readonly string[], cwd: string, env: Record<string, string> = {}): Promise<{ signal: string | null; code: number | null; stdout: string; stderr: string }> {
+  try {
+    const r = await execFileP(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, NO_COLOR: '1', ...env }, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
+    return { signal: null, code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { signal?: string | null; code?: number | null; stdout?: string; stderr?: string };
+    return { signal: e.signal ?? null, code: typeof e.code === 'number' ? e.code : null, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
 }

@@ -4,7 +4,7 @@ import { CorruptLogError, EffectError, RefusedTransitionError } from '../../even
 import { computeEventHash, type StoredEvent } from '../../events/envelope.js';
 import type { EventLog } from '../../events/log.js';
 import type { CommandEvidence, DomainEvent, Receipt } from '../../events/catalogue.js';
-import { attemptOf, evolveBuild, initialBuildState, jobOf, type AttemptRecord, type BuildState, type JobRecord } from '../../projections/build-state.js';
+import { attemptOf, evolveBuild, horizonConflict, initialBuildState, jobOf, type AttemptRecord, type BuildState, type JobRecord } from '../../projections/build-state.js';
 import { nextAction, plannerAsks, refusedTimes, type NextAction } from '../../commands/next-action.js';
 import { graphRecords } from '../../projections/graph-record.js';
 import { isBatchMode, shouldSplit, splitData } from '../../commands/batch.js';
@@ -300,8 +300,10 @@ export class Controller {
         plannerRoute: this.deps.planner.route,
       };
       const body = { planSha256: plan.planSha256, detailed: plan.detailed, coarse: plan.coarse, nodes: plan.nodes, pins, callId, graphRevision };
+      const horizonId = purpose === 'seal' ? `horizon-${this.state.build!.requestSha256.slice(0, 16)}` : current!.horizonId;
+      const conflict = horizonConflict(this.state.horizon, purpose === 'seal' ? 'HorizonSealed' : 'HorizonRenewed', { horizonId, revision: purpose === 'seal' ? 1 : current!.revision + 1, planSha256: plan.planSha256 });
+      if (conflict !== null && conflict !== 'same') return this.reject(returned, callId, 'R-15', conflict);
       if (purpose === 'seal') {
-        const horizonId = `horizon-${this.state.build!.requestSha256.slice(0, 16)}`;
         await this.append([returned, { type: 'HorizonSealed', data: { horizonId, revision: 1, ...body } }], callId);
         return this.result('planned', `sealed ${horizonId} r1: detailed ${plan.detailed.map((m) => m.id).join(', ')}; coarse ${plan.coarse.length}`);
       }

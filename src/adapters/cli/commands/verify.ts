@@ -14,7 +14,7 @@ import { initialBuildState, type BuildState } from '../../../projections/build-s
 import { graphRecordProblems } from '../../../projections/graph-record.js';
 import { evidenceNamed } from '../../audit/verifier.js';
 import { snapshotProblems } from '../../../projections/snapshot-audit.js';
-import { SqliteSnapshotStore } from '../../../projections/snapshots.js';
+import { SqliteSnapshotStore } from '../../../projections/snapshot-store.js';
 import { buildProjection } from '../../../projections/build-projection.js';
 import { observeRefs } from '../../controller/git-binding.js';
 import { readFileSync } from 'node:fs';
