@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { StorageError } from '../src/events/errors.js';
-import { guardDatabase, storageErrorOf, writeAtomically } from '../src/projections/storage-guard.js';
+import { guardDatabase, storageErrorOf } from '../src/projections/storage-guard.js';
+import { writeAtomically } from '../src/adapters/atomic-write.js';
 import { gitStorageFailure } from '../src/adapters/git/exec.js';
 import { BIN, cliJson, HELIOS, runCli, tempDir } from './support/cli.js';
 

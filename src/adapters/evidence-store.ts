@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256Hex } from '../events/hash.js';
-import { writeAtomically } from '../projections/storage-guard.js';
+import { writeAtomically } from './atomic-write.js';
 import type { EvidenceStore } from './controller/ports.js';
 
 /**

@@ -1,4 +1,4 @@
-import { accessSync, constants, closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, statfsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { StorageError, type StorageProblem } from '../events/errors.js';
@@ -34,16 +34,22 @@ export function storageErrorOf(err: unknown, path: string): StorageError | null 
   return new StorageError(path, problem, detail);
 }
 
-/** "N KiB free on /mount", or what could not be found out. */
-export function freeSpace(path: string): string {
+/** Bytes free to this user on the filesystem holding `path` (or its nearest existing parent), or null when unknown. */
+export function freeBytes(path: string): number | null {
   for (let p = path; ; p = dirname(p)) {
     try {
       const s = statfsSync(p);
-      return `${formatBytes(Number(s.bavail) * Number(s.bsize))} free on its filesystem`;
+      return Number(s.bavail) * Number(s.bsize);
     } catch {
-      if (dirname(p) === p) return 'free space unknown';
+      if (dirname(p) === p) return null;
     }
   }
+}
+
+/** "N KiB free on its filesystem", or that it could not be found out. */
+export function freeSpace(path: string): string {
+  const n = freeBytes(path);
+  return n === null ? 'free space unknown' : `${formatBytes(n)} free on its filesystem`;
 }
 
 export function formatBytes(n: number): string {
@@ -105,39 +111,6 @@ export function guarded<T>(path: string, fn: () => T): T {
 /** Open a SQLite database whose every failure names `path` (see guardDatabase). */
 export function openDatabase(path: string, options?: Database.Options): Database.Database {
   return guardDatabase(guarded(path, () => new Database(path, options)), path);
-}
-
-/**
- * Write a file whole or not at all: a temp file, renamed over `path` (with `fsync`, flushed first
- * and its directory after). A failure leaves no temp file behind and is a StorageError naming `path`.
- */
-export function writeAtomically(path: string, data: string | Uint8Array, options: { readonly mode?: number; readonly fsync?: boolean } = {}): void {
-  guarded(path, () => {
-    const dir = dirname(path);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const tmp = `${path}.${process.pid}.tmp`;
-    try {
-      const fd = openSync(tmp, 'w', options.mode ?? 0o600);
-      try {
-        writeFileSync(fd, data);
-        if (options.fsync === true) fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-      renameSync(tmp, path);
-    } catch (err) {
-      rmSync(tmp, { force: true });
-      throw err;
-    }
-    if (options.fsync === true) {
-      const dirFd = openSync(dir, 'r');
-      try {
-        fsyncSync(dirFd);
-      } finally {
-        closeSync(dirFd);
-      }
-    }
-  });
 }
 
 const STATEMENT_METHODS = ['run', 'get', 'all', 'iterate'] as const;

@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ValidationError } from '../../events/errors.js';
-import { writeAtomically } from '../../projections/storage-guard.js';
+import { writeAtomically } from '../atomic-write.js';
 import {
   CACHE_POLICY_VERSION, entryBytes, entryMac, entryProblem, entrySha256, sequenceJson, verificationCacheKey, type CacheEntry, type CacheKeyInput,
 } from '../../commands/verification-cache.js';

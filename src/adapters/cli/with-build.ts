@@ -22,17 +22,17 @@ export async function withBuild<T>(ctx: CommandContext, fn: (s: BuildSession) =>
   const session = await openBuild({ ...sessionOptions(ctx), ...extra });
   const positioned = (err: unknown): unknown =>
     (err instanceof InterruptedError || err instanceof StorageError) && err.position === undefined ? err.at(session.controller.current.position) : err;
-  let failed: unknown = null;
+  let failure: { readonly err: unknown } | null = null;
   try {
     return await fn(session);
   } catch (err) {
-    failed = err ?? new Error('failed');
+    failure = { err };
     throw positioned(err);
   } finally {
     try {
-      await session.close(failed instanceof StorageError ? { sign: false } : {});
+      await session.close(failure?.err instanceof StorageError ? { sign: false } : {});
     } catch (err) {
-      if (failed === null) throw positioned(err);
+      if (failure === null) throw positioned(err);
     }
   }
 }

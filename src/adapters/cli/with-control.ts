@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { clearStaleOwnedLocks } from '../git/stale-locks.js';
 import { buildExists, recordedLogSpec, type BuildPaths } from '../build-dir.js';
 import { postgresTarget } from '../log/open-log.js';
-import { reconnectWindowMs, redactedUrl } from '../log/pg-connection.js';
+import { outageLine, reconnectWindowMs, withSchema } from '../log/pg-connection.js';
 import { LongbuildError, UsageError } from '../../events/errors.js';
 import { pathsOf } from './open-build.js';
 import type { CommandContext } from './types.js';
@@ -76,7 +76,7 @@ async function takeLease(ctx: CommandContext, paths: BuildPaths): Promise<Contro
     let waited = false;
     const lease = await takePostgresLease({
       ...pg, fencedDirs, wait: standby, timeoutMs: leaseTimeoutMs(ctx.env), reconnectMs: reconnectWindowMs(ctx.env),
-      onOutage: (detail) => ctx.stderr(`longbuild: the log at ${redactedUrl(`${pg.url}${pg.url.includes('?') ? '&' : '?'}schema=${pg.schema}`)} is unreachable (${detail}); retrying for up to ${Math.round(reconnectWindowMs(ctx.env) / 1000)} s\n`),
+      onOutage: (detail) => ctx.stderr(outageLine(withSchema(pg.url, pg.schema), reconnectWindowMs(ctx.env), detail)),
       onWait: (holder, ms) => {
         waited = true;
         ctx.stderr(`longbuild: standing by: controller lease held by ${holder} (expires in ${ms} ms unless renewed)\n`);

@@ -1,6 +1,6 @@
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { sha256Hex } from '../../events/hash.js';
-import { writeAtomically } from '../../projections/storage-guard.js';
+import { writeAtomically } from '../atomic-write.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EffectError } from '../../events/errors.js';

@@ -2,7 +2,8 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync } f
 import type { JsonValue } from '../../events/canonical.js';
 import { join } from 'node:path';
 import { sha256Hex } from '../../events/hash.js';
-import { guarded, writeAtomically } from '../../projections/storage-guard.js';
+import { guarded } from '../../projections/storage-guard.js';
+import { writeAtomically } from '../atomic-write.js';
 
 /**
  * Durable marks of calls about to start. The controller marks each invocation of a planner or

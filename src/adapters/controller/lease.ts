@@ -105,7 +105,7 @@ async function lockExclusively(lockPath: string, dir: string): Promise<Database.
       return db;
     } catch (err) {
       db.close();
-      const code = (err as { code?: string; cause?: { code?: string } }).code;
+      const code = (err as { code?: string }).code;
       if (code !== 'SQLITE_BUSY' && code !== 'SQLITE_LOCKED') throw err;
       if (attempt >= LEASE_TRIES) throw new ControllerBusyError(dir);
       await new Promise((r) => setTimeout(r, 2 + Math.floor(Math.random() * 10)));

@@ -3,10 +3,9 @@
  * lookups, no hooks, no background gc), a fixed identity and, for anything that writes a commit,
  * a fixed date. Every git call of longbuild goes through `git()` here.
  */
-import { statfsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { EffectError, StorageError, ValidationError, type StorageProblem } from '../../events/errors.js';
-import { freeSpace } from '../../projections/storage-guard.js';
+import { freeBytes, freeSpace } from '../../projections/storage-guard.js';
 import { runProcess } from '../process/run-process.js';
 
 export const LONGBUILD_NAME = 'longbuild';
@@ -133,16 +132,10 @@ export function gitStorageFailure(stderr: string, cwd: string): StorageError | n
   return new StorageError(path, found[1], found[1] === 'full' ? `git: ${line}; ${freeSpace(cwd)}` : `git: ${line}`);
 }
 
-/** Less than 256 KiB left on the filesystem holding `dir` (or the nearest existing parent). */
+/** Less than 256 KiB left on the filesystem holding `dir`. */
 function nearlyFull(dir: string): boolean {
-  for (let p = dir; ; p = dirname(p)) {
-    try {
-      const s = statfsSync(p);
-      return Number(s.bavail) * Number(s.bsize) < 256 * 1024;
-    } catch {
-      if (dirname(p) === p) return false;
-    }
-  }
+  const free = freeBytes(dir);
+  return free !== null && free < 256 * 1024;
 }
 
 const SHA = /^[0-9a-f]{40}$|^[0-9a-f]{64}$/;

@@ -34,6 +34,16 @@ export function redactedUrl(url: string): string {
   }
 }
 
+/** A PostgreSQL log as messages name it: its server URL with the schema (`redactedUrl` hides the password). */
+export function withSchema(url: string, schema: string): string {
+  return `${url}${url.includes('?') ? '&' : '?'}schema=${schema}`;
+}
+
+/** The one line said when an outage of the log at `url` starts. */
+export function outageLine(url: string, windowMs: number, detail: string): string {
+  return `longbuild: the log at ${redactedUrl(url)} is unreachable (${detail}); retrying for up to ${Math.round(windowMs / 1000)} s\n`;
+}
+
 /** How long an outage is waited out before a command gives up (LONGBUILD_PG_RECONNECT_SECONDS, default 30). */
 export function reconnectWindowMs(env: Readonly<Record<string, string | undefined>> = process.env): number {
   const raw = env.LONGBUILD_PG_RECONNECT_SECONDS;

@@ -8,7 +8,7 @@ import { prepareNewEvents } from './prepare.js';
 import { checkExpected, verifyRawRows, type RawEventRow } from './chain.js';
 import { sealPrepared } from './seal.js';
 import { prepareVerbatim, rawRowToEvent, type VerbatimImportable } from './verbatim.js';
-import { reconnectWindowMs, redactedUrl, withReconnect, type Reconnecting } from './pg-connection.js';
+import { outageLine, reconnectWindowMs, withReconnect, withSchema, type Reconnecting } from './pg-connection.js';
 
 export interface PostgresLogOptions {
   /** postgres://user:password@host:port/database */
@@ -68,12 +68,9 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
   constructor(options: PostgresLogOptions) {
     this.fence = options.fence;
     // Messages name the log as the build records it: the server and the schema.
-    const label = `${options.url}${options.url.includes('?') ? '&' : '?'}schema=${options.schema ?? 'longbuild'}`;
+    const label = withSchema(options.url, options.schema ?? 'longbuild');
     const windowMs = options.reconnectMs ?? reconnectWindowMs();
-    this.rc = {
-      url: label, windowMs,
-      onOutage: options.onOutage ?? ((detail) => void process.stderr.write(`longbuild: the log at ${redactedUrl(label)} is unreachable (${detail}); retrying for up to ${Math.round(windowMs / 1000)} s\n`)),
-    };
+    this.rc = { url: label, windowMs, onOutage: options.onOutage ?? ((detail) => void process.stderr.write(outageLine(label, windowMs, detail))) };
     const schema = options.schema ?? 'longbuild';
     if (!SCHEMA_NAME.test(schema)) throw new ValidationError(`invalid PostgreSQL schema name ${JSON.stringify(schema)} (lower-case letters, digits, _)`);
     this.schema = schema;

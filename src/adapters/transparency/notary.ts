@@ -8,7 +8,7 @@ import { Frontier, eventLeafHash, inclusionProof, verifyInclusion } from '../../
 import { NoteError, checkpointText, parseCheckpointText, signNote, verifyNote, type VerifierKey } from '../../events/signed-note.js';
 import type { BuildPaths } from '../build-dir.js';
 import { TreeStore } from './tree-store.js';
-import { writeAtomically } from '../../projections/storage-guard.js';
+import { writeAtomically } from '../atomic-write.js';
 
 /** Leaves kept in memory before they are written to the tree store (four tiles). */
 const PENDING_LEAVES = 1024;
