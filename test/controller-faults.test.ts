@@ -13,6 +13,13 @@ import { BIN, cliJson, HELIOS, ROOT, runCli, tempDir } from './support/cli.js';
 const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8' }).trim();
 const types = (repo: string): string[] => runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l).type);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const cmdlineOf = (pid: number): string => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+  } catch {
+    return ''; // gone meanwhile
+  }
+};
 /** Live processes whose command line contains `marker`. */
 const withMarker = (marker: string): number[] => readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
   try {
@@ -277,7 +284,9 @@ describe('verification processes of a killed controller (issue 17, fault 6)', ()
       cliJson(['init', '--request', join(cfg, 'request.json'), '--config', join(cfg, 'longbuild.config.json')], { cwd: repo });
       const controller = spawn(process.execPath, [BIN, 'run', '--json'], { cwd: repo, stdio: 'ignore', detached: true });
       const gone = new Promise((r) => controller.on('close', r));
-      while (withMarker(marker).length === 0) await sleep(20);
+      // Killed once the verification command itself runs (not while bwrap, whose argv also holds
+      // the marker, is still starting: before its die-with-parent is set a kill leaves it behind).
+      while (!withMarker(marker).some((p) => cmdlineOf(p).startsWith('node\0-e\0'))) await sleep(20);
       process.kill(-controller.pid!, 'SIGKILL'); // the controller's group, as a terminal's kill would
       await gone;
       if (sandbox === 'off') {

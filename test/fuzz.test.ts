@@ -10,11 +10,12 @@ import { auditCalls, auditSegments, choosePoints, effectStarts, enumeratePoints 
 import { shrinkCandidates } from '../src/adapters/fuzz/runner.js';
 import { parseFault } from '../src/adapters/faults.js';
 import { HELIOS, ROOT, runCli, tempDir } from './support/cli.js';
+import { mutant, mutatedCli } from './mutants/catalogue.mjs';
 
 const ORBIT = join(ROOT, 'test', 'fixtures', 'orbit.json');
 
-function fuzzJson(args: string[], env: Record<string, string> = {}): { code: number | null; report: any; stderr: string } {
-  const r = runCli(['fuzz', ...args, '--json'], { cwd: tempDir(), env, timeoutMs: 300_000 });
+function fuzzJson(args: string[], bin?: string): { code: number | null; report: any; stderr: string } {
+  const r = runCli(['fuzz', ...args, '--json'], { cwd: tempDir(), timeoutMs: 300_000, ...(bin ? { bin } : {}) });
   return { code: r.code, report: r.stdout ? JSON.parse(r.stdout) : null, stderr: r.stderr };
 }
 
@@ -49,10 +50,10 @@ describe('longbuild fuzz (issue 7)', () => {
     expect(report.enumerated).toBeGreaterThan(100);
   }, 300_000);
 
-  it('R-18 a planted resume bug (skip in-doubt adoption) is reported, with the command that reproduces it', () => {
+  it('R-18 a planted resume bug (skip in-doubt adoption, in a mutated copy of the CLI) is reported, with the command that reproduces it', () => {
     const { code, report } = fuzzJson(
       ['--blueprint', HELIOS, '--only', 'after-effect:promote:1', '--only', 'before-append:AttemptFinished:1', '--only', 'after-append:CheckpointWritten:1', '--jobs', '2', '--minimise-trials', '4'],
-      { LONGBUILD_FUZZ_PLANT_BUG: 'skip-adoption' },
+      mutatedCli(mutant('skip-adoption')),
     );
     expect(code).toBe(1);
     expect(report.points).toBe(3);
@@ -61,7 +62,7 @@ describe('longbuild fuzz (issue 7)', () => {
     // Promotion not adopted: the CAS fails on the build's own promotion, which is then taken for a
     // stray ref and "repaired" (R-33) — a repair an untampered build never records.
     expect(byPoint['after-effect:promote:1'].divergences.map((d: any) => d.what)).toContain('ref repairs');
-    expect(byPoint['after-effect:promote:1'].reproduce).toBe(`LONGBUILD_FUZZ_PLANT_BUG=skip-adoption longbuild fuzz --blueprint ${HELIOS} --only after-effect:promote:1`);
+    expect(byPoint['after-effect:promote:1'].reproduce).toBe(`longbuild fuzz --blueprint ${HELIOS} --only after-effect:promote:1`);
     // Worker commit not adopted: the worker is called again although its commit sat on the branch.
     expect(byPoint['before-append:AttemptFinished:1'].duplicates).toEqual([
       expect.objectContaining({ kind: 'worker', rule: 'R-18', problem: expect.stringContaining('observable') }),
@@ -72,7 +73,7 @@ describe('longbuild fuzz (issue 7)', () => {
     // The first failure is minimised: a smaller blueprint that still fails, with its command.
     const minimal = report.failed[0].minimal;
     expect(minimal.milestones).toBeLessThan(3);
-    expect(minimal.reproduce).toMatch(/^LONGBUILD_FUZZ_PLANT_BUG=skip-adoption longbuild fuzz --blueprint \S+longbuild-fuzz-minimal-\d+\.json --only after-effect:promote:1$/);
+    expect(minimal.reproduce).toMatch(/^longbuild fuzz --blueprint \S+longbuild-fuzz-minimal-\d+\.json --only after-effect:promote:1$/);
     expect(JSON.parse(readFileSync(minimal.blueprint, 'utf8')).milestones).toHaveLength(minimal.milestones); // written, and still failing (only failing candidates are kept)
   }, 300_000);
 

@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { deriveCheckpoint } from '../src/commands/checkpoint.js';
 import { plannerInputOf } from '../src/commands/effect-inputs.js';
-import { attemptIdOf, jobIdOf, nextAction, plannerCallId } from '../src/commands/next-action.js';
+import { nextAction } from '../src/commands/next-action.js';
+import { attemptIdOf, jobIdOf, plannerCallId } from '../src/commands/ids.js';
 import { inFlightNodes, rankReadyWave } from '../src/projections/graph.js';
 import { progressCaseArb } from './support/arbitraries.js';
 import {

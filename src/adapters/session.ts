@@ -4,6 +4,8 @@ import { canonicalSha256, sha256Hex } from '../events/hash.js';
 import { CorruptLogError, ValidationError } from '../events/errors.js';
 import type { BuildSettings, SandboxSettings } from '../events/catalogue.js';
 import type { Planner, Worker } from '../commands/ports.js';
+import { buildIdOf } from '../commands/ids.js';
+import { buildInitialized } from '../commands/init.js';
 import type { TransferableEventLog } from './log/verbatim.js';
 import { openEventLog } from './log/open-log.js';
 import type { AppendFence } from './log/postgres-log.js';
@@ -210,7 +212,7 @@ async function initBuild(
   writeFileSync(paths.driver, driverJson, { mode: 0o600 });
   const sourceSha256 = sha256Hex(driverJson);
   const requestSha256 = canonicalSha256(request);
-  const buildId = `b-${sha256Hex(`${driver.kind === 'blueprint' ? blueprintSha256(driver.blueprint) : sourceSha256}:${integrationHead}`).slice(0, 16)}`;
+  const buildId = buildIdOf(driver.kind === 'blueprint' ? blueprintSha256(driver.blueprint) : sourceSha256, integrationHead);
   let key: ReturnType<typeof loadOrCreateSigningKey>;
   try {
     key = loadOrCreateSigningKey(signingKeyPath(opts.signingKey, opts.env ?? process.env, opts.cwd));
@@ -220,15 +222,8 @@ async function initBuild(
   }
   const vkey = buildVerifierKey(buildId, key.privateKey);
   try {
-    const result = await log.append(`build-${buildId}`, [{
-      type: 'BuildInitialized',
-      data: {
-        buildId, request, requestSha256, integrationRef: INTEGRATION_REF, baseHead: integrationHead,
-        verify: verify.map((c) => [...c]), settings, driver: { kind: driver.kind, sourceSha256 }, sandbox: sandbox.settings,
-        signing: { vkey },
-      },
-      metadata: { recordedAt: clock.now(1), correlationId: buildId },
-    }], 'no-stream');
+    const first = buildInitialized({ buildId, request, integrationRef: INTEGRATION_REF, baseHead: integrationHead, verify, settings, driver: { kind: driver.kind, sourceSha256 }, sandbox: sandbox.settings, vkey });
+    const result = await log.append(`build-${buildId}`, [{ type: first.type, data: first.data as JsonValue, metadata: { recordedAt: clock.now(1), correlationId: buildId } }], 'no-stream');
     const store = openBuildProjections(paths);
     try {
       await catchUpFromLog(store, log);
@@ -281,6 +276,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     let signDue = false;
     let projectionsBehind = false;
     const warn = opts.warn ?? ((line: string) => void process.stderr.write(`longbuild: ${line}\n`));
+    // The controller starts from the state the projection store restored and caught up (R-1).
     const controller = await Controller.open({
       log,
       clock: driver.kind === 'blueprint' ? logicalClock() : systemClock,
@@ -310,9 +306,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
           warn(`${paths.projections} could not be updated (${why}); the log is intact and the projections catch up on the next run`);
         }
       },
-      // Issue 7: a deliberate resume bug, only ever set by the fuzz test to prove fuzz can fail.
-      ...(env.LONGBUILD_FUZZ_PLANT_BUG === 'skip-adoption' ? { plantedBug: 'skip-adoption' as const } : {}),
-    });
+    }, store.state<BuildState>(buildProjection.name));
     // The notary is opened at the first step: reading commands (status, show) need no key and no
     // tree store, and still read builds from before signed checkpoints.
     let notary: Notary | null = null;

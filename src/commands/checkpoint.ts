@@ -4,8 +4,9 @@ import { isSafeId } from '../events/ids.js';
 import type { Checkpoint } from '../events/catalogue.js';
 import { jobOf, type BuildState } from '../projections/build-state.js';
 import { graphSha256 } from '../projections/graph.js';
+import type { Refusal } from './refusal.js';
 
-export type CheckpointVerdict = { ok: true; checkpoint: Checkpoint; sha256: string } | { ok: false; rule: string; reason: string };
+export type CheckpointVerdict = { ok: true; checkpoint: Checkpoint; sha256: string } | Refusal;
 
 /** Accepted contract and foundation versions, sorted (pinned by horizons, recorded by checkpoints). */
 export function acceptedVersions(state: Pick<BuildState, 'nodes'> & Partial<Pick<BuildState, 'summaries'>>): { contracts: string[]; foundations: string[] } {

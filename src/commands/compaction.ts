@@ -11,14 +11,14 @@ import type { StoredEvent } from '../events/envelope.js';
 import { attemptOf, evolveBuild, jobOf, type BuildState, type NodeRecord } from '../projections/build-state.js';
 import { graphSha256, rankReadyWave, readyListBytes } from '../projections/graph.js';
 import { summaryOfMilestone, type SummaryRecord } from '../projections/summaries.js';
-import { attemptIdOf } from './next-action.js';
+import { attemptIdOf } from './ids.js';
+import { refuse, type Refusal } from './refusal.js';
 
 export type CompactionVerdict =
   | { readonly ok: true; readonly replay: false; readonly data: DataOf<'MilestoneCompacted'> }
   | { readonly ok: true; readonly replay: true; readonly summaryId: string; readonly record: SummaryRecord }
-  | { readonly ok: false; readonly rule: string; readonly reason: string };
+  | Refusal;
 
-const refuse = (rule: string, reason: string): CompactionVerdict => ({ ok: false, rule, reason });
 
 /** The content-addressed id of a summary: `summary-` and the first 16 hex of its canonical SHA-256. */
 export const summaryIdOf = (summarySha256: string): string => `summary-${summarySha256.slice(0, 16)}`;
@@ -122,8 +122,9 @@ function includedProblem(state: BuildState, milestoneId: string, included: Reado
 
 /**
  * The checkpointed milestone to compact next (R-17, R-23), or null: the oldest pending one, when
- * the build compacts and the decider accepts it now. A refused one (the ready list would change)
- * waits; it is tried again at every step and at the latest succeeds when the window is exhausted.
+ * the build compacts and the decider accepts it now. A refused one (R-22: an included node is not
+ * yet compactable) waits; it is tried again at every step. (The ready list cannot change: R-10 ranks
+ * by each plan's own order, which a summary does not touch — the check stays as a guard.)
  */
 export function pendingCompaction(state: BuildState): string | null {
   if (!state.build?.settings.compaction) return null;

@@ -3,6 +3,7 @@ import type { AttemptRecord, BuildState } from '../projections/build-state.js';
 import type { NodeFailure } from '../projections/build-records.js';
 import { graphSha256 } from '../projections/graph.js';
 import { earlierRefusals } from './next-action.js';
+import { workerCallKey } from './ids.js';
 
 /** What the planner sees for a call (R-14): request, sealed horizon, exact checkpoints, graph summary. */
 export function plannerInputOf(s: BuildState, purpose: 'seal' | 'renew', callId: string): PlannerInput {
@@ -39,7 +40,7 @@ export function workPacketOf(s: BuildState, a: AttemptRecord): WorkPacket {
     return { id, kind: d.kind, commit: d.commit, ...(d.title !== undefined ? { title: d.title } : {}), ...(d.decision !== undefined ? { decision: d.decision } : {}) };
   });
   return {
-    attemptId: a.attemptId, idempotencyKey: `${s.build!.buildId}:${a.attemptId}`, nodeId: a.nodeId, attempt: a.attempt,
+    attemptId: a.attemptId, idempotencyKey: workerCallKey(s.build!.buildId, a.attemptId), nodeId: a.nodeId, attempt: a.attempt,
     kind: node.kind, milestone: node.milestone, deps: node.deps, ...(node.title !== undefined ? { title: node.title } : {}),
     request: s.build!.request,
     ...(milestone ? { milestoneTitle: milestone.title, ...(milestone.intent !== undefined ? { milestoneIntent: milestone.intent } : {}) } : {}),

@@ -4,6 +4,7 @@ import { compareCodePoints } from '../events/canonical.js';
 import { formatZodError, MilestoneRefSchema, PlannedNodeSchema, type MilestoneRef, type PlannedNode } from '../events/catalogue.js';
 import type { BuildState } from '../projections/build-state.js';
 import { compactedInto, liveSummaryOf } from '../projections/summaries.js';
+import { refuse, type Refusal } from './refusal.js';
 
 /** A proposal as a planner must shape it (parsed where its bytes enter, R-28). */
 export const ProposalSchema = z.strictObject({
@@ -20,11 +21,10 @@ export interface ValidPlan {
   readonly planSha256: string;
 }
 
-export type PlanVerdict = { ok: true; plan: ValidPlan } | { ok: false; rule: string; reason: string };
+export type PlanVerdict = { ok: true; plan: ValidPlan } | Refusal;
 
 export const MAX_COARSE = 12;
 
-const refuse = (rule: string, reason: string): PlanVerdict => ({ ok: false, rule, reason });
 
 /**
  * Validate a planner's proposal against R-13 and the current graph: 1–2 detailed milestones,
@@ -99,7 +99,7 @@ function planOf(p: Proposal): Omit<ValidPlan, 'planSha256'> {
 export type RenewalDecision =
   | { ok: true; noop: false; plan: ValidPlan }
   | { ok: true; noop: true }
-  | { ok: false; rule: string; reason: string };
+  | Refusal;
 
 /**
  * R-16 as one decision over the folded state: an exact replay of the renewal that produced the
@@ -131,7 +131,7 @@ export function validateRenewal(
   current: { revision: number; coarse: readonly MilestoneRef[] },
   expectedRevision: number,
   plan: ValidPlan,
-): { ok: true } | { ok: false; rule: string; reason: string } {
+): { ok: true } | Refusal {
   if (expectedRevision !== current.revision) {
     return { ok: false, rule: 'R-16', reason: `stale horizon revision: expected ${expectedRevision}, the horizon is at revision ${current.revision}` };
   }

@@ -3,6 +3,7 @@ import { attemptOf, type BuildState, type PlannerCallRecord } from '../projectio
 import { activeMilestone, rankReadyWave } from '../projections/graph.js';
 import { batchGroup, isBatchMode } from './batch.js';
 import { pendingCompaction } from './compaction.js';
+import { attemptIdOf, jobIdOf, plannerAskId } from './ids.js';
 
 /** What the controller's next event is about, decided from state alone (R-17). */
 export type NextAction =
@@ -18,15 +19,6 @@ export type NextAction =
   | { kind: 'complete' }
   | { kind: 'dispatch'; nodeId: string; attempt: number; attemptId: string }
   | { kind: 'stuck'; reason: string; nodeIds: string[] };
-
-/** Deterministic id of the n-th planner call (the idempotency key of R-18). */
-export const plannerCallId = (purpose: 'seal' | 'renew', horizonRevision: number): string => `plan.${purpose}.${horizonRevision}`;
-
-/** Deterministic attempt id: node id and attempt number (both safe for paths and refs). */
-export const attemptIdOf = (nodeId: string, attempt: number): string => `${nodeId}.${attempt}`;
-
-/** Deterministic integration job id. */
-export const jobIdOf = (state: Pick<BuildState, 'jobCount'>): string => `job-${state.jobCount + 1}`;
 
 /**
  * The controller's decision order (R-17): seal a horizon if none; write a missing checkpoint;
@@ -111,13 +103,6 @@ export function nextAction(state: BuildState): NextAction {
     .sort(compareCodePoints);
   return { kind: 'stuck', reason: `milestone '${active}' cannot progress: ${stuck.map((id) => stuckNode(state, id)).join(', ')}`, nodeIds: stuck };
 }
-
-/**
- * The id of the k-th ask of a planning round: the first keeps the round's id (R-18), a re-ask after
- * a refused proposal gets `.askK` — each its own recorded call with its own idempotency key.
- */
-export const plannerAskId = (purpose: 'seal' | 'renew', horizonRevision: number, ask: number): string =>
-  ask === 1 ? plannerCallId(purpose, horizonRevision) : `${plannerCallId(purpose, horizonRevision)}.ask${ask}`;
 
 /** What a blocked reason adds when the planner was asked more than once (empty for one ask). */
 export function refusedTimes(asks: number): string {

@@ -122,6 +122,8 @@ function metaOf(s: BuildState): Record<string, string> {
 export const buildProjection: Projection<BuildState> = {
   name: 'build',
   initialState: initialBuildState,
+  /** 2: the state counts recovery events (`recoveries`); snapshots of version 1 lack the count. */
+  stateVersion: 2,
   evolve: evolveBuild,
   evolveInPlace: (state, event) => evolveBuildInPlace(state as Draft<BuildState>, event),
   tables: [nodesTable, horizonsTable, checkpointsTable, summariesTable, attemptsTable, jobsTable, plannerCallsTable, metaTable],

@@ -1,5 +1,5 @@
 import { Immer, isDraft, original, type Draft } from 'immer';
-import { topologicalIndex } from './graph.js';
+import { planOrder } from './graph.js';
 import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type { Checkpoint, DataOf, DomainEvent, NodeState } from '../events/catalogue.js';
@@ -33,13 +33,18 @@ export interface BuildState {
   readonly plannerCalls: Readonly<Record<string, PlannerCallRecord>>;
   readonly integrationHead: string | null;
   readonly calls: { readonly planner: number; readonly worker: number };
+  /**
+   * EffectReinvoked and RefRepaired events so far: recovery-only events an uninterrupted,
+   * untampered run never appends (the host's logical clock skips them, R-19).
+   */
+  readonly recoveries: number;
   readonly completed: boolean;
   readonly blocked: { readonly reason: string; readonly nodeIds: readonly string[] } | null;
   /** Graph revision → position of the event that produced it (time travel by revision; sharded). */
   readonly revisionPositions: Sharded<number>;
   /**
-   * Stable topological position of every planned node (R-10), recomputed by the fold only when
-   * nodes are planned, so ranking a ready wave does not re-sort the whole graph every step.
+   * Position of every live planned node in the stable topological order of the plan that added
+   * it (R-10), computed once when the plan is folded: ranking a wave never re-sorts the graph.
    */
   readonly topoIndex?: Readonly<Record<string, number>>;
   /** Node groups a BatchSplit left to integrate, next first (R-25 bisection). */
@@ -66,6 +71,7 @@ export const initialBuildState: BuildState = {
   plannerCalls: {},
   integrationHead: null,
   calls: { planner: 0, worker: 0 },
+  recoveries: 0,
   completed: false,
   blocked: null,
   revisionPositions: shardedOf({ '0': 0 }),
@@ -193,6 +199,7 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       return;
     }
     case 'EffectReinvoked': {
+      draft.recoveries += 1;
       if (event.data.effect === 'planner') {
         draft.calls.planner += 1;
         const call = draft.plannerCalls[event.data.key];
@@ -360,7 +367,8 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       draft.blocked = { reason: event.data.reason, nodeIds: event.data.nodeIds };
       return;
     case 'RefRepaired':
-      return; // the refs were made to agree with the log; the log's state does not change (R-33)
+      draft.recoveries += 1; // the refs were made to agree with the log; nothing else changes (R-33)
+      return;
     case 'NodeRetried': {
       const node = draft.nodes[event.data.nodeId];
       if (!node || node.state !== 'blocked') return; // only a blocked node is retried (the decider says so)
@@ -406,7 +414,7 @@ function applyHorizon(draft: Draft<BuildState>, d: DataOf<'HorizonSealed'> | Dat
   draft.horizon = {
     horizonId: d.horizonId, revision: d.revision, planSha256: d.planSha256, detailed: d.detailed, coarse: d.coarse, pins: d.pins, callId: d.callId,
   };
-  let added = false;
+  const added: string[] = [];
   // A dependency on compacted work is a dependency on the summary that now stands for it (R-21).
   const summaries = (isDraft(draft) ? original(draft)! : draft).summaries;
   const depsOf = (deps: readonly string[]): string[] => {
@@ -427,10 +435,12 @@ function applyHorizon(draft: Draft<BuildState>, d: DataOf<'HorizonSealed'> | Dat
       ...(n.decision !== undefined && n.accepted ? { decision: n.decision } : {}),
       attempts: 0, commit: null, receiptJobId: null,
     };
-    added = true;
+    added.push(n.id);
   }
-  if (added) {
+  if (added.length > 0) {
     bumpGraph(draft);
-    draft.topoIndex = topologicalIndex(draft.nodes as Record<string, NodeRecord>);
+    // R-10's tie-break is the plan's own order: a milestone's nodes all come from one plan, and
+    // the order of a plan never depends on what was compacted before it (R-22).
+    draft.topoIndex = { ...draft.topoIndex, ...planOrder(draft.nodes as Record<string, NodeRecord>, added) };
   }
 }

@@ -47,7 +47,8 @@ CREATE TABLE IF NOT EXISTS projection_positions (
 
 /** Identity of a projection's table layout: a changed layout means its tables are rebuilt. */
 function fingerprintOf(p: Projection<unknown>): string {
-  return sha256Hex(canonicalJson(p.tables.map((t) => ({ columns: [...t.columns], keyColumns: t.keyColumns, name: t.name }))));
+  const tables = p.tables.map((t) => ({ columns: [...t.columns], keyColumns: t.keyColumns, name: t.name }));
+  return sha256Hex(canonicalJson(p.stateVersion === undefined ? tables : { stateVersion: p.stateVersion, tables }));
 }
 
 /**

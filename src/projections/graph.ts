@@ -137,10 +137,13 @@ export function stableTopologicalOrder(nodes: Readonly<Record<string, NodeRecord
   return order;
 }
 
-/** Position of every node in the stable topological order of the whole graph. */
-export function topologicalIndex(nodes: Readonly<Record<string, NodeRecord>>): Record<string, number> {
+/**
+ * Position of each of a plan's nodes in the plan's stable topological order (R-10): Kahn's
+ * algorithm over these nodes, ties by id, a dependency outside the plan counting as placed.
+ */
+export function planOrder(nodes: Readonly<Record<string, NodeRecord>>, planned: readonly string[]): Record<string, number> {
   const index: Record<string, number> = {};
-  stableTopologicalOrder(nodes, Object.keys(nodes)).forEach((id, i) => (index[id] = i));
+  stableTopologicalOrder(nodes, planned).forEach((id, i) => (index[id] = i));
   return index;
 }
 
@@ -185,7 +188,7 @@ class IdHeap {
 
 /**
  * The ranked ready wave (R-10): queued nodes of the active milestone whose dependencies are all
- * accepted, by unlock depth (larger first), then stable topological order, then id.
+ * accepted, by unlock depth (larger first), then their plan's stable topological order, then id.
  */
 export function rankReadyWave(state: BuildState): string[] {
   const milestone = activeMilestone(state);
@@ -199,9 +202,8 @@ export function rankReadyWave(state: BuildState): string[] {
   }
   if (ready.length === 0) return [];
   const depths = unlockDepths(nodes);
-  // The fold keeps the topological index of the planned graph; recompute only if it lacks a node.
-  const cached = state.topoIndex;
-  const topo = cached && ready.every((id) => cached[id] !== undefined) ? cached : topologicalIndex(nodes);
+  // The fold keeps each node's position in its plan's order; a wave's nodes share one plan.
+  const topo = state.topoIndex ?? {};
   return ready.sort((a, b) => (depths.get(b) ?? 0) - (depths.get(a) ?? 0) || (topo[a] ?? 0) - (topo[b] ?? 0) || compareCodePoints(a, b));
 }
 

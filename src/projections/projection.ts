@@ -43,6 +43,11 @@ export interface Projection<S> {
   evolveInPlace?(state: S, event: StoredEvent): void;
   readonly tables: readonly TableSpec<S>[];
   /**
+   * Optional: the version of the state's shape. Stored states (snapshots) of another version are
+   * dropped and the projection is folded again, as when its tables change.
+   */
+  readonly stateVersion?: number;
+  /**
    * Optional: a smaller state to start time travel from (see `buildView`). `of` must commute with
    * the fold: `of(fold(of(s), E))` equals `of(fold(s, E))` for every state and events. The engine
    * snapshots `of(state)` under `name` at every snapshot boundary (a full state that grows with

@@ -5,7 +5,6 @@
 import type { Draft } from 'immer';
 import type { CompactionSummary, DataOf } from '../events/catalogue.js';
 import type { BuildState, NodeRecord } from './build-state.js';
-import { topologicalIndex } from './graph.js';
 
 /** One summary ever made. `absorbedBy` names the later summary that absorbed it (history stays). */
 export interface SummaryRecord {
@@ -84,6 +83,6 @@ export function applyCompaction(draft: Draft<BuildState>, d: DataOf<'MilestoneCo
   }
   draft.summaries[d.summaryId] = { summaryId: d.summaryId, sha256: d.summarySha256, summary: d.summary, position, absorbedBy: null };
   draft.pendingCompactions = draft.pendingCompactions.filter((m) => m !== d.summary.milestoneId);
-  // The ranking's cached topological index describes the graph before: recompute it for the new one.
-  draft.topoIndex = topologicalIndex(draft.nodes as Record<string, NodeRecord>);
+  // The live nodes keep their plans' order (R-10, R-22); compacted ones leave the index.
+  if (draft.topoIndex) for (const id of removed) delete draft.topoIndex[id];
 }

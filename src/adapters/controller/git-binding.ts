@@ -70,12 +70,7 @@ export function gitBinding(o: GitBindingOptions): GitPort {
             workspace: applied.workspace, gitDir: applied.gitDir, tree: applied.tree, commands, env: o.verifyEnv, timeoutMs: o.verifyTimeoutMs,
             cache: o.cache ?? null, run: o.runVerification, ignoredFiles: o.ignoredFiles ?? 'dirty',
           });
-          const verification: VerificationRun = {
-            passed: run.passed,
-            ...(run.reason !== undefined ? { reason: run.reason } : {}),
-            commands: run.commands,
-          };
-          return { ok: true as const, resultCommit: applied.resultCommit, tree: applied.tree, verification };
+          return { ok: true as const, resultCommit: applied.resultCommit, tree: applied.tree, verification: run as VerificationRun };
         } finally {
           await removeWorkspace(I, applied.workspace);
         }

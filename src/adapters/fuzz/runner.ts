@@ -218,11 +218,10 @@ function describeChild(r: ChildResult): string {
 const driverArgs = (d: FuzzDriver): string[] => ('blueprint' in d ? ['--blueprint', d.blueprint] : ['--request', d.request, '--config', d.config]);
 
 /** The exact command that reproduces one case. */
-export function reproduceCommand(driver: FuzzDriver, c: FuzzCase, env: Readonly<Record<string, string | undefined>>, log?: string): string {
-  const bug = env.LONGBUILD_FUZZ_PLANT_BUG ? `LONGBUILD_FUZZ_PLANT_BUG=${env.LONGBUILD_FUZZ_PLANT_BUG} ` : '';
+export function reproduceCommand(driver: FuzzDriver, c: FuzzCase, log?: string): string {
   // The password of a --log URL is not printed: the command shows *** in its place.
   const logArg = log === undefined ? '' : ` --log 'postgres:${redactedUrl(log.replace(/^postgres(ql)?:/, ''))}'`;
-  const base = `${bug}longbuild fuzz ${driverArgs(driver).join(' ')}${logArg}`;
+  const base = `longbuild fuzz ${driverArgs(driver).join(' ')}${logArg}`;
   if (c.fault === 'random-kill') return `${base} --random-kill 1 --kill-at-ms ${c.delayMs}`;
   const faults = c.fault === 'kill' ? '' : ` --faults ${c.fault}`;
   const second = c.second ? ` --double --only-second ${c.second.point}:${c.second.occurrence}` : '';
@@ -530,14 +529,14 @@ async function campaign(o: FuzzOptions, t0: number): Promise<FuzzReport> {
     const keptAt = r.keptAt;
     failed.push({
       ...r.c, divergence: summarize(r), divergences: r.divergences, duplicates: r.duplicates,
-      reproduce: reproduceCommand(opts.driver, r.c, opts.env, opts.log), ...(keptAt ? { keptAt } : {}),
+      reproduce: reproduceCommand(opts.driver, r.c, opts.log), ...(keptAt ? { keptAt } : {}),
     });
   }
   // Minimise the first failure of a blueprint build (the others usually share its cause).
   const first = failed[0];
   if (first !== undefined && 'blueprint' in driver && (opts.minimiseTrials ?? 0) > 0 && first.fault !== 'random-kill') {
     const minimal = await minimise(o, driver.blueprint, first, opts.minimiseTrials!, opts.minimalDir ?? tmpdir());
-    if (minimal !== null) failed[0] = { ...first, minimal: { ...minimal, reproduce: reproduceCommand({ blueprint: minimal.blueprint }, { ...first, ...(minimal.point ? { point: minimal.point, occurrence: minimal.occurrence! } : {}) }, opts.env, opts.log) } };
+    if (minimal !== null) failed[0] = { ...first, minimal: { ...minimal, reproduce: reproduceCommand({ blueprint: minimal.blueprint }, { ...first, ...(minimal.point ? { point: minimal.point, occurrence: minimal.occurrence! } : {}) }, opts.log) } };
   }
   const notInterrupted = reports.filter((r) => r.result === 'not-interrupted').length;
   // A blueprint's scripted calls are counted by their ledger; a command-driven build's by the effects its run started.

@@ -46,7 +46,6 @@
  *   candidateProblem(repo, base, commit, limits) -> {rule, reason} | null   (R-29, R-31)
  *   publishRef(userRepo, repo, ref, commit, expectedOld | null) -> boolean
  *   (Verification itself: cache/cached-verification.ts, the one pipeline.)
- *   commandEvidence(run, cacheHit?) -> CommandEvidence   (sync; SHA-256 of the exact bytes)
  *   promote(repo, ref, newCommit, expectedOld | null) -> 'promoted' | { conflict: actual | null }
  *       One compare-and-set `git update-ref ref new old`.
  *   isPromoted(repo, ref, commit) -> boolean     ref is at commit or has moved past it
@@ -73,7 +72,6 @@ export {
   ALWAYS_PROTECTED,
   candidateProblem,
   changedPaths,
-  commandEvidence,
   integrateCandidates,
   isPromoted,
   promote,

@@ -1,9 +1,7 @@
 /** Integration: protected paths, candidates onto head, verification, CAS promotion. See git.ts. */
 import { readFileSync } from 'node:fs';
 import { join, posix, resolve } from 'node:path';
-import { sha256Hex } from '../../events/hash.js';
 import { EffectError, ValidationError } from '../../events/errors.js';
-import type { CommandEvidence } from '../../events/catalogue.js';
 import type { ProcessResult } from '../process/run-process.js';
 import { assertRefName, assertSha, git } from './exec.js';
 import { commitParents, isAncestor, readRef, treeOf } from './repo.js';
@@ -117,18 +115,6 @@ export function verificationResult<R extends CommandRun>(runs: readonly R[], rea
     cleanBefore: true,
     cleanAfter: dirtyAfter.length === 0,
     dirty: dirtyAfter,
-  };
-}
-
-/** The log form of a command run: hashes of the exact bytes, not the bytes. */
-export function commandEvidence(run: CommandRun, cacheHit = false): CommandEvidence {
-  return {
-    argv: [...run.argv],
-    exitCode: run.exitCode,
-    stdoutSha256: sha256Hex(run.stdout),
-    stderrSha256: sha256Hex(run.stderr),
-    durationMs: Math.max(0, Math.round(run.durationMs)),
-    cacheHit,
   };
 }
 

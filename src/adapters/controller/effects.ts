@@ -1,0 +1,133 @@
+/**
+ * The effects a step requests (src/commands/step.ts), carried out: git, the planner and worker
+ * processes, the evidence store and the call marks. Each effect does what its request says and
+ * reports what happened; what that means for the log is decided by `settle`, never here. Fault
+ * points (`before-effect:NAME`, `after-effect:NAME`, `after-keep:ROLE`) sit where the process
+ * boundary is, so the fuzzer can stop the host exactly there.
+ */
+import { canonicalJson, type JsonValue } from '../../events/canonical.js';
+import type { CommandEvidence } from '../../events/catalogue.js';
+import type { EffectRequest, EffectResults, KeptWorkerOutcome, VerificationOutcome } from '../../commands/step.js';
+import type { Planner, Worker } from '../../commands/ports.js';
+import { ATTEMPT_REF_PREFIX } from '../../commands/refs.js';
+import type { FaultInjector } from '../faults.js';
+import type { CallMarks } from './call-marks.js';
+import { withDependencyFiles, withFailureEvidence } from './packet-context.js';
+import type { EvidenceStore, GitPort } from './ports.js';
+
+export interface EffectDeps {
+  readonly planner: Planner;
+  readonly worker: Worker;
+  readonly git: GitPort;
+  readonly evidence: EvidenceStore;
+  readonly faults: FaultInjector;
+  /**
+   * Durable marks of planner and worker calls about to start (call-marks.ts): an open intent
+   * whose call has no mark never started, so resuming it records no re-invocation (issue 17).
+   */
+  readonly calls?: CallMarks;
+}
+
+export type RunEffect = <R extends EffectRequest>(request: R) => Promise<EffectResults[R['kind']]>;
+
+/** The runner of every effect a step can request. */
+export function effectRunner(deps: EffectDeps): RunEffect {
+  const { git, faults, calls } = deps;
+  /** A call to a process: its fault points, and its mark, durable before it starts. */
+  const call = async <T>(name: 'planner' | 'worker' | 'verify' | 'promote', run: () => Promise<T>, mark?: { key: string; invocation: number }): Promise<T> => {
+    faults.reach(`before-effect:${name}`);
+    if (mark !== undefined) calls?.mark(mark.key, mark.invocation);
+    const result = await run();
+    faults.reach(`after-effect:${name}`);
+    return result;
+  };
+  const run = async (r: EffectRequest): Promise<EffectResults[keyof EffectResults]> => {
+    switch (r.kind) {
+      case 'observe-refs':
+        return git.observeRefs(r.ref, r.withAttempts);
+      case 'delete-branches':
+        await git.deleteAttemptBranches(r.attemptIds);
+        return null;
+      case 'repair-refs':
+        for (const x of r.repairs) await git.repairRef(x);
+        return null;
+      case 'recall-planner':
+        return { kept: calls?.kept(r.callId, r.invocation) ?? null, started: calls?.started(r.callId, r.invocation) ?? true };
+      case 'planner': {
+        const answer = await call('planner', () => deps.planner.propose(r.input), { key: r.callId, invocation: r.invocation });
+        // Kept until it is recorded (only a canonical answer: anything else is re-asked after a crash).
+        if (isCanonical(answer)) {
+          calls?.keep(r.callId, r.invocation, { answer: answer as JsonValue });
+          faults.reach('after-keep:planner');
+        }
+        return { answer };
+      }
+      case 'recall-attempt': {
+        const found = r.writable ? await git.findAttemptCommit(r.branch, r.baseHead) : null;
+        const kept = (calls?.kept(r.key, r.invocation) ?? null) as KeptWorkerOutcome | null;
+        const clone = kept !== null && r.writable ? await git.keptAttemptWorktree(r.attemptId) : '';
+        return { found, kept, clone, started: calls?.started(r.key, r.invocation) ?? true };
+      }
+      case 'worker': {
+        const { packet } = r;
+        // A retry reworks the candidate that failed integration, in a clone that starts from its changes.
+        const prepared = r.writable
+          ? await git.prepareAttemptWorktree(r.attemptId, packet.branch, packet.baseHead, r.rework ? ATTEMPT_REF_PREFIX + r.rework.attemptId : undefined)
+          : { worktree: '', reworked: false };
+        const full = await withDependencyFiles(
+          withFailureEvidence(packet, r.failureEvidence, deps.evidence, prepared.reworked ? r.rework?.commit : undefined),
+          (commit) => git.filesChangedBy(commit),
+        );
+        const out = await call('worker', () => deps.worker.implement(full, prepared.worktree), { key: r.key, invocation: r.invocation });
+        const kept: KeptWorkerOutcome = {
+          outcome: out.outcome, stdoutSha256: deps.evidence.put(Buffer.from(out.stdout)), stderrSha256: deps.evidence.put(Buffer.from(out.stderr)),
+          ...(out.reason !== undefined ? { reason: out.reason } : {}), ...(out.decision !== undefined ? { decision: out.decision } : {}), ...(out.durationMs !== undefined ? { durationMs: out.durationMs } : {}),
+        };
+        // Kept before the host acts on it: a crash or a full disk from here on finishes the attempt
+        // from this outcome and the clone, without calling the worker again.
+        calls?.keep(r.key, r.invocation, kept as unknown as JsonValue);
+        faults.reach('after-keep:worker');
+        return { kept, worktree: prepared.worktree };
+      }
+      case 'finish-clone': {
+        const c = r.commit;
+        const made = c === null ? { kind: 'unchanged' as const } : await git.commitAttempt(c.branch, c.baseHead, c.worktree, c.message, c.date);
+        await git.removeAttemptWorktree(r.attemptId);
+        return made;
+      }
+      case 'check-candidate':
+        if (r.removeClone !== null) await git.removeAttemptWorktree(r.removeClone);
+        return { problem: await git.candidateProblem(r.base, r.commit) };
+      case 'verify':
+        return verify(r);
+      case 'read-ref':
+        return { commit: await git.readRef(r.ref) };
+      case 'publish':
+        await git.repairRef({ ref: r.ref, where: 'published', found: null, expected: r.commit });
+        return null;
+      case 'promote':
+        return call('promote', () => git.promote(r.ref, r.commit, r.expectedOld));
+    }
+  };
+  /** Apply and verify in a clean workspace (the cache first); the evidence bytes are stored, the result names them. */
+  const verify = async (r: Extract<EffectRequest, { kind: 'verify' }>): Promise<VerificationOutcome> => {
+    const out = await call('verify', () => git.integrateAndVerify(r.jobId, r.baseHead, r.commits, r.date, r.commands, r.retestOnFailure ? { retestOnFailure: true } : undefined));
+    if (!out.ok) return out;
+    const evidence: CommandEvidence[] = out.verification.commands.map((c) => ({
+      argv: [...c.argv], exitCode: c.exitCode, stdoutSha256: deps.evidence.put(c.stdout), stderrSha256: deps.evidence.put(c.stderr),
+      durationMs: Math.round(c.durationMs), cacheHit: c.cacheHit,
+    }));
+    const v = out.verification;
+    return { ok: true, resultCommit: out.resultCommit, tree: out.tree, passed: v.passed, ...(v.reason !== undefined ? { reason: v.reason } : {}), evidence };
+  };
+  return run as RunEffect;
+}
+
+function isCanonical(value: unknown): boolean {
+  try {
+    canonicalJson(value);
+    return true;
+  } catch {
+    return false;
+  }
+}

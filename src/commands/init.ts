@@ -1,0 +1,29 @@
+/** The first event of a build (pure): its id and everything the rest of the build is pinned to. */
+import type { JsonValue } from '../events/canonical.js';
+import type { BuildSettings, DomainEvent, SandboxSettings } from '../events/catalogue.js';
+import { canonicalSha256 } from '../events/hash.js';
+
+export interface BuildInputs {
+  readonly buildId: string;
+  readonly request: JsonValue;
+  readonly integrationRef: string;
+  readonly baseHead: string;
+  readonly verify: readonly (readonly string[])[];
+  readonly settings: BuildSettings;
+  readonly driver: { readonly kind: 'blueprint' | 'command'; readonly sourceSha256: string };
+  readonly sandbox: SandboxSettings;
+  /** The build's verifier key (signed checkpoints, R-35). */
+  readonly vkey: string;
+}
+
+/** The BuildInitialized event of a build with these inputs. */
+export function buildInitialized(i: BuildInputs): Extract<DomainEvent, { type: 'BuildInitialized' }> {
+  return {
+    type: 'BuildInitialized',
+    data: {
+      buildId: i.buildId, request: i.request, requestSha256: canonicalSha256(i.request), integrationRef: i.integrationRef, baseHead: i.baseHead,
+      verify: i.verify.map((c) => [...c]), settings: i.settings, driver: { ...i.driver }, sandbox: i.sandbox,
+      signing: { vkey: i.vkey },
+    },
+  };
+}

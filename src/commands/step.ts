@@ -1,0 +1,491 @@
+/**
+ * The controller's step, pure (R-17, R-18). `decideStep(state, ctx)` says what a step appends and
+ * which effect it needs; `settle(state, ctx, request, result)` says what an effect's result
+ * appends and what follows. A step is a chain of such decisions: append the decision's events,
+ * then run its effect and settle the result, or decide again on the new state (a `Focus`), until
+ * it is `done`. The host (src/adapters/controller) only interprets: append, run, fault points.
+ *
+ * Several chains may be in flight at once (parallel agents): every decision reads the state as
+ * folded when it is taken, and every request names what it is about (attempt, job, call), so a
+ * result is settled against the log as it stands when it arrives, not as it stood when it left.
+ */
+import { canonicalJson, type JsonValue } from '../events/canonical.js';
+import { canonicalSha256, sha256Hex } from '../events/hash.js';
+import type { CommandEvidence, DataOf, DomainEvent, Receipt } from '../events/catalogue.js';
+import { attemptOf, horizonConflict, jobOf, type AttemptRecord, type BuildState } from '../projections/build-state.js';
+import { isBatchMode, shouldSplit, splitData } from './batch.js';
+import { acceptedVersions, deriveCheckpoint } from './checkpoint.js';
+import { compactMilestone } from './compaction.js';
+import { plannerInputOf, reworkOf, workPacketOf } from './effect-inputs.js';
+import { decideRenewal, validateProposal } from './horizon.js';
+import { horizonIdOf, workerCallKey } from './ids.js';
+import { nextAction, plannerAsks, refusedTimes, type NextAction } from './next-action.js';
+import type { PlannerInput, WorkPacket } from './ports.js';
+import { ATTEMPT_REF_PREFIX, attemptIdsOfNode, decideRefRepairs, finishedAttemptBranches, withoutAttempts, type ObservedRefs, type RefRepair } from './refs.js';
+import { refuse, type Refusal } from './refusal.js';
+
+export type StepOutcome =
+  | 'planned' | 'dispatched' | 'integrated' | 'revising' | 'checkpointed' | 'compacted'
+  | 'renewed' | 'recovered' | 'horizon_complete' | 'blocked' | 'split' | 'refused';
+
+/** What a step did, for the one reporting it (the CLI's progress lines, `step --json`). */
+export interface StepResult {
+  readonly outcome: StepOutcome;
+  readonly position: number;
+  readonly graphRevision: number;
+  readonly detail: string;
+  readonly nodeId?: string;
+  readonly milestoneId?: string;
+  readonly reason?: string;
+}
+
+/** What the host knows that the log does not say: the time of the next event, and its own progress. */
+export interface StepContext {
+  /** The time the next event records (the host's clock, R-19). */
+  readonly now: string;
+  /** True once attempt branches were compared with the log since this controller opened (R-33). */
+  readonly attemptRefsChecked: boolean;
+  /** The planner's route, pinned in the horizon (R-14). */
+  readonly plannerRoute: string;
+  /** True when the worker reworks a failed candidate in a clone that starts from its changes. */
+  readonly workerReworks: boolean;
+}
+
+/** What a worker call returned, kept durably until its AttemptFinished is recorded (call marks). */
+export interface KeptWorkerOutcome {
+  readonly outcome: 'committed' | 'recorded' | 'failed';
+  readonly stdoutSha256: string;
+  readonly stderrSha256: string;
+  readonly reason?: string;
+  readonly decision?: string;
+  readonly durationMs?: number;
+}
+
+/** A verification as the runner reports it: applied and verified (evidence stored), or not applicable. */
+export type VerificationOutcome =
+  | { readonly ok: true; readonly resultCommit: string; readonly tree: string; readonly passed: boolean; readonly reason?: string; readonly evidence: readonly CommandEvidence[] }
+  | { readonly ok: false; readonly reason: string };
+
+/** What the host commits from a worker's clone (R-24, R-31). */
+export type CloneCommit =
+  | { readonly kind: 'committed'; readonly commit: string; readonly tree: string } | { readonly kind: 'unchanged' }
+  | { readonly kind: 'refused'; readonly rule: string; readonly reason: string };
+
+/** An AttemptFinished in the making: everything but the outcome. */
+type FinishDraft = Omit<DataOf<'AttemptFinished'>, 'outcome' | 'reason' | 'commit' | 'tree' | 'decision'>;
+
+/** An effect the host carries out, as data; its result is settled by `settle`. */
+export type EffectRequest =
+  | { readonly kind: 'observe-refs'; readonly ref: string; readonly withAttempts: boolean }
+  | { readonly kind: 'delete-branches'; readonly attemptIds: readonly string[]; readonly then: Focus }
+  | { readonly kind: 'repair-refs'; readonly repairs: readonly RefRepair[]; readonly causationId: string; readonly then: Focus | EffectRequest }
+  | { readonly kind: 'recall-planner'; readonly callId: string; readonly purpose: 'seal' | 'renew'; readonly invocation: number }
+  | { readonly kind: 'planner'; readonly callId: string; readonly purpose: 'seal' | 'renew'; readonly invocation: number; readonly input: PlannerInput }
+  | { readonly kind: 'recall-attempt'; readonly attemptId: string; readonly key: string; readonly invocation: number; readonly writable: boolean; readonly branch: string; readonly baseHead: string }
+  | {
+    readonly kind: 'worker'; readonly attemptId: string; readonly key: string; readonly invocation: number; readonly packet: WorkPacket; readonly writable: boolean;
+    /** The candidate a retry reworks, and the failure evidence its packet quotes. */
+    readonly rework: { readonly attemptId: string; readonly commit: string } | null; readonly failureEvidence: readonly string[] | undefined; readonly report: Outcome;
+  }
+  | {
+    readonly kind: 'finish-clone'; readonly attemptId: string; readonly draft: FinishDraft; readonly noCommitReason: string; readonly report: Outcome;
+    /** What to commit from the clone onto the attempt branch, or null: remove the clone only. */
+    readonly commit: { readonly branch: string; readonly baseHead: string; readonly worktree: string; readonly message: string; readonly date: string } | null;
+  }
+  | { readonly kind: 'check-candidate'; readonly base: string; readonly commit: string; readonly tree: string; readonly removeClone: string | null; readonly draft: FinishDraft; readonly report: Outcome }
+  | { readonly kind: 'verify'; readonly jobId: string; readonly baseHead: string; readonly commits: readonly string[]; readonly date: string; readonly commands: readonly (readonly string[])[]; readonly retestOnFailure: boolean; readonly recovering: boolean }
+  | { readonly kind: 'read-ref'; readonly ref: string; readonly jobId: string; readonly recovering: boolean }
+  | { readonly kind: 'publish'; readonly ref: string; readonly commit: string; readonly jobId: string; readonly recovering: boolean }
+  | { readonly kind: 'promote'; readonly ref: string; readonly commit: string; readonly expectedOld: string; readonly tries: number; readonly jobId: string; readonly recovering: boolean };
+
+/** What each effect returns. */
+export interface EffectResults {
+  'observe-refs': ObservedRefs;
+  'delete-branches': null;
+  'repair-refs': null;
+  'recall-planner': { readonly kept: JsonValue | null; readonly started: boolean };
+  planner: { readonly answer: unknown };
+  'recall-attempt': { readonly found: { readonly commit: string; readonly tree: string } | null; readonly kept: KeptWorkerOutcome | null; readonly clone: string | null; readonly started: boolean };
+  worker: { readonly kept: KeptWorkerOutcome; readonly worktree: string };
+  'finish-clone': CloneCommit;
+  'check-candidate': { readonly problem: { readonly rule: string; readonly reason: string } | null };
+  verify: VerificationOutcome;
+  'read-ref': { readonly commit: string | null };
+  publish: null;
+  promote: { readonly ok: true } | { readonly ok: false; readonly actual: string | null };
+}
+
+export type EffectResult = EffectResults[keyof EffectResults];
+
+/** How a step ends: its report, or one computed from the state its last append left. */
+export type Outcome =
+  | { readonly kind: 'report'; readonly outcome: StepOutcome; readonly detail: string; readonly nodeId?: string; readonly milestoneId?: string; readonly reason?: string }
+  | { readonly kind: 'dispatched'; readonly nodeId: string; readonly attempt: number; readonly attemptId: string }
+  | { readonly kind: 'rejected'; readonly rule: string; readonly reason: string };
+
+/** What to decide next, on the state the previous decision's events left. */
+export type Focus =
+  | { readonly kind: 'begin' }
+  | { readonly kind: 'choose' }
+  | { readonly kind: 'repair-refs'; readonly repairs: readonly RefRepair[] }
+  | { readonly kind: 'call-planner'; readonly callId: string; readonly purpose: 'seal' | 'renew' }
+  | { readonly kind: 'run-worker'; readonly attemptId: string; readonly report: Outcome }
+  | { readonly kind: 'continue-job'; readonly jobId: string; readonly recovering: boolean }
+  | { readonly kind: 'after-promotion'; readonly jobId: string; readonly adopted: boolean; readonly recovering: boolean }
+  | { readonly kind: 'done'; readonly outcome: Outcome }
+  /** The step cannot go on: the log is not a build (`corrupt`), or an effect keeps failing (`effect`). */
+  | { readonly kind: 'fail'; readonly error: 'corrupt' | 'effect'; readonly message: string };
+
+/** One decision: append these events (one atomic append), then go on with `next`. */
+export interface Decision {
+  readonly events: readonly DomainEvent[];
+  readonly causationId: string;
+  readonly next: EffectRequest | Focus;
+}
+
+const EFFECT_KINDS: ReadonlySet<string> = new Set<keyof EffectResults>([
+  'observe-refs', 'delete-branches', 'repair-refs', 'recall-planner', 'planner', 'recall-attempt', 'worker',
+  'finish-clone', 'check-candidate', 'verify', 'read-ref', 'publish', 'promote',
+]);
+
+/** True when what follows a decision is an effect to run (not a focus to decide on). */
+export const isEffect = (next: EffectRequest | Focus): next is EffectRequest => EFFECT_KINDS.has(next.kind);
+
+const go = (next: EffectRequest | Focus, events: readonly DomainEvent[] = [], causationId = ''): Decision => ({ events, causationId, next });
+const done = (outcome: StepOutcome, detail: string, extra: Partial<Omit<Extract<Outcome, { kind: 'report' }>, 'kind'>> = {}): Focus =>
+  ({ kind: 'done', outcome: { kind: 'report', outcome, detail, ...extra } });
+
+/** The decision a step takes on `state` (a fresh step: `begin`), or on what a previous decision left. */
+export function decideStep(state: BuildState, ctx: StepContext, focus: Focus = { kind: 'begin' }): Decision {
+  switch (focus.kind) {
+    case 'begin':
+      // R-33: the refs must agree with the log before anything else happens.
+      if (!state.build || state.integrationHead === null) return decideStep(state, ctx, { kind: 'choose' });
+      return go({ kind: 'observe-refs', ref: state.build.integrationRef, withAttempts: !ctx.attemptRefsChecked });
+    case 'choose':
+      return choose(state, ctx, nextAction(state));
+    case 'repair-refs':
+      if (focus.repairs.length === 0) return decideStep(state, ctx, { kind: 'choose' });
+      return go({ kind: 'repair-refs', repairs: focus.repairs, causationId: 'refs', then: done('recovered', `refs disagreed with the log and were repaired (R-33): ${focus.repairs.map((r) => `${r.where} ${r.ref}: ${r.found ?? '(missing)'} -> ${r.expected ?? '(deleted)'}`).join('; ')}`) });
+    case 'call-planner': {
+      const invocation = state.plannerCalls[focus.callId]?.invocations ?? 1;
+      return go({ kind: 'planner', callId: focus.callId, purpose: focus.purpose, invocation, input: plannerInputOf(state, focus.purpose, focus.callId) });
+    }
+    case 'run-worker':
+      return runWorker(state, ctx, attemptOf(state, focus.attemptId)!, focus.report);
+    case 'continue-job':
+      return continueJob(state, focus.jobId, focus.recovering);
+    case 'after-promotion': {
+      // The accepted nodes' attempt branches are done with: their commits are in the receipt and on the head.
+      const job = jobOf(state, focus.jobId)!;
+      const v = job.verification!;
+      const report = done(focus.recovering ? 'recovered' : 'integrated', `${job.nodeIds.join(', ')} promoted to ${v.resultCommit!.slice(0, 12)}${focus.adopted ? ' (adopted)' : ''}`, { nodeId: job.nodeIds[0]! });
+      return go({ kind: 'delete-branches', attemptIds: finishedAttemptBranches(state, job.nodeIds.flatMap((id) => attemptIdsOfNode(state, id))), then: report });
+    }
+    case 'done':
+    case 'fail':
+      return go(focus);
+  }
+}
+
+/** The decision for the next controller event (R-17), by the kind `nextAction` chose. */
+function choose(state: BuildState, ctx: StepContext, action: NextAction): Decision {
+  switch (action.kind) {
+    case 'uninitialized':
+      return go({ kind: 'fail', error: 'corrupt', message: 'the build is not initialised' });
+    case 'completed':
+      return go(done('horizon_complete', 'the build is complete'));
+    case 'blocked':
+      return go(done('blocked', action.reason, { reason: action.reason }));
+    case 'plan': {
+      const { callId, purpose } = action;
+      if (action.inDoubt) return go({ kind: 'recall-planner', callId, purpose, invocation: state.plannerCalls[callId]?.invocations ?? 1 });
+      const invoked: DomainEvent = { type: 'PlannerInvoked', data: { callId, purpose, horizonRevision: state.horizon?.revision ?? 0, graphRevision: state.graphRevision } };
+      return go({ kind: 'call-planner', callId, purpose }, [invoked], callId);
+    }
+    case 'checkpoint': {
+      const verdict = deriveCheckpoint(state, action.milestoneId, ctx.now);
+      if (!verdict.ok) return go({ kind: 'fail', error: 'effect', message: `cannot checkpoint '${action.milestoneId}' (${verdict.rule}): ${verdict.reason}` });
+      const written: DomainEvent = { type: 'CheckpointWritten', data: { checkpoint: verdict.checkpoint, checkpointSha256: verdict.sha256, graphRevision: state.graphRevision } };
+      return go(done('checkpointed', `checkpoint ${action.milestoneId} ${verdict.sha256.slice(0, 12)}`, { milestoneId: action.milestoneId }), [written], `checkpoint.${action.milestoneId}`);
+    }
+    case 'compact': {
+      // R-21..R-23: replace a checkpointed milestone by its summary node (one event, no effect).
+      const m = action.milestoneId;
+      const verdict = compactMilestone(state, m, ctx.now);
+      if (!verdict.ok) return go({ kind: 'fail', error: 'effect', message: `cannot compact '${m}' (${verdict.rule}): ${verdict.reason}` });
+      if (verdict.replay) return go(done('compacted', `${m} is already ${verdict.summaryId}`, { milestoneId: m }));
+      const d = verdict.data.summary;
+      return go(done('compacted', `${m} -> ${verdict.data.summaryId} (${d.compactedNodeIds.length} nodes, ${d.absorbedSummaryIds.length} summaries absorbed)`, { milestoneId: m }),
+        [{ type: 'MilestoneCompacted', data: verdict.data }], `compact.${m}`);
+    }
+    case 'settle-job':
+      return continueJob(state, action.jobId, true);
+    case 'settle-attempt': {
+      // R-18: an attempt without a result — adopt its commit if the branch has one, else re-invoke.
+      const a = attemptOf(state, action.attemptId)!;
+      return go({ kind: 'recall-attempt', attemptId: a.attemptId, key: workerCallKey(state.build!.buildId, a.attemptId), invocation: a.invocations ?? 1, writable: state.nodes[a.nodeId]!.kind === 'writable', branch: a.branch, baseHead: a.baseHead });
+    }
+    case 'integrate': {
+      const started: DomainEvent = {
+        type: 'IntegrationStarted',
+        data: { jobId: action.jobId, nodeIds: action.candidates.map((c) => c.nodeId), candidates: action.candidates, baseHead: state.integrationHead!, graphRevision: state.graphRevision },
+      };
+      return go({ kind: 'continue-job', jobId: action.jobId, recovering: false }, [started], action.jobId);
+    }
+    case 'complete':
+      return go(done('horizon_complete', 'every milestone is checkpointed and no coarse milestone remains'),
+        [{ type: 'BuildCompleted', data: { graphRevision: state.graphRevision, integrationHead: state.integrationHead! } }], 'complete');
+    case 'dispatch': {
+      const { nodeId, attempt, attemptId } = action;
+      const started: DomainEvent = {
+        type: 'AttemptStarted',
+        data: { attemptId, nodeId, attempt, baseHead: state.integrationHead!, branch: ATTEMPT_REF_PREFIX + attemptId, graphRevision: state.graphRevision },
+      };
+      return go({ kind: 'run-worker', attemptId, report: { kind: 'dispatched', nodeId, attempt, attemptId } }, [started], attemptId);
+    }
+    case 'stuck':
+      return go(done('blocked', action.reason, { reason: action.reason }),
+        [{ type: 'BuildBlocked', data: { reason: action.reason, nodeIds: action.nodeIds, graphRevision: state.graphRevision } }], 'stuck');
+  }
+}
+
+/** The worker call of an open attempt (its intent already recorded). */
+function runWorker(state: BuildState, ctx: StepContext, a: AttemptRecord, report: Outcome): Decision {
+  const node = state.nodes[a.nodeId]!;
+  const packet = workPacketOf(state, a);
+  return go({
+    kind: 'worker', attemptId: a.attemptId, key: packet.idempotencyKey, invocation: a.invocations ?? 1, packet, writable: node.kind === 'writable',
+    rework: ctx.workerReworks ? reworkOf(state, a) : null, failureEvidence: node.lastFailure?.evidence, report,
+  });
+}
+
+/** Settle an effect's result: what it appends, and what follows. */
+export function settle<K extends keyof EffectResults>(state: BuildState, ctx: StepContext, request: Extract<EffectRequest, { kind: K }>, result: EffectResults[K]): Decision {
+  const r = request as EffectRequest;
+  switch (r.kind) {
+    case 'observe-refs': {
+      const observed = result as EffectResults['observe-refs'];
+      // Branches a crash left behind after their node was accepted go first (housekeeping, nothing recorded).
+      const finished = finishedAttemptBranches(state, Object.keys(observed.attempts ?? {}));
+      const repairs = decideRefRepairs(state, finished.length === 0 ? observed : withoutAttempts(observed, finished));
+      const then: Focus = { kind: 'repair-refs', repairs };
+      return finished.length === 0 ? decideStep(state, ctx, then) : go({ kind: 'delete-branches', attemptIds: finished, then });
+    }
+    case 'delete-branches':
+      return decideStep(state, ctx, r.then);
+    case 'repair-refs':
+      return go(r.then, r.repairs.map((x) => ({ type: 'RefRepaired' as const, data: { ...x, graphRevision: state.graphRevision } })), r.causationId);
+    case 'recall-planner': {
+      const recalled = result as EffectResults['recall-planner'];
+      // An answer kept before the crash is the call's result: it is recorded now, the planner not asked again.
+      if (recalled.kept !== null) return answered(state, ctx, r.callId, r.purpose, (recalled.kept as { answer: unknown }).answer);
+      // The call was made and left no result: make it again, same key (R-18). A call the crash came before is simply made now.
+      const then: Focus = { kind: 'call-planner', callId: r.callId, purpose: r.purpose };
+      return recalled.started ? go(then, [{ type: 'EffectReinvoked', data: { effect: 'planner', key: r.callId } }], r.callId) : decideStep(state, ctx, then);
+    }
+    case 'planner':
+      return answered(state, ctx, r.callId, r.purpose, (result as EffectResults['planner']).answer);
+    case 'recall-attempt':
+      return recalled(state, ctx, attemptOf(state, r.attemptId)!, r, result as EffectResults['recall-attempt']);
+    case 'worker': {
+      const { kept, worktree } = result as EffectResults['worker'];
+      return finishAttempt(state, attemptOf(state, r.attemptId)!, kept, worktree, r.report);
+    }
+    case 'finish-clone': {
+      const made = result as EffectResults['finish-clone'];
+      if (made.kind === 'refused') return finished(r.draft, { outcome: 'failed', reason: `${made.rule}: ${made.reason}` }, r.report);
+      if (made.kind === 'unchanged') return finished(r.draft, { outcome: 'failed', reason: r.noCommitReason }, r.report);
+      return go({ kind: 'check-candidate', base: r.commit!.baseHead, commit: made.commit, tree: made.tree, removeClone: null, draft: r.draft, report: r.report });
+    }
+    case 'check-candidate': {
+      const { problem } = result as EffectResults['check-candidate'];
+      if (problem !== null) return finished(r.draft, { outcome: 'failed', reason: `${problem.rule}: ${problem.reason}` }, r.report);
+      return finished(r.draft, { outcome: 'committed', commit: r.commit, tree: r.tree }, r.report);
+    }
+    case 'verify':
+      return go({ kind: 'continue-job', jobId: r.jobId, recovering: r.recovering }, [verificationFinished(state, r.jobId, result as VerificationOutcome)], r.jobId);
+    case 'read-ref': {
+      const v = jobOf(state, r.jobId)!.verification!;
+      // The ref already moved before the crash: adopt the promotion (R-18), and publish it, idempotently.
+      if ((result as EffectResults['read-ref']).commit === v.resultCommit) return go({ kind: 'publish', ref: r.ref, commit: v.resultCommit!, jobId: r.jobId, recovering: r.recovering });
+      return go({ kind: 'promote', ref: r.ref, commit: v.resultCommit!, expectedOld: jobOf(state, r.jobId)!.baseHead, tries: 1, jobId: r.jobId, recovering: r.recovering });
+    }
+    case 'publish':
+      return promoted(state, r.jobId, true, r.recovering);
+    case 'promote': {
+      const p = result as EffectResults['promote'];
+      if (p.ok) return promoted(state, r.jobId, false, r.recovering);
+      if (r.tries > 1) {
+        return go({ kind: 'fail', error: 'effect', message: `the integration ref ${r.ref} keeps moving behind the integrator's back (now at ${p.actual ?? 'nothing'}); stop whatever moves it, then run again` });
+      }
+      // Someone else moved the ref (R-29): reset it to the logged head, record the stray commit (R-33), and promote again. Nobody is blamed for it.
+      return go({ kind: 'repair-refs', repairs: [{ ref: r.ref, where: 'integrator', found: p.actual, expected: r.expectedOld }], causationId: r.jobId, then: { ...r, tries: r.tries + 1 } });
+    }
+  }
+}
+
+/** A planner's answer (R-13..R-16, R-28): the horizon it seals or renews, or its refusal. */
+function answered(state: BuildState, ctx: StepContext, callId: string, purpose: 'seal' | 'renew', raw: unknown): Decision {
+  let proposal: JsonValue = null;
+  let proposalSha256 = sha256Hex('null');
+  let canonical: Refusal | null = null;
+  try {
+    proposalSha256 = sha256Hex(canonicalJson(raw));
+    proposal = raw as JsonValue;
+  } catch (err) {
+    canonical = refuse('R-28', `proposal is not canonical JSON: ${(err as Error).message}`);
+  }
+  const graphRevision = state.graphRevision;
+  const returned: DomainEvent = { type: 'PlannerReturned', data: { callId, proposal, proposalSha256, graphRevision } };
+  const reject = (no: Refusal): Decision =>
+    go({ kind: 'done', outcome: { kind: 'rejected', rule: no.rule, reason: no.reason } }, [returned, { type: 'ProposalRejected', data: { callId, rule: no.rule, reason: no.reason, graphRevision } }], callId);
+  if (canonical) return reject(canonical);
+  const current = state.horizon;
+  const renewing = purpose === 'renew' && current !== null;
+  const verdict = renewing ? decideRenewal(state, current.revision, raw) : validateProposal(raw, state);
+  if (!verdict.ok) return reject(verdict);
+  if (!('plan' in verdict)) return reject(refuse('R-16', 'the renewal repeats the current horizon'));
+  const plan = verdict.plan;
+  const versions = acceptedVersions(state);
+  const pins = {
+    requestSha256: state.build!.requestSha256, graphRevision, integrationHead: state.integrationHead!,
+    contracts: versions.contracts, foundations: versions.foundations, createdAt: ctx.now, plannerRoute: ctx.plannerRoute,
+  };
+  const body = { planSha256: plan.planSha256, detailed: plan.detailed, coarse: plan.coarse, nodes: plan.nodes, pins, callId, graphRevision };
+  const horizonId = renewing ? current.horizonId : horizonIdOf(state.build!.requestSha256);
+  const revision = renewing ? current.revision + 1 : 1;
+  // R-15: a horizon identity names one plan.
+  const conflict = horizonConflict(state.horizon, renewing ? 'HorizonRenewed' : 'HorizonSealed', { horizonId, revision, planSha256: plan.planSha256 });
+  if (conflict !== null && conflict !== 'same') return reject(refuse('R-15', conflict));
+  const ids = plan.detailed.map((m) => m.id).join(', ');
+  if (!renewing) return go(done('planned', `sealed ${horizonId} r1: detailed ${ids}; coarse ${plan.coarse.length}`), [returned, { type: 'HorizonSealed', data: { horizonId, revision, ...body } }], callId);
+  return go(done('renewed', `renewed to r${revision}: promoted ${ids}; coarse ${plan.coarse.length}`),
+    [returned, { type: 'HorizonRenewed', data: { horizonId, revision, fromRevision: current.revision, ...body } }], callId);
+}
+
+/** What a crash left of an open attempt decides how it is settled (R-18). */
+function recalled(state: BuildState, ctx: StepContext, a: AttemptRecord, r: Extract<EffectRequest, { kind: 'recall-attempt' }>, found: EffectResults['recall-attempt']): Decision {
+  const nodeId = a.nodeId;
+  if (r.writable && found.found) {
+    // The evidence is the worker's output when its outcome was kept (the host committed it, then
+    // crashed): the adopted result is then the uninterrupted one, summaries and all (R-19).
+    const evidence = found.kept ? evidenceOf(found.kept) : { evidenceSha256: canonicalSha256({ adoptedCommit: found.found.commit }) };
+    const draft: FinishDraft = { attemptId: a.attemptId, nodeId, ...evidence, adopted: true, graphRevision: state.graphRevision };
+    const report: Outcome = { kind: 'report', outcome: 'recovered', detail: `adopted ${nodeId}'s commit ${found.found.commit.slice(0, 12)} from ${a.branch}`, nodeId };
+    return go({ kind: 'check-candidate', base: a.baseHead, commit: found.found.commit, tree: found.found.tree, removeClone: a.attemptId, draft, report });
+  }
+  // The worker returned and its outcome was kept; the crash (or a full disk) came before the result
+  // was recorded. A failure needs no clone (it may already be gone); a success needs the clone to commit.
+  if (found.kept && (found.clone !== null || found.kept.outcome === 'failed')) {
+    return finishAttempt(state, a, found.kept, found.clone ?? '', { kind: 'report', outcome: 'recovered', detail: `finished ${a.attemptId} from the worker's kept outcome (it returned before the crash; not called again)`, nodeId });
+  }
+  if (!found.started) {
+    // The crash came between the intent and the call: nothing ran, so nothing is re-invoked.
+    return runWorker(state, ctx, a, { kind: 'report', outcome: 'recovered', detail: `started the worker for ${a.attemptId} (the crash came before it started)`, nodeId });
+  }
+  const report: Outcome = { kind: 'report', outcome: 'recovered', detail: `re-invoked the worker for ${a.attemptId} (no outcome was observable)`, nodeId };
+  return go({ kind: 'run-worker', attemptId: a.attemptId, report }, [{ type: 'EffectReinvoked', data: { effect: 'worker', key: r.key } }], a.attemptId);
+}
+
+/** Record what a worker call returned: a read-only node's result, or a writable node's clone committed by the host (R-24). */
+function finishAttempt(state: BuildState, a: AttemptRecord, out: KeptWorkerOutcome, worktree: string, report: Outcome): Decision {
+  const draft: FinishDraft = { attemptId: a.attemptId, nodeId: a.nodeId, ...evidenceOf(out), adopted: false, graphRevision: state.graphRevision };
+  if (state.nodes[a.nodeId]!.kind === 'read-only') {
+    return finished(draft, out.outcome === 'failed' ? { outcome: 'failed', reason: out.reason ?? 'worker failed' } : { outcome: 'recorded', ...(out.decision !== undefined ? { decision: out.decision } : {}) }, report);
+  }
+  if (out.outcome === 'failed') return go({ kind: 'finish-clone', attemptId: a.attemptId, draft, noCommitReason: out.reason ?? 'worker failed', report, commit: null });
+  // The host commits what the worker left in its clone (R-24); nothing of the clone's .git is used.
+  const commit = { branch: a.branch, baseHead: a.baseHead, worktree, message: `longbuild: ${a.nodeId} (attempt ${a.attempt})`, date: a.commitDate };
+  return go({ kind: 'finish-clone', attemptId: a.attemptId, draft, noCommitReason: 'worker produced no change', report, commit });
+}
+
+/** The evidence fields of an AttemptFinished for what a worker call returned. */
+function evidenceOf(out: KeptWorkerOutcome): Pick<FinishDraft, 'evidenceSha256' | 'stdoutSha256' | 'stderrSha256' | 'durationMs'> {
+  return {
+    evidenceSha256: canonicalSha256({ stdout: out.stdoutSha256, stderr: out.stderrSha256 }), stdoutSha256: out.stdoutSha256, stderrSha256: out.stderrSha256,
+    ...(out.durationMs !== undefined ? { durationMs: out.durationMs } : {}),
+  };
+}
+
+function finished(draft: FinishDraft, result: Pick<DataOf<'AttemptFinished'>, 'outcome' | 'reason' | 'commit' | 'tree' | 'decision'>, report: Outcome): Decision {
+  return go({ kind: 'done', outcome: report }, [{ type: 'AttemptFinished', data: { ...draft, ...result } as DataOf<'AttemptFinished'> }], draft.attemptId);
+}
+
+/** An integration job's next decision: verify it, then split, fail or promote it (R-24, R-25). */
+function continueJob(state: BuildState, jobId: string, recovering: boolean): Decision {
+  const job = jobOf(state, jobId)!;
+  if (job.status === 'started') {
+    // Verification is idempotent: re-running it on the same tree is safe.
+    return go({
+      kind: 'verify', jobId, baseHead: job.baseHead, commits: job.candidates.map((c) => c.commit), date: job.startedAt, commands: state.build!.verify,
+      retestOnFailure: isBatchMode(state), recovering,
+    });
+  }
+  const v = job.verification!;
+  const ids = job.nodeIds.join(', ');
+  if (!v.passed && shouldSplit(state, job)) {
+    // R-25: a failed batch blames nobody yet; its halves are integrated next (bisection).
+    const data = splitData(state, job, v.resultCommit === null ? 'the candidates do not apply together' : `verification failed twice on tree ${v.tree}`);
+    return go(done('split', `${ids}: batch failed (${data.reason}); split into ${data.halves.map((h) => h.join(', ')).join(' | ')}`, { nodeId: job.nodeIds[0]! }), [{ type: 'BatchSplit', data }], jobId);
+  }
+  if (!v.passed) {
+    const reason = v.reason === undefined ? 'verification failed' : `verification failed: ${v.reason}`;
+    return go(done('revising', `${ids}: ${reason}; back to revising`, { nodeId: job.nodeIds[0]! }),
+      [{ type: 'IntegrationFailed', data: { jobId, nodeIds: [...job.nodeIds], reason, evidenceSha256: v.evidenceSha256, graphRevision: state.graphRevision } }], jobId);
+  }
+  return go({ kind: 'read-ref', ref: state.build!.integrationRef, jobId, recovering });
+}
+
+/** VerificationFinished for a job, from what the runner reported (R-24: the evidence is the receipt's). */
+function verificationFinished(state: BuildState, jobId: string, out: VerificationOutcome): DomainEvent {
+  const graphRevision = state.graphRevision;
+  if (!out.ok) {
+    return { type: 'VerificationFinished', data: { jobId, resultCommit: null, tree: null, passed: false, reason: out.reason, evidence: [], evidenceSha256: canonicalSha256({ reason: out.reason }), graphRevision } };
+  }
+  const evidence = out.evidence.map((e) => ({ ...e, argv: [...e.argv] }));
+  return {
+    type: 'VerificationFinished',
+    data: {
+      jobId, resultCommit: out.resultCommit, tree: out.tree, passed: out.passed, ...(out.reason !== undefined ? { reason: out.reason } : {}), evidence,
+      evidenceSha256: canonicalSha256(evidence.map((e) => ({ argv: e.argv, exitCode: e.exitCode, stdout: e.stdoutSha256, stderr: e.stderrSha256 }))), graphRevision,
+    },
+  };
+}
+
+/** IntegrationPromoted with its receipt (R-24); `cacheHit` only when every command replayed from the cache. */
+function promoted(state: BuildState, jobId: string, adopted: boolean, recovering: boolean): Decision {
+  const job = jobOf(state, jobId)!;
+  const v = job.verification!;
+  const receipt: Receipt = {
+    jobId, nodeIds: [...job.nodeIds], baseHead: job.baseHead,
+    candidates: job.candidates.map((c) => ({ nodeId: c.nodeId, commit: c.commit })),
+    resultCommit: v.resultCommit!, tree: v.tree!, evidenceSha256s: v.evidence.flatMap((e) => [e.stdoutSha256, e.stderrSha256]),
+    cacheHit: v.evidence.length > 0 && v.evidence.every((e) => e.cacheHit),
+  };
+  return go({ kind: 'after-promotion', jobId, adopted, recovering }, [{ type: 'IntegrationPromoted', data: { jobId, receipt, adopted, graphRevision: state.graphRevision } }], jobId);
+}
+
+/** The report of a finished step, from the state its last append left. */
+export function describe(state: BuildState, outcome: Outcome): StepResult {
+  const at = { position: state.position, graphRevision: state.graphRevision };
+  switch (outcome.kind) {
+    case 'report': {
+      const { kind: _kind, ...rest } = outcome;
+      return { ...at, ...rest };
+    }
+    case 'dispatched': {
+      const node = state.nodes[outcome.nodeId]!;
+      // A failed attempt says why, and where its output is (`run` shows the detail of every step).
+      const why = (node.state === 'revising' || node.state === 'blocked') && node.lastFailure?.attemptId === outcome.attemptId
+        ? ` (${node.lastFailure.reason}; \`longbuild evidence ${outcome.attemptId}\`)` : '';
+      return { ...at, outcome: 'dispatched', detail: `${outcome.nodeId} attempt ${outcome.attempt}: ${node.state}${why}`, nodeId: outcome.nodeId };
+    }
+    case 'rejected': {
+      // A round with asks left returns the proposal to the planner with the reasons (next step).
+      const next = nextAction(state);
+      if (next.kind === 'plan') return { ...at, outcome: 'refused', detail: `${outcome.rule}: ${outcome.reason}; asking the planner again (${next.callId})` };
+      return { ...at, outcome: 'blocked', detail: `${outcome.rule}: ${outcome.reason}`, reason: `proposal refused (${outcome.rule}): ${outcome.reason}${refusedTimes(plannerAsks(state))}` };
+    }
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * Deliberate bugs (issue 15): each is the kind of mistake a property claims to catch, applied to a
+ * copy of the code, never to the repository. `node test/mutants/run.mjs` applies each one and runs
+ * the tests that must catch it; the fuzzer's own test runs the built CLI of a mutated copy.
+ * (Plain JavaScript so that the runner needs no TypeScript loader.)
+ */
+import { cpSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+
+/**
+ * @typedef {{ file: string, find: string, replace: string, js?: { find: string, replace: string } }} Edit
+ *   One textual edit: `find` must occur exactly once in `file` (a src path; `js` for the built file where tsc's output differs).
+ * @typedef {{ name: string, bug: string, edits: Edit[], caughtBy: string[] }} Mutant
+ */
+
+/** @type {readonly Mutant[]} */
+export const MUTANTS = [
+  {
+    name: 'inverted-ranking',
+    bug: 'the ready wave ranks the smallest unlock depth first (R-10 inverted)',
+    edits: [{ file: 'src/projections/graph.ts', find: 'ready.sort((a, b) => (depths.get(b) ?? 0) - (depths.get(a) ?? 0) ||', replace: 'ready.sort((a, b) => (depths.get(a) ?? 0) - (depths.get(b) ?? 0) ||' }],
+    caughtBy: ['test/step-model-double.test.ts'],
+  },
+  {
+    name: 'no-topological-tie-break',
+    bug: 'nodes of equal unlock depth are ranked by id alone, ignoring their plan\'s topological order (R-10)',
+    edits: [{ file: 'src/projections/graph.ts', find: '|| (topo[a] ?? 0) - (topo[b] ?? 0) ||', replace: '||' }],
+    caughtBy: ['test/step-model-double.test.ts'],
+  },
+  {
+    name: 'compaction-drops-boundary-dependency',
+    bug: 'the dependents of a compacted milestone lose their edge to its summary (R-21)',
+    edits: [{ file: 'src/projections/summaries.ts', find: 'n.deps = [...new Set(n.deps.map((dep) => (removed.has(dep) ? d.summaryId : dep)))];', replace: 'n.deps = n.deps.filter((dep) => !removed.has(dep));' }],
+    caughtBy: ['test/step-model-double.test.ts'],
+  },
+  {
+    name: 'skip-adoption',
+    bug: 'a resumed controller never adopts an in-doubt outcome: the commit on an attempt branch, a promotion already made (R-18)',
+    edits: [
+      { file: 'src/commands/step.ts', find: 'if (r.writable && found.found) {', replace: 'if (false && r.writable && found.found) {' },
+      {
+        file: 'src/commands/step.ts', find: "if ((result as EffectResults['read-ref']).commit === v.resultCommit)", replace: "if (false && (result as EffectResults['read-ref']).commit === v.resultCommit)",
+        js: { find: 'if (result.commit === v.resultCommit)', replace: 'if (false && result.commit === v.resultCommit)' },
+      },
+    ],
+    // The real-process counterpart: test/fuzz.test.ts runs `longbuild fuzz` on this mutant's CLI and expects it reported.
+    caughtBy: ['test/step-model-double.test.ts'],
+  },
+];
+
+/** @param {string} name @returns {Mutant} */
+export function mutant(name) {
+  const m = MUTANTS.find((x) => x.name === name);
+  if (!m) throw new Error(`no mutant '${name}' (known: ${MUTANTS.map((x) => x.name).join(', ')})`);
+  return m;
+}
+
+/** @param {string} path @param {string} find @param {string} replace */
+function applyOnce(path, find, replace) {
+  const text = readFileSync(path, 'utf8');
+  const at = text.indexOf(find);
+  if (at < 0 || text.indexOf(find, at + 1) >= 0) throw new Error(`mutant edit does not apply exactly once to ${path}: ${find}`);
+  writeFileSync(path, text.slice(0, at) + replace + text.slice(at + find.length));
+}
+
+/**
+ * A copy of the repository's code (src and test with the mutant applied, the built bin and dist
+ * with it applied too; node_modules linked), where `npx vitest run` runs the mutated product.
+ * @param {Mutant | null} m  null: an unmutated copy (the control)
+ * @returns {string} the copy's root
+ */
+export function mutatedCopy(m) {
+  const dir = mkdtempSync(join(tmpdir(), `longbuild-mutant-${m?.name ?? 'control'}-`));
+  for (const p of ['src', 'test', 'bin', 'dist', 'examples', 'prompts', 'schemas', 'docs', 'package.json', 'tsconfig.json', 'vitest.config.ts']) cpSync(join(ROOT, p), join(dir, p), { recursive: true });
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  for (const e of m?.edits ?? []) {
+    applyOnce(join(dir, e.file), e.find, e.replace);
+    applyOnce(join(dir, e.file.replace(/^src\//, 'dist/').replace(/\.ts$/, '.js')), e.js?.find ?? e.find, e.js?.replace ?? e.replace);
+  }
+  return dir;
+}
+
+/** The mutated copy's CLI (bin/longbuild.js). @param {Mutant} m */
+export function mutatedCli(m) {
+  return join(mutatedCopy(m), 'bin', 'longbuild.js');
+}
