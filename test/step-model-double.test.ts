@@ -77,27 +77,37 @@ interface Build {
   readonly log: SqliteEventLog;
   readonly world: SimWorld;
   readonly planner: Planner;
-  /** Fault points reached per controller run, and where each crash fell. */
+  /** Where each crash fell. */
   readonly crashedAt: string[];
+  /** Calls each crash left in doubt (key#invocation): the only ones a resume may make again. */
+  readonly inDoubt: string[];
 }
 
-function newBuild(c: Case, compaction = c.compaction): Build {
+function newBuild(c: Case, compaction = c.compaction, concurrency = 1): Build {
   const bp = parseBlueprint(blueprintOf(c, compaction));
-  const init = buildInitialized({ detailedWindow: c.detailedWindow, maxBatch: c.maxBatch, compaction, plannerRoute: 'scripted:blueprint' });
+  const init = buildInitialized({ detailedWindow: c.detailedWindow, maxBatch: c.maxBatch, compaction, plannerRoute: 'scripted:blueprint', ...(concurrency > 1 ? { concurrency } : {}) });
   const d = init.data as { integrationRef: string; baseHead: string };
   const world = new SimWorld(c.script, d.integrationRef, d.baseHead);
   const log = new SqliteEventLog({ path: ':memory:' });
   log.appendSync('build-sim', [{ type: init.type, data: init.data as JsonValue, metadata: { recordedAt: logicalClock().now(1), correlationId: 'b-test' } }], 'no-stream');
   const scripted = new ScriptedPlanner(bp);
   const planner: Planner = { route: scripted.route, propose: (input) => (world.plannerCalls.push(input.callId), scripted.propose(input)) };
-  return { log, world, planner, crashedAt: [] };
+  return { log, world, planner, crashedAt: [], inDoubt: [] };
 }
 
-/** Run one controller until the build ends (or it crashes at its `crashAt`-th fault point); the number of points it passed. */
-async function runController(b: Build, crashAt: number): Promise<number> {
+/**
+ * Run one controller until the build ends (or it crashes at its `crashAt`-th fault point); the
+ * number of points it passed. `concurrent`: `runAll` (several workers in flight) instead of one
+ * `advance` at a time.
+ */
+async function runController(b: Build, crashAt: number, concurrent = false): Promise<number> {
   const faults = new CrashAt(crashAt);
   try {
     const c = await Controller.open({ log: b.log, clock: logicalClock(), planner: b.planner, worker: b.world.worker, git: b.world.git, evidence: b.world.evidence, faults, calls: b.world.calls });
+    if (concurrent) {
+      await c.runAll(() => {});
+      return faults.reached;
+    }
     for (let i = 0; i < 5000; i++) {
       const r = await c.advance();
       if (r.outcome === 'horizon_complete' || r.outcome === 'blocked') return faults.reached;
@@ -106,6 +116,7 @@ async function runController(b: Build, crashAt: number): Promise<number> {
   } catch (err) {
     if (!(err instanceof SimCrash)) throw err;
     b.crashedAt.push(faults.lastPoint);
+    b.inDoubt.push(...b.world.inDoubt().filter((m) => !b.inDoubt.includes(m)));
     return faults.reached;
   }
 }
@@ -219,5 +230,68 @@ describe('the pure step over a simulated world (a test double of git and the age
       { numRuns: Math.ceil(RUNS / 2) },
     );
     expect(compactions).toBeGreaterThan(RUNS / 4);
+  }, 300_000);
+});
+
+/** Re-invocations per call key in a log, against the calls the crashes left in doubt (R-18). */
+function expectOnlyInDoubtReinvoked(b: Build, events: readonly StoredEvent[]): void {
+  const reinvoked = new Map<string, number>();
+  for (const e of events) if (e.type === 'EffectReinvoked') reinvoked.set((e.data as { key: string }).key, (reinvoked.get((e.data as { key: string }).key) ?? 0) + 1);
+  for (const [key, n] of reinvoked) {
+    const allowed = b.inDoubt.filter((m) => m.slice(0, m.lastIndexOf('#')) === key).length;
+    expect(n, `${key} re-invoked after crashes at ${b.crashedAt.join(', ')} (in doubt: ${b.inDoubt.join(', ') || 'none'})`).toBeLessThanOrEqual(allowed);
+  }
+  expect(events.filter((e) => e.type === 'RefRepaired'), `crashed at ${b.crashedAt.join(', ')}`).toEqual([]);
+}
+
+const concurrentArb = caseArb.chain((c) => fc.record({
+  c: fc.constant(c),
+  k: fc.integer({ min: 1, max: 6 }),
+  durations: fc.array(fc.integer({ min: 1, max: 5 }), { minLength: c.dag.nodes.length, maxLength: c.dag.nodes.length }),
+})).map(({ c, k, durations }) => ({ c: { ...c, script: { ...c.script, durations: Object.fromEntries(c.dag.nodes.map((n, i) => [n.id, durations[i]!])) } }, k }));
+
+describe('several workers in flight over the simulated world (a test double of git and the agents): issue 16 properties', () => {
+  it(`K = 1 (double): ${Math.ceil(RUNS / 3)} random builds run by runAll record exactly the events of the one-step-at-a-time controller`, async () => {
+    await fc.assert(
+      fc.asyncProperty(caseArb, async (c) => {
+        const one = newBuild(c);
+        await runController(one, 0);
+        const all = newBuild(c);
+        await runController(all, 0, true);
+        expect(eventsOf(all).map((e) => [e.type, e.data, e.metadata.recordedAt])).toEqual(eventsOf(one).map((e) => [e.type, e.data, e.metadata.recordedAt]));
+      }),
+      { numRuns: Math.ceil(RUNS / 3) },
+    );
+  }, 300_000);
+
+  it(`R-11 R-18 R-19 (double): ${RUNS} random builds with K in 1..6 and random worker durations, one or two crashes while calls are in flight, resume to the uninterrupted run's accepted nodes, tree and checkpointed milestones; every ready wave equals the oracle's; at most K calls overlap; only calls left in doubt are made again`, async () => {
+    let overlapped = 0;
+    await fc.assert(
+      fc.asyncProperty(concurrentArb, async ({ c, k }) => {
+        const clean = newBuild(c, c.compaction, k);
+        const points = await runController(clean, 0, true);
+        expect(clean.world.maxOverlap).toBeLessThanOrEqual(k);
+        if (clean.world.maxOverlap > 1) overlapped++;
+        const cleanEvents = eventsOf(clean);
+        expectOracle(cleanEvents, `clean run, K=${k}`);
+        const b = newBuild(c, c.compaction, k);
+        const passed = await runController(b, 1 + Math.floor(c.crashes[0] * points), true);
+        if (b.crashedAt.length === 1) await runController(b, 1 + Math.floor(c.crashes[1] * Math.max(1, points - passed)), true);
+        await runController(b, 0, true);
+        const events = eventsOf(b);
+        expectOracle(events, `K=${k}, resumed after crashes at ${b.crashedAt.join(', ')}`);
+        const end = (x: readonly StoredEvent[], w: SimWorld) => {
+          const s = x.reduce(evolveBuild, initialBuildState);
+          // Summaries are content-addressed (commits, dates: another interleaving, another id): compare what they hold.
+          const compacted = Object.values(s.summaries).flatMap((r) => r.summary.compactedNodeIds);
+          const accepted = [...Object.keys(s.nodes).filter((id) => s.nodes[id]!.state === 'accepted' && s.nodes[id]!.summary !== true), ...compacted].sort();
+          return { completed: s.completed, accepted, tree: w.contentOf(s.integrationHead!), checkpointed: Object.keys(s.checkpoints).sort() };
+        };
+        expect(end(events, b.world), `K=${k}, crashed at ${b.crashedAt.join(', ')}`).toEqual(end(cleanEvents, clean.world));
+        expectOnlyInDoubtReinvoked(b, events);
+      }),
+      { numRuns: RUNS },
+    );
+    expect(overlapped).toBeGreaterThan(RUNS / 5);
   }, 300_000);
 });

@@ -86,6 +86,11 @@ export interface BuildSession {
    * milestone checkpoint and end of the build (R-35).
    */
   advance(): Promise<StepResult>;
+  /**
+   * Run to the end (or until `stop`), with up to `concurrency` worker calls in flight (issue 16),
+   * reporting each step as it ends; under the same log checks, and signed at the end.
+   */
+  runAll(onStep: (r: StepResult) => void, stop?: () => boolean): Promise<StepResult | null>;
   /** Record an operator's decision (`retry`), under the same log checks as a step. */
   operate(decide: (state: BuildState) => OperatorVerdict, causationId: string): Promise<StepResult>;
   /**
@@ -114,6 +119,7 @@ function blueprintSettings(bp: Blueprint): BuildSettings {
     maxAttempts: bp.maxAttempts ?? 3,
     compaction: bp.compaction ?? true,
     plannerRoute: 'scripted:blueprint',
+    ...(bp.concurrency !== undefined && bp.concurrency > 1 ? { concurrency: bp.concurrency } : {}),
   };
 }
 
@@ -127,6 +133,7 @@ function configSettings(c: LongbuildConfig): BuildSettings {
     plannerRoute: c.planner.route ?? defaultRoute(c.planner),
     plannerAsks: c.planner.asks,
     ignoredFiles: c.ignoredFiles,
+    ...(c.concurrency > 1 ? { concurrency: c.concurrency } : {}),
   };
 }
 
@@ -250,6 +257,11 @@ export function trustedVerifyEnv(env: NodeJS.ProcessEnv, allow: readonly string[
   return commandEnv(env, allow, { NODE_ENV: 'test' });
 }
 
+/** The report of a run that made no step (stopped before the first). */
+function describeNothing(state: BuildState): StepResult {
+  return { outcome: 'recovered', position: state.position, graphRevision: state.graphRevision, detail: 'no step' };
+}
+
 /** Open an initialised build for reading or stepping. */
 export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
   const paths = buildPaths(opts);
@@ -336,6 +348,11 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       paths, log, projections: store, controller,
       async advance() {
         return checked(() => controller.advance());
+      },
+      async runAll(onStep, stop) {
+        let last: StepResult | null = null;
+        await checked(async () => (last = await controller.runAll(onStep, stop)) ?? describeNothing(controller.current));
+        return last;
       },
       async operate(decide, causationId) {
         return checked(() => controller.operate(decide, causationId));

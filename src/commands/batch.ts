@@ -28,6 +28,13 @@ export function hasDispatchable(state: BuildState): boolean {
   return rankReadyWave(state).length > 0;
 }
 
+/** True when a node of the active milestone has a worker running (several workers in flight). */
+function hasRunning(state: BuildState): boolean {
+  const active = activeMilestone(state);
+  for (const id in state.nodes) if (state.nodes[id]!.milestone === active && state.nodes[id]!.state === 'running') return true;
+  return false;
+}
+
 /**
  * The node ids to integrate as one job now, or null (dispatch first, or not in batch mode).
  * Order: the next half a split left behind; else the validating candidates (by id, at most
@@ -40,7 +47,8 @@ export function batchGroup(state: BuildState): string[] | null {
   const validating = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'validating').sort(compareCodePoints);
   if (validating.length === 0) return null;
   const max = state.build!.settings.maxBatch;
-  if (validating.length < max && hasDispatchable(state)) return null;
+  // A wave still building up (a node to dispatch, or one whose worker is still running) waits.
+  if (validating.length < max && (hasDispatchable(state) || hasRunning(state))) return null;
   return validating.slice(0, max);
 }
 

@@ -18,14 +18,26 @@ export type NextAction =
   | { kind: 'settle-job'; jobId: string }
   | { kind: 'complete' }
   | { kind: 'dispatch'; nodeId: string; attempt: number; attemptId: string }
-  | { kind: 'stuck'; reason: string; nodeIds: string[] };
+  | { kind: 'stuck'; reason: string; nodeIds: string[] }
+  /** Nothing to decide until a call in flight returns (several workers, issue 16). */
+  | { kind: 'wait' };
+
+/** No calls in flight: the one-at-a-time controller. */
+const NONE: ReadonlySet<string> = new Set();
+
+/** Worker calls a build keeps in flight at once (settings.concurrency; absent: 1). */
+export function concurrencyOf(state: Pick<BuildState, 'build'>): number {
+  return state.build?.settings.concurrency ?? 1;
+}
 
 /**
  * The controller's decision order (R-17): seal a horizon if none; write a missing checkpoint;
  * recover in-flight work (R-11); renew when the window is exhausted; complete; else dispatch
- * the top of the ranked ready wave (R-12).
+ * the top of the ranked ready wave (R-12). `running`: the attempts whose worker calls are in flight
+ * in this controller (several workers, issue 16): they are not in doubt, and while any runs, a
+ * free slot takes the next ready node and nothing waits for the whole milestone.
  */
-export function nextAction(state: BuildState): NextAction {
+export function nextAction(state: BuildState, running: ReadonlySet<string> = NONE): NextAction {
   if (!state.build) return { kind: 'uninitialized' };
   if (state.completed) return { kind: 'completed' };
   if (state.blocked) return { kind: 'blocked', reason: state.blocked.reason };
@@ -56,12 +68,15 @@ export function nextAction(state: BuildState): NextAction {
 
   // In-flight recovery first (R-11): unfinished jobs, then unfinished attempts, then committed candidates.
   // The fold keeps the open ones, oldest first, so recovery never scans the build's history.
-  const openJob = [...state.openJobs].sort(compareJobIds)[0];
+  const openJob = state.openJobs.filter((id) => !running.has(id)).sort(compareJobIds)[0];
   if (openJob !== undefined) return { kind: 'settle-job', jobId: openJob };
-  const openAttempt = [...state.openAttempts].sort(compareCodePoints)[0];
+  // One integration at a time: the next one applies onto the head this one promotes.
+  const integrating = state.openJobs.length > 0;
+  const workers = running.size - state.openJobs.filter((id) => running.has(id)).length;
+  const openAttempt = state.openAttempts.filter((id) => !running.has(id)).sort(compareCodePoints)[0];
   if (openAttempt !== undefined) return { kind: 'settle-attempt', attemptId: openAttempt };
   // Batch integration (R-25): a split's next half, or a full (or final) wave, as one job.
-  const group = batchGroup(state);
+  const group = integrating ? null : batchGroup(state);
   if (group !== null) {
     const candidates = group.map((nodeId) => {
       const attemptId = attemptIdOf(nodeId, state.nodes[nodeId]!.attempts);
@@ -70,7 +85,7 @@ export function nextAction(state: BuildState): NextAction {
     return { kind: 'integrate', candidates, jobId: jobIdOf(state) };
   }
   const validating = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'validating').sort(compareCodePoints);
-  if (validating.length > 0 && !isBatchMode(state)) {
+  if (validating.length > 0 && !isBatchMode(state) && !integrating) {
     const nodeId = validating[0]!;
     const attemptId = attemptIdOf(nodeId, state.nodes[nodeId]!.attempts);
     const attempt = attemptOf(state, attemptId)!;
@@ -93,7 +108,9 @@ export function nextAction(state: BuildState): NextAction {
   const revising = Object.keys(state.nodes)
     .filter((id) => state.nodes[id]!.milestone === active && state.nodes[id]!.state === 'revising')
     .sort(compareCodePoints);
+  if (workers >= concurrencyOf(state)) return { kind: 'wait' };
   const next = revising[0] ?? rankReadyWave(state)[0];
+  if (next === undefined && running.size > 0) return { kind: 'wait' };
   if (next !== undefined) {
     const attempt = state.nodes[next]!.attempts + 1;
     return { kind: 'dispatch', nodeId: next, attempt, attemptId: attemptIdOf(next, attempt) };

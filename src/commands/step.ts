@@ -19,7 +19,7 @@ import { compactMilestone } from './compaction.js';
 import { plannerInputOf, reworkOf, workPacketOf } from './effect-inputs.js';
 import { decideRenewal, validateProposal } from './horizon.js';
 import { horizonIdOf, workerCallKey } from './ids.js';
-import { nextAction, plannerAsks, refusedTimes, type NextAction } from './next-action.js';
+import { concurrencyOf, nextAction, plannerAsks, refusedTimes, type NextAction } from './next-action.js';
 import type { PlannerInput, WorkPacket } from './ports.js';
 import { ATTEMPT_REF_PREFIX, attemptIdsOfNode, decideRefRepairs, finishedAttemptBranches, withoutAttempts, type ObservedRefs, type RefRepair } from './refs.js';
 import { refuse, type Refusal } from './refusal.js';
@@ -49,6 +49,8 @@ export interface StepContext {
   readonly plannerRoute: string;
   /** True when the worker reworks a failed candidate in a clone that starts from its changes. */
   readonly workerReworks: boolean;
+  /** Attempts whose worker calls are in flight in this controller (several workers, issue 16); empty when one runs at a time. */
+  readonly running?: ReadonlySet<string>;
 }
 
 /** What a worker call returned, kept durably until its AttemptFinished is recorded (call marks). */
@@ -133,6 +135,8 @@ export type Focus =
   | { readonly kind: 'continue-job'; readonly jobId: string; readonly recovering: boolean }
   | { readonly kind: 'after-promotion'; readonly jobId: string; readonly adopted: boolean; readonly recovering: boolean }
   | { readonly kind: 'done'; readonly outcome: Outcome }
+  /** Nothing to do until a call in flight returns. */
+  | { readonly kind: 'wait' }
   /** The step cannot go on: the log is not a build (`corrupt`), or an effect keeps failing (`effect`). */
   | { readonly kind: 'fail'; readonly error: 'corrupt' | 'effect'; readonly message: string };
 
@@ -141,6 +145,11 @@ export interface Decision {
   readonly events: readonly DomainEvent[];
   readonly causationId: string;
   readonly next: EffectRequest | Focus;
+  /**
+   * Set on a dispatch (the attempt) and an integration (the job): a chain that may run alongside
+   * others once these events are appended — a host with free worker slots goes on deciding.
+   */
+  readonly fiber?: string;
 }
 
 const EFFECT_KINDS: ReadonlySet<string> = new Set<keyof EffectResults>([
@@ -163,7 +172,7 @@ export function decideStep(state: BuildState, ctx: StepContext, focus: Focus = {
       if (!state.build || state.integrationHead === null) return decideStep(state, ctx, { kind: 'choose' });
       return go({ kind: 'observe-refs', ref: state.build.integrationRef, withAttempts: !ctx.attemptRefsChecked });
     case 'choose':
-      return choose(state, ctx, nextAction(state));
+      return choose(state, ctx, nextAction(state, ctx.running));
     case 'repair-refs':
       if (focus.repairs.length === 0) return decideStep(state, ctx, { kind: 'choose' });
       return go({ kind: 'repair-refs', repairs: focus.repairs, causationId: 'refs', then: done('recovered', `refs disagreed with the log and were repaired (R-33): ${focus.repairs.map((r) => `${r.where} ${r.ref}: ${r.found ?? '(missing)'} -> ${r.expected ?? '(deleted)'}`).join('; ')}`) });
@@ -184,6 +193,7 @@ export function decideStep(state: BuildState, ctx: StepContext, focus: Focus = {
     }
     case 'done':
     case 'fail':
+    case 'wait':
       return go(focus);
   }
 }
@@ -231,7 +241,7 @@ function choose(state: BuildState, ctx: StepContext, action: NextAction): Decisi
         type: 'IntegrationStarted',
         data: { jobId: action.jobId, nodeIds: action.candidates.map((c) => c.nodeId), candidates: action.candidates, baseHead: state.integrationHead!, graphRevision: state.graphRevision },
       };
-      return go({ kind: 'continue-job', jobId: action.jobId, recovering: false }, [started], action.jobId);
+      return alongside(state, go({ kind: 'continue-job', jobId: action.jobId, recovering: false }, [started], action.jobId), action.jobId);
     }
     case 'complete':
       return go(done('horizon_complete', 'every milestone is checkpointed and no coarse milestone remains'),
@@ -242,13 +252,18 @@ function choose(state: BuildState, ctx: StepContext, action: NextAction): Decisi
         type: 'AttemptStarted',
         data: { attemptId, nodeId, attempt, baseHead: state.integrationHead!, branch: ATTEMPT_REF_PREFIX + attemptId, graphRevision: state.graphRevision },
       };
-      return go({ kind: 'run-worker', attemptId, report: { kind: 'dispatched', nodeId, attempt, attemptId } }, [started], attemptId);
+      return alongside(state, go({ kind: 'run-worker', attemptId, report: { kind: 'dispatched', nodeId, attempt, attemptId } }, [started], attemptId), attemptId);
     }
     case 'stuck':
       return go(done('blocked', action.reason, { reason: action.reason }),
         [{ type: 'BuildBlocked', data: { reason: action.reason, nodeIds: action.nodeIds, graphRevision: state.graphRevision } }], 'stuck');
+    case 'wait':
+      return go({ kind: 'wait' });
   }
 }
+
+/** A decision whose chain may run alongside others: only when the build keeps several calls in flight (K = 1 keeps one step at a time). */
+const alongside = (state: BuildState, d: Decision, key: string): Decision => (concurrencyOf(state) > 1 ? { ...d, fiber: key } : d);
 
 /** The worker call of an open attempt (its intent already recorded). */
 function runWorker(state: BuildState, ctx: StepContext, a: AttemptRecord, report: Outcome): Decision {

@@ -102,6 +102,8 @@ const BuildSettingsSchema = z.strictObject({
   plannerAsks: z.number().int().min(1).max(10).optional(),
   /** Git-ignored files verification leaves: allowed, or dirty (absent: dirty, as before they were configurable). */
   ignoredFiles: z.enum(['allowed', 'dirty']).optional(),
+  /** Worker calls kept in flight at once (issue 16); absent: 1, one at a time as before. */
+  concurrency: z.number().int().min(1).max(64).optional(),
 });
 export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
 

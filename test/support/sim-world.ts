@@ -23,6 +23,8 @@ export interface SimScript {
   readonly workerFails: Readonly<Record<string, number>>;
   /** Node id -> the number of first attempts whose candidate fails verification. */
   readonly verifyFails: Readonly<Record<string, number>>;
+  /** Node id -> how long its worker call takes, in the world's own time units (default 1). */
+  readonly durations?: Readonly<Record<string, number>>;
 }
 
 export class SimWorld {
@@ -30,6 +32,8 @@ export class SimWorld {
   readonly published = new Map<string, string>();
   /** commit -> its parent, its tree, and the node attempt it came from (null: an integration result). */
   readonly commits = new Map<string, { parent: string; tree: string; attemptId: string | null }>();
+  /** tree -> the nodes whose work it holds (a tree is its content: the same set, the same tree, in any order). */
+  private readonly trees = new Map<string, readonly string[]>();
   readonly clones = new Set<string>();
   readonly marks = new Set<string>();
   readonly kept = new Map<string, JsonValue>();
@@ -38,15 +42,50 @@ export class SimWorld {
   readonly workerCalls: string[] = [];
   /** Every planner call made, by call id. */
   readonly plannerCalls: string[] = [];
+  /**
+   * Worker calls in progress. They return in the order of the world's clock (the time a call
+   * started plus its duration), one per turn of the event loop, so which calls overlap — and the
+   * order their results arrive in — depends on the controller and the script alone, not on timing.
+   */
+  private readonly pending: { finishAt: number; key: string; resolve: () => void }[] = [];
+  private clock = 0;
+  /** The most worker calls that were in progress at once. */
+  maxOverlap = 0;
+
+  /** Call marks without a kept outcome: calls a crash left in doubt (key#invocation). */
+  inDoubt(): string[] {
+    return [...this.marks].filter((m) => !this.kept.has(m));
+  }
 
   constructor(readonly script: SimScript, integrationRef: string, baseHead: string) {
     this.refs.set(integrationRef, baseHead);
     this.published.set(integrationRef, baseHead);
-    this.commits.set(baseHead, { parent: '', tree: sha('tree', 'base'), attemptId: null });
+    this.commits.set(baseHead, { parent: '', tree: this.tree([]), attemptId: null });
+  }
+
+  /** The call in progress that ends first returns (ties: by key). */
+  private returnNext(): void {
+    this.pending.sort((a, b) => a.finishAt - b.finishAt || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const next = this.pending.shift();
+    if (next === undefined) return;
+    this.clock = next.finishAt;
+    next.resolve();
   }
 
   treeOf(commit: string): string {
     return this.commits.get(commit)?.tree ?? sha('tree', 'unknown', commit);
+  }
+
+  /** The nodes whose work a commit's tree holds. */
+  contentOf(commit: string): readonly string[] {
+    return this.trees.get(this.treeOf(commit)) ?? [];
+  }
+
+  private tree(nodes: readonly string[]): string {
+    const set = [...new Set(nodes)].sort();
+    const t = sha('tree', ...set);
+    this.trees.set(t, set);
+    return t;
   }
 
   readonly evidence: EvidenceStore = {
@@ -68,6 +107,11 @@ export class SimWorld {
   readonly worker: Worker = {
     implement: async (packet: WorkPacket, worktree: string) => {
       this.workerCalls.push(packet.idempotencyKey);
+      await new Promise<void>((resolve) => {
+        this.pending.push({ finishAt: this.clock + (this.script.durations?.[packet.nodeId] ?? 1), key: packet.idempotencyKey, resolve });
+        this.maxOverlap = Math.max(this.maxOverlap, this.pending.length);
+        setImmediate(() => this.returnNext());
+      });
       if (packet.kind === 'writable' && !this.clones.has(packet.attemptId)) throw new Error(`sim: no clone ${worktree} for ${packet.attemptId}`);
       const fails = packet.attempt <= (this.script.workerFails[packet.nodeId] ?? 0);
       const stdout = `${packet.nodeId} attempt ${packet.attempt}\n`;
@@ -94,7 +138,7 @@ export class SimWorld {
     commitAttempt: async (branch, baseHead, _worktree, message, date) => {
       const attemptId = branch.slice(ATTEMPTS.length);
       const commit = sha('commit', branch, baseHead, message, date);
-      this.commits.set(commit, { parent: baseHead, tree: sha('tree', this.treeOf(baseHead), attemptId.replace(/\.\d+$/, '')), attemptId });
+      this.commits.set(commit, { parent: baseHead, tree: this.tree([...this.contentOf(baseHead), attemptId.replace(/\.\d+$/, '')]), attemptId });
       this.refs.set(branch, commit);
       return { kind: 'committed', commit, tree: this.treeOf(commit) };
     },
@@ -103,7 +147,7 @@ export class SimWorld {
     candidateProblem: async () => null,
     integrateAndVerify: async (jobId, head, candidates, date, _commands, opts = {}) => {
       const nodes = candidates.map((c) => this.commits.get(c)?.attemptId ?? '?');
-      const tree = sha('tree', this.treeOf(head), ...candidates.map((c) => this.treeOf(c)).sort());
+      const tree = this.tree([...this.contentOf(head), ...candidates.flatMap((c) => this.contentOf(c))]);
       const resultCommit = sha('merge', jobId, head, date, ...candidates);
       this.commits.set(resultCommit, { parent: head, tree, attemptId: null });
       const passes = nodes.every((a) => Number(a.slice(a.lastIndexOf('.') + 1)) > (this.script.verifyFails[a.slice(0, a.lastIndexOf('.'))] ?? 0));
@@ -141,14 +185,23 @@ export class SimWorld {
 /** Thrown at the chosen fault point: the controller dies there, the world stays. */
 export class SimCrash extends Error {}
 
-/** A fault injector that crashes at the k-th point reached (counting from 1; 0: never), and counts them. */
+/**
+ * A fault injector that crashes at the k-th point reached (counting from 1; 0: never), and counts
+ * them. After the crash every point throws: a dead controller does nothing more, in any of its
+ * chains (as SIGKILL would have it), while calls already made by the world may still return.
+ */
 export class CrashAt implements FaultInjector {
   reached = 0;
   lastPoint = '';
+  crashed = false;
   constructor(private readonly at: number) {}
   reach(point: string): void {
+    if (this.crashed) throw new SimCrash('the controller is dead');
     this.reached += 1;
     this.lastPoint = point;
-    if (this.reached === this.at) throw new SimCrash(`crashed at ${point} (#${this.at})`);
+    if (this.reached === this.at) {
+      this.crashed = true;
+      throw new SimCrash(`crashed at ${point} (#${this.at})`);
+    }
   }
 }

@@ -68,6 +68,7 @@ export const BlueprintSchema = z.strictObject({
   coarseWindow: z.number().int().min(0).max(64).default(12),
   // Optional build settings (extensions of the docs/cli.md format); the controller applies defaults.
   maxBatch: z.number().int().min(1).max(64).optional(),
+  concurrency: z.number().int().min(1).max(64).optional(),
   maxAttempts: z.number().int().min(1).max(100).optional(),
   compaction: z.boolean().optional(),
   protectedPaths: z.array(RelativePathSchema).optional(),

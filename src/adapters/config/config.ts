@@ -53,6 +53,7 @@ export const ConfigSchema = z.strictObject({
   detailedWindow: z.union([z.literal(1), z.literal(2)]).default(2),
   coarseWindow: z.number().int().min(0).max(12).default(12),
   maxBatch: z.number().int().min(1).max(64).default(1),
+  concurrency: z.number().int().min(1).max(64).default(1).describe('worker calls kept in flight at once (1: one at a time)'),
   maxAttempts: z.number().int().min(1).max(100).default(3),
   compaction: z.boolean().default(true),
   cache: z.strictObject({ enabled: z.boolean().default(true), policyVersion: z.string().default('1') }).default({ enabled: true, policyVersion: '1' }),

@@ -5,6 +5,7 @@ import { withBuild } from '../with-build.js';
 import { withControl } from '../with-control.js';
 import { UsageError } from '../../../events/errors.js';
 import { throwIfInterrupted } from '../../interrupt.js';
+import { concurrencyOf } from '../../../commands/next-action.js';
 
 export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' }, 'signing-key': { type: 'string' }, progress: { type: 'string' } };
 
@@ -32,7 +33,22 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
     const outcomes: Partial<Record<StepOutcome, number>> = {};
     let steps = 0;
     let last: StepResult | null = null;
-    while (steps < limit) {
+    if (concurrencyOf(s.controller.current) > 1) {
+      // Several workers in flight (issue 16): steps are reported as they end, in log order.
+      progress.begin(s.controller.current);
+      try {
+        await s.runAll((r) => {
+          steps += 1;
+          last = r;
+          outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+          progress.step(r, s.controller.current);
+          progress.begin(s.controller.current);
+        }, () => steps >= limit);
+      } finally {
+        progress.finish();
+      }
+    }
+    while (concurrencyOf(s.controller.current) === 1 && steps < limit) {
       throwIfInterrupted();
       progress.begin(s.controller.current);
       try {

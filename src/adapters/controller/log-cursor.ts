@@ -1,0 +1,118 @@
+/**
+ * The controller's view of the log (R-4, R-17): the folded state and the chain position it
+ * extends. Every event it takes is linked and re-hashed (an edited event is never silently acted
+ * on); appends go through the fault points, the lease check and the interrupt check, with the
+ * graph records R-37 asks for.
+ */
+import type { JsonValue } from '../../events/canonical.js';
+import { CorruptLogError } from '../../events/errors.js';
+import { computeEventHash, type StoredEvent } from '../../events/envelope.js';
+import type { EventLog } from '../../events/log.js';
+import type { DomainEvent } from '../../events/catalogue.js';
+import { evolveBuild, initialBuildState, type BuildState } from '../../projections/build-state.js';
+import { graphRecords } from '../../projections/graph-record.js';
+import type { Clock } from '../clock.js';
+import type { FaultInjector } from '../faults.js';
+import { throwIfInterrupted } from '../interrupt.js';
+
+export interface LogCursorDeps {
+  readonly log: EventLog;
+  readonly clock: Clock;
+  readonly faults: FaultInjector;
+  /** Checked before every append: the controller still holds its lease (throws ConcurrencyError). */
+  readonly beforeAppend?: () => void;
+  /** Called after every append with the new events (projections catch up here). */
+  readonly onAppended?: (events: readonly StoredEvent[], state: BuildState) => void;
+}
+
+export class LogCursor {
+  state: BuildState = initialBuildState;
+  private streamId = '';
+  private streamRevision = -1;
+  private prevHash: string | null = null;
+
+  constructor(private readonly deps: LogCursorDeps) {}
+
+  /**
+   * Start from a state the projection store already folded (restored from a snapshot and caught
+   * up): the events up to its position are re-hashed and linked, not folded again. When it does
+   * not fit the log, the cursor stays at the start (and `catchUp` folds everything).
+   */
+  async startFrom(from: BuildState): Promise<void> {
+    if (from.position <= 0) return;
+    let last: StoredEvent | undefined;
+    for (let next = 1; next <= from.position;) {
+      const batch = await this.deps.log.readAll({ from: next, limit: Math.min(5000, from.position - next + 1) });
+      if (batch.length === 0) break;
+      for (const e of batch) this.check(e);
+      last = batch[batch.length - 1]!;
+      next = last.position + 1;
+    }
+    if (last?.position === from.position) {
+      this.state = from;
+    } else {
+      // The log ends before it (the store will say why): fold from the start instead.
+      this.streamId = '';
+      this.streamRevision = -1;
+      this.prevHash = null;
+    }
+  }
+
+  /** Fold events appended since we last looked (another controller, or a crashed run). */
+  async catchUp(): Promise<void> {
+    for (;;) {
+      const batch = await this.deps.log.readAll({ from: this.state.position + 1, limit: 5000 });
+      if (batch.length === 0) return;
+      for (const e of batch) this.fold(e);
+    }
+  }
+
+  private fold(e: StoredEvent, folded?: BuildState): void {
+    this.check(e);
+    this.state = folded ?? evolveBuild(this.state, e);
+  }
+
+  /** Link and re-hash one event of the log, in order, and take its stream position. */
+  private check(e: StoredEvent): void {
+    if (this.prevHash !== null && e.prevHash !== this.prevHash) {
+      throw new CorruptLogError(e.position, 'previous-hash link broken while reading the log (run `longbuild verify`)');
+    }
+    // Every event the controller folds is re-hashed: an edited event is never silently acted on (R-4).
+    if (computeEventHash(e) !== e.hash) throw new CorruptLogError(e.position, 'hash mismatch (event edited); run `longbuild verify`');
+    if (this.streamId === '') this.streamId = e.streamId;
+    if (e.streamId === this.streamId) this.streamRevision = e.revision;
+    this.prevHash = e.hash;
+  }
+
+  async append(events: readonly DomainEvent[], causationId: string): Promise<void> {
+    for (const e of events) this.deps.faults.reach(`before-append:${e.type}`);
+    this.deps.beforeAppend?.();
+    throwIfInterrupted(); // an interrupted controller records nothing more (interrupt.ts)
+    const position = this.state.position + 1;
+    const recordedAt = this.now(position);
+    // R-37: an event that changes the graph records the revision it makes and that graph's SHA-256.
+    const { records: graphs, states } = graphRecords(this.state, events, recordedAt);
+    const result = await this.deps.log.append(
+      this.streamId,
+      events.map((e, i) => ({
+        type: e.type, data: e.data as JsonValue,
+        metadata: { recordedAt, causationId, correlationId: this.state.build!.buildId, ...(graphs[i] ? { graph: { ...graphs[i] } } : {}) },
+      })),
+      this.streamRevision,
+    );
+    // The states folded for the graph records are the fold of these events: adopt them (each
+    // event still re-hashed and linked) instead of folding again.
+    result.events.forEach((e, i) => this.fold(e, e.position === position + i ? states[i] : undefined));
+    this.deps.onAppended?.(result.events, this.state);
+    for (const e of events) this.deps.faults.reach(`after-append:${e.type}`);
+  }
+
+  /**
+   * The clock's time for the event at `position`, on a tick that skips recovery-only events: with
+   * the logical clock a resumed build then records the same times, commit dates and so commit SHAs
+   * and checkpoint bytes as an uninterrupted one (R-19), even after an in-doubt re-invocation.
+   */
+  now(position: number): string {
+    return this.deps.clock.now(position - this.state.recoveries);
+  }
+}
