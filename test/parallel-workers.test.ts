@@ -45,6 +45,10 @@ describe('several workers in flight through the CLI (issue 16)', () => {
     expect(maxOpen(log)).toBe(3);
     expect(git(repo, 'ls-tree', '-r', '--name-only', 'refs/heads/longbuild/integration').split('\n').filter((p) => p.startsWith('src/'))).toHaveLength(N);
     expect(cliJson(['verify'], { cwd: repo }).ok).toBe(true);
+    // status counts the planned work, compacted nodes included (issue 18: not "accepted 1").
+    const status = cliJson(['status'], { cwd: repo });
+    expect(status.work).toEqual({ planned: N, accepted: N, compacted: N });
+    expect(runCli(['status'], { cwd: repo }).stdout).toContain(`work: ${N} of ${N} planned nodes accepted (${N} of them compacted into summaries)`);
   });
 
   it('concurrency 1 records exactly what a build without the setting records (the same log but for the setting itself)', () => {

@@ -25,7 +25,7 @@ import { buildInitialized } from './support/given.js';
 import { readLog } from './support/log-oracle.js';
 import { CrashAt, SimCrash, SimWorld, type SimScript } from './support/sim-world.js';
 
-const RUNS = Number(process.env.LONGBUILD_MODEL_RUNS ?? 150);
+const RUNS = Number(process.env.LONGBUILD_MODEL_RUNS ?? 120);
 const RECOVERY = new Set(['EffectReinvoked', 'RefRepaired']);
 
 interface Case {

@@ -7,6 +7,8 @@ import { pause } from '../../interrupt.js';
 import { withBuild } from '../with-build.js';
 
 export interface StatusOutput {
+  /** Planned nodes accepted so far, compacted ones included (`nodes` counts the live graph, where a summary stands for them). */
+  readonly work: { readonly planned: number; readonly accepted: number; readonly compacted: number };
   readonly graphRevision: number;
   readonly graphSha256: string;
   readonly integrationHead: string | null;
@@ -37,6 +39,10 @@ function blockedReason(st: BuildState): string | null {
 export function statusOf(st: BuildState): StatusOutput {
   const counts: Record<string, number> = {};
   for (const n of Object.values(st.nodes)) counts[n.state] = (counts[n.state] ?? 0) + 1;
+  // The planned work, compacted nodes included (the live graph holds their summaries instead).
+  const live = Object.values(st.nodes).filter((n) => n.summary !== true);
+  const compacted = Object.values(st.summaries).filter((r) => r.absorbedBy === null).reduce((k, r) => k + countCompacted(st, r.summaryId), 0);
+  const work = { planned: live.length + compacted, accepted: live.filter((n) => n.state === 'accepted').length + compacted, compacted };
   return {
     graphRevision: st.graphRevision,
     graphSha256: graphSha256(st.nodes),
@@ -54,8 +60,16 @@ export function statusOf(st: BuildState): StatusOutput {
     // A refused proposal blocks the build without a BuildBlocked event: ask the decider.
     blocked: st.blocked?.reason ?? blockedReason(st),
     nodes: counts,
+    work,
     sandbox: sandboxLine(st),
   };
+}
+
+/** How many planned nodes a live summary stands for, through the summaries it absorbed. */
+function countCompacted(st: BuildState, summaryId: string): number {
+  const s = st.summaries[summaryId]?.summary;
+  if (!s) return 0;
+  return s.compactedNodeIds.filter((id) => st.summaries[id] === undefined).length + s.absorbedSummaryIds.reduce((k, id) => k + countCompacted(st, id), 0);
 }
 
 function sandboxLine(st: BuildState): string {
@@ -100,6 +114,7 @@ export function render(d: StatusOutput, ctx?: CommandContext): string {
     `build: ${d.completed ? 'complete' : d.blocked ? `blocked — ${d.blocked}` : 'in progress'} at position ${d.position}`,
     `sandbox: ${d.sandbox}`,
     `graph: revision ${d.graphRevision}, sha256 ${d.graphSha256.slice(0, 16)}…, nodes ${Object.entries(d.nodes).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+    `work: ${d.work.accepted} of ${d.work.planned} planned nodes accepted${d.work.compacted > 0 ? ` (${d.work.compacted} of them compacted into summaries)` : ''}`,
     `integration head: ${d.integrationHead ?? '-'}${d.integrationHead && d.integrationRef ? ` (${d.integrationRef}; \`longbuild land\` brings it into your branch)` : ''}`,
     d.horizon ? `horizon: ${d.horizon.id} r${d.horizon.revision}; detailed ${d.horizon.detailed.join(', ')}; coarse ${d.horizon.coarse.join(', ') || '(none)'}` : 'horizon: not sealed yet',
     `active milestone: ${d.activeMilestone ?? '-'}`,
