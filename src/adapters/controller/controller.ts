@@ -19,7 +19,7 @@ export class Controller {
   /** Attempt branches are compared with the log once per open; the integration ref every step. */
   private attemptRefsChecked = false;
   private readonly runEffect: RunEffect;
-  /** The attempts whose chains are in flight (runAll); empty when one runs at a time. */
+  /** The attempts and integration jobs whose chains are in flight (runAll); empty when one runs at a time. */
   private readonly inFlight = new Set<string>();
   private writer: Promise<unknown> = Promise.resolve();
 
@@ -149,7 +149,10 @@ export class Controller {
         continue;
       }
       onStep((last = r));
-      if ((r.outcome === 'horizon_complete' || r.outcome === 'blocked') && fibers.size === 0) break;
+      if (r.outcome === 'horizon_complete' || r.outcome === 'blocked') {
+        if (fibers.size === 0) break;
+        await Promise.race(fibers.values()); // not while calls are in flight: their results come first
+      }
     }
     await Promise.allSettled([...fibers.values()]);
     if (failure !== null) throw (failure as { err: unknown }).err;
