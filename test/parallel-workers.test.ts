@@ -4,7 +4,7 @@
  * The properties over random DAGs, K and durations are in test/step-model-double.test.ts; the
  * speed-up is measured by bench/parallel.mjs (README).
  */
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliJson, runCli, tempDir } from './support/cli.js';
@@ -22,7 +22,7 @@ function blueprint(dir: string, concurrency: number | undefined, maxBatch = 1): 
   return path;
 }
 
-const types = (repo: string): { type: string; data: any }[] => runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l));
+const types = (repo: string): { type: string; data: any; metadata: any }[] => runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l));
 /** The most attempts open at once in a log (started, not yet finished). */
 function maxOpen(log: { type: string }[]): number {
   let open = 0;
@@ -45,6 +45,14 @@ describe('several workers in flight through the CLI (issue 16)', () => {
     expect(maxOpen(log)).toBe(3);
     expect(git(repo, 'ls-tree', '-r', '--name-only', 'refs/heads/longbuild/integration').split('\n').filter((p) => p.startsWith('src/'))).toHaveLength(N);
     expect(cliJson(['verify'], { cwd: repo }).ok).toBe(true);
+    // R-35 with several calls in flight: a checkpoint was signed as every promotion, milestone
+    // checkpoint and the end were appended, not only at the end of the run.
+    const signed = new Set(readdirSync(join(repo, '.longbuild', 'checkpoints')).map((f) => Number(f.replace('.checkpoint', ''))));
+    const due = log.map((e, i) => ({ e, position: i + 1, next: log[i + 1] }))
+      .filter(({ e, next }) => ['CheckpointWritten', 'BuildCompleted'].includes(e.type) || (e.type === 'IntegrationPromoted' && !(next?.type === 'IntegrationPromoted' && next.metadata.causationId === e.metadata.causationId)))
+      .map(({ position }) => position);
+    expect(due.length).toBeGreaterThan(3);
+    for (const p of due) expect(signed.has(p), `a checkpoint signed at position ${p}`).toBe(true);
     // status counts the planned work, compacted nodes included (issue 18: not "accepted 1").
     const status = cliJson(['status'], { cwd: repo });
     expect(status.work).toEqual({ planned: N, accepted: N, compacted: N });

@@ -83,9 +83,12 @@ interface Build {
   readonly inDoubt: string[];
 }
 
-function newBuild(c: Case, compaction = c.compaction, concurrency = 1): Build {
+function newBuild(c: Case, compaction = c.compaction, concurrency = 1, speculation = 1): Build {
   const bp = parseBlueprint(blueprintOf(c, compaction));
-  const init = buildInitialized({ detailedWindow: c.detailedWindow, maxBatch: c.maxBatch, compaction, plannerRoute: 'scripted:blueprint', ...(concurrency > 1 ? { concurrency } : {}) });
+  const init = buildInitialized({
+    detailedWindow: c.detailedWindow, maxBatch: c.maxBatch, compaction, plannerRoute: 'scripted:blueprint',
+    ...(concurrency > 1 ? { concurrency } : {}), ...(speculation > 1 ? { speculation } : {}),
+  });
   const d = init.data as { integrationRef: string; baseHead: string };
   const world = new SimWorld(c.script, d.integrationRef, d.baseHead);
   const log = new SqliteEventLog({ path: ':memory:' });
@@ -247,8 +250,48 @@ function expectOnlyInDoubtReinvoked(b: Build, events: readonly StoredEvent[]): v
 const concurrentArb = caseArb.chain((c) => fc.record({
   c: fc.constant(c),
   k: fc.integer({ min: 1, max: 6 }),
+  // Integration jobs open at once (speculative integration): 1 (one at a time) up to 4.
+  speculation: fc.integer({ min: 1, max: 4 }),
+  verifyDurations: fc.array(fc.integer({ min: 0, max: 4 }), { minLength: c.dag.nodes.length, maxLength: c.dag.nodes.length }),
   durations: fc.array(fc.integer({ min: 1, max: 5 }), { minLength: c.dag.nodes.length, maxLength: c.dag.nodes.length }),
-})).map(({ c, k, durations }) => ({ c: { ...c, script: { ...c.script, durations: Object.fromEntries(c.dag.nodes.map((n, i) => [n.id, durations[i]!])) } }, k }));
+})).map(({ c, k, speculation, verifyDurations, durations }) => ({
+  c: {
+    ...c,
+    script: {
+      ...c.script,
+      durations: Object.fromEntries(c.dag.nodes.map((n, i) => [n.id, durations[i]!])),
+      verifyDurations: Object.fromEntries(c.dag.nodes.map((n, i) => [n.id, verifyDurations[i]!])),
+    },
+  },
+  k, speculation,
+}));
+
+/**
+ * R-24 with speculative integration, checked on the log and the world alone: promotions form one
+ * line (each from the head the one before left), every promoted tree is exactly the tree that was
+ * verified for that job, and it holds the work of the previous head plus the job's own nodes —
+ * nothing merged blind, nothing of a discarded job.
+ */
+function expectLinearPromotions(events: readonly StoredEvent[], w: SimWorld, baseHead: string, label: string): void {
+  let head = baseHead;
+  const verified = new Map<string, string | null>();
+  const passed = new Map<string, boolean>();
+  for (const e of events) {
+    const d = e.data as any;
+    if (e.type === 'VerificationFinished') {
+      verified.set(d.jobId, d.tree);
+      passed.set(d.jobId, d.passed);
+    }
+    if (e.type !== 'IntegrationPromoted') continue;
+    const r = d.receipt;
+    expect(passed.get(d.jobId), `${label}: ${d.jobId} is promoted only after its verification passed`).toBe(true);
+    expect(r.baseHead, `${label}: ${d.jobId} promoted from the head before it`).toBe(head);
+    expect(r.tree, `${label}: ${d.jobId} promotes the tree it verified`).toBe(verified.get(d.jobId));
+    const want = [...new Set([...w.contentOf(head), ...r.nodeIds])].sort();
+    expect([...w.contentOf(r.resultCommit)].sort(), `${label}: ${d.jobId}'s result holds the head's work and its own nodes`).toEqual(want);
+    head = r.resultCommit;
+  }
+}
 
 describe('several workers in flight over the simulated world (a test double of git and the agents): issue 16 properties', () => {
   it(`K = 1 (double): ${Math.ceil(RUNS / 3)} random builds run by runAll record exactly the events of the one-step-at-a-time controller`, async () => {
@@ -264,17 +307,28 @@ describe('several workers in flight over the simulated world (a test double of g
     );
   }, 300_000);
 
-  it(`R-11 R-18 R-19 (double): ${RUNS} random builds with K in 1..6 and random worker durations, one or two crashes while calls are in flight, resume to the uninterrupted run's accepted nodes, tree and checkpointed milestones; every ready wave equals the oracle's; at most K calls overlap; only calls left in doubt are made again`, async () => {
+  it(`R-11 R-18 R-19 R-24 (double): ${RUNS} random builds with K in 1..6, speculation 1..4, random worker and verification durations, one or two crashes while calls are in flight, resume to the uninterrupted run's accepted nodes, tree and checkpointed milestones; every ready wave equals the oracle's; at most K calls and S jobs overlap; promotions stay linear (runs of verified jobs promoted together); only calls left in doubt are made again`, async () => {
     let overlapped = 0;
+    let stacked = 0;
+    let discarded = 0;
+    let grouped = 0;
     await fc.assert(
-      fc.asyncProperty(concurrentArb, async ({ c, k }) => {
-        const clean = newBuild(c, c.compaction, k);
+      fc.asyncProperty(concurrentArb, async ({ c, k, speculation }) => {
+        const clean = newBuild(c, c.compaction, k, speculation);
         const points = await runController(clean, 0, true);
         expect(clean.world.maxOverlap).toBeLessThanOrEqual(k);
+        expect(clean.world.maxJobs).toBeLessThanOrEqual(speculation);
         if (clean.world.maxOverlap > 1) overlapped++;
+        if (clean.world.maxJobs > 1) stacked++;
         const cleanEvents = eventsOf(clean);
+        if (cleanEvents.some((e) => e.type === 'IntegrationDiscarded')) discarded++;
+        // A run of verified stacked jobs promoted together: several IntegrationPromoted in one append.
+        if (cleanEvents.some((e, i) => i > 0 && e.type === 'IntegrationPromoted' && cleanEvents[i - 1]!.type === 'IntegrationPromoted' && e.metadata.causationId === cleanEvents[i - 1]!.metadata.causationId)) grouped++;
         expectOracle(cleanEvents, `clean run, K=${k}`);
-        const b = newBuild(c, c.compaction, k);
+        const baseHead = (cleanEvents[0]!.data as { baseHead: string }).baseHead;
+        expectLinearPromotions(cleanEvents, clean.world, baseHead, `clean run, K=${k}, S=${speculation}`);
+        expect(cleanEvents.filter((e) => e.type === 'RefRepaired'), `clean run, K=${k}, S=${speculation}: no ref ever disagrees with the log`).toEqual([]);
+        const b = newBuild(c, c.compaction, k, speculation);
         const passed = await runController(b, 1 + Math.floor(c.crashes[0] * points), true);
         if (b.crashedAt.length === 1) await runController(b, 1 + Math.floor(c.crashes[1] * Math.max(1, points - passed)), true);
         await runController(b, 0, true);
@@ -288,10 +342,15 @@ describe('several workers in flight over the simulated world (a test double of g
           return { completed: s.completed, accepted, tree: w.contentOf(s.integrationHead!), checkpointed: Object.keys(s.checkpoints).sort() };
         };
         expect(end(events, b.world), `K=${k}, crashed at ${b.crashedAt.join(', ')}`).toEqual(end(cleanEvents, clean.world));
+        expectLinearPromotions(events, b.world, baseHead, `K=${k}, S=${speculation}, crashed at ${b.crashedAt.join(', ')}`);
         expectOnlyInDoubtReinvoked(b, events);
       }),
       { numRuns: RUNS },
     );
     expect(overlapped).toBeGreaterThan(RUNS / 5);
+    // The property exercised what it is about: jobs verified on top of others, and some discarded.
+    expect(stacked).toBeGreaterThan(RUNS / 10);
+    expect(discarded).toBeGreaterThan(0);
+    expect(grouped).toBeGreaterThan(0);
   }, 300_000);
 });

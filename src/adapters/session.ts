@@ -119,8 +119,17 @@ function blueprintSettings(bp: Blueprint): BuildSettings {
     maxAttempts: bp.maxAttempts ?? 3,
     compaction: bp.compaction ?? true,
     plannerRoute: 'scripted:blueprint',
-    ...(bp.concurrency !== undefined && bp.concurrency > 1 ? { concurrency: bp.concurrency } : {}),
+    ...parallelSettings(bp.concurrency ?? 1, bp.speculation),
   };
+}
+
+/**
+ * Concurrency and speculation as a build records them: only when above 1, so a build of one
+ * worker at a time keeps the bytes it always had. Speculation defaults to the concurrency.
+ */
+function parallelSettings(concurrency: number, speculation: number | undefined): Pick<BuildSettings, 'concurrency' | 'speculation'> {
+  const s = speculation ?? concurrency;
+  return { ...(concurrency > 1 ? { concurrency } : {}), ...(s > 1 ? { speculation: s } : {}) };
 }
 
 function configSettings(c: LongbuildConfig): BuildSettings {
@@ -133,7 +142,7 @@ function configSettings(c: LongbuildConfig): BuildSettings {
     plannerRoute: c.planner.route ?? defaultRoute(c.planner),
     plannerAsks: c.planner.asks,
     ignoredFiles: c.ignoredFiles,
-    ...(c.concurrency > 1 ? { concurrency: c.concurrency } : {}),
+    ...parallelSettings(c.concurrency, c.speculation),
   };
 }
 
@@ -285,8 +294,10 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     const redact = redactor(secrets);
     const run = (policy: () => SandboxPolicy): Runner => async (o) => redact(await runSandboxed(policy(), o));
     const protectedPaths = ['.longbuild', relativeBuildDir(paths), ...(driver.kind === 'command' ? driver.config.protectedPaths : driver.blueprint.protectedPaths ?? [])];
-    let signDue = false;
     let projectionsBehind = false;
+    // The notary is opened at the first step: reading commands (status, show) need no key and no
+    // tree store, and still read builds from before signed checkpoints.
+    let notary: Notary | null = null;
     const warn = opts.warn ?? ((line: string) => void process.stderr.write(`longbuild: ${line}\n`));
     // The controller starts from the state the projection store restored and caught up (R-1).
     const controller = await Controller.open({
@@ -304,8 +315,11 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       calls: new FileCallMarks(paths.calls),
       faults: opts.faults ?? faultsFromEnv(env),
       ...(opts.beforeAppend ? { beforeAppend: opts.beforeAppend } : {}),
+      // R-35: a checkpoint signed at every promotion, milestone checkpoint and end, as it is appended.
+      afterAppend: async (events) => {
+        if (notary !== null && events.some((e) => SIGNED_AFTER.has(e.type))) await notary.sign();
+      },
       onAppended: (events, state) => {
-        if (events.some((e) => SIGNED_AFTER.has(e.type))) signDue = true;
         if (projectionsBehind) return;
         try {
           store.catchUp(events, new Map([[buildProjection.name, state]]));
@@ -319,10 +333,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
         }
       },
     }, store.state<BuildState>(buildProjection.name));
-    // The notary is opened at the first step: reading commands (status, show) need no key and no
-    // tree store, and still read builds from before signed checkpoints.
-    let notary: Notary | null = null;
-    /** Before the first append the log is checked (R-36); a due checkpoint is signed after (R-35). */
+    /** Before the first append the log is checked (R-36). */
     const checked = async (work: () => Promise<StepResult>): Promise<StepResult> => {
       if (notary === null) {
         // An agent without credentials is refused before anything is recorded (reading commands need none).
@@ -337,12 +348,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
         }
         notary = opened;
       }
-      const result = await work();
-      if (signDue) {
-        signDue = false;
-        await notary.sign();
-      }
-      return result;
+      return work();
     };
     return {
       paths, log, projections: store, controller,

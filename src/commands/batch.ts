@@ -38,13 +38,15 @@ function hasRunning(state: BuildState): boolean {
 /**
  * The node ids to integrate as one job now, or null (dispatch first, or not in batch mode).
  * Order: the next half a split left behind; else the validating candidates (by id, at most
- * maxBatch) once the batch is full or nothing else of the wave can be dispatched.
+ * maxBatch) once the batch is full or nothing else of the wave can be dispatched. `busy`: nodes
+ * of jobs still open (speculative integration), never in a second job.
  */
-export function batchGroup(state: BuildState): string[] | null {
+export function batchGroup(state: BuildState, busy: ReadonlySet<string> = new Set()): string[] | null {
   if (!isBatchMode(state)) return null;
   const queued = state.batchQueue[0];
-  if (queued !== undefined) return [...queued];
-  const validating = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'validating').sort(compareCodePoints);
+  if (queued !== undefined) return queued.some((id) => busy.has(id)) ? null : [...queued];
+  // Candidates of jobs still open (speculative integration) are not integrated twice.
+  const validating = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'validating' && !busy.has(id)).sort(compareCodePoints);
   if (validating.length === 0) return null;
   const max = state.build!.settings.maxBatch;
   // A wave still building up (a node to dispatch, or one whose worker is still running) waits.

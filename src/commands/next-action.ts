@@ -1,5 +1,5 @@
 import { compareCodePoints } from '../events/canonical.js';
-import { attemptOf, type BuildState, type PlannerCallRecord } from '../projections/build-state.js';
+import { attemptOf, jobOf, type BuildState, type JobRecord, type PlannerCallRecord } from '../projections/build-state.js';
 import { activeMilestone, rankReadyWave } from '../projections/graph.js';
 import { batchGroup, isBatchMode } from './batch.js';
 import { pendingCompaction } from './compaction.js';
@@ -14,7 +14,7 @@ export type NextAction =
   | { kind: 'checkpoint'; milestoneId: string }
   | { kind: 'compact'; milestoneId: string }
   | { kind: 'settle-attempt'; attemptId: string }
-  | { kind: 'integrate'; candidates: { nodeId: string; attemptId: string; commit: string }[]; jobId: string }
+  | { kind: 'integrate'; candidates: { nodeId: string; attemptId: string; commit: string }[]; jobId: string; after?: string }
   | { kind: 'settle-job'; jobId: string }
   | { kind: 'complete' }
   | { kind: 'dispatch'; nodeId: string; attempt: number; attemptId: string }
@@ -28,6 +28,48 @@ const NONE: ReadonlySet<string> = new Set();
 /** Worker calls a build keeps in flight at once (settings.concurrency; absent: 1). */
 export function concurrencyOf(state: Pick<BuildState, 'build'>): number {
   return state.build?.settings.concurrency ?? 1;
+}
+
+/** Integration jobs a build keeps open at once, each stacked on the one before it (settings.speculation; absent: 1). */
+export function speculationOf(state: Pick<BuildState, 'build'>): number {
+  return state.build?.settings.speculation ?? 1;
+}
+
+/**
+ * The open job a verified job waits for before it is promoted or blamed: the job it is stacked
+ * on, while that one is still open (its promotion decides what this one's verification means).
+ */
+export function awaitedJob(state: Pick<BuildState, 'jobs' | 'openJobs'>, jobId: string): string | null {
+  const job = jobOf(state, jobId);
+  if (job?.after === undefined || job.status !== 'verified') return null;
+  return state.openJobs.includes(job.after) ? job.after : null;
+}
+
+/**
+ * The jobs a stacked job is verified on top of (speculative integration): the chain of `after`
+ * jobs not promoted yet, oldest first. Empty for a job on the head itself.
+ */
+export function jobsBelow(state: Pick<BuildState, 'jobs'>, job: JobRecord): JobRecord[] {
+  const chain: JobRecord[] = [];
+  for (let id = job.after; id !== undefined;) {
+    const below = jobOf(state, id);
+    if (below === undefined || below.status === 'promoted') break; // promoted in order: the head holds the rest
+    chain.unshift(below);
+    id = below.after;
+  }
+  return chain;
+}
+
+/** The first job below that will never promote (failed, split or discarded): the stacked job must be discarded. */
+export function sunkBelow(below: readonly JobRecord[]): JobRecord | undefined {
+  return below.find((j) => j.status === 'failed' || j.status === 'split' || j.status === 'discarded');
+}
+
+/** The nodes of the jobs still open (they are being integrated). */
+export function nodesInOpenJobs(state: Pick<BuildState, 'jobs' | 'openJobs'>): Set<string> {
+  const out = new Set<string>();
+  for (const id of state.openJobs) for (const n of jobOf(state, id)?.nodeIds ?? []) out.add(n);
+  return out;
 }
 
 /**
@@ -67,29 +109,37 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
   if (compact !== null) return { kind: 'compact', milestoneId: compact };
 
   // In-flight recovery first (R-11): unfinished jobs, then unfinished attempts, then committed candidates.
-  // The fold keeps the open ones, oldest first, so recovery never scans the build's history.
-  const openJob = state.openJobs.filter((id) => !running.has(id)).sort(compareJobIds)[0];
+  // The fold keeps the open ones, oldest first, so recovery never scans the build's history. A job
+  // verified on top of one still open waits for it (speculative integration).
+  const openJob = state.openJobs.filter((id) => !running.has(id) && awaitedJob(state, id) === null).sort(compareJobIds)[0];
   if (openJob !== undefined) return { kind: 'settle-job', jobId: openJob };
-  // One integration at a time: the next one applies onto the head this one promotes.
-  const integrating = state.openJobs.length > 0;
+  // One integration at a time, or (speculation S) up to S, each stacked on the one before it: the
+  // next one applies onto the head the jobs ahead of it promote.
+  const after = state.openJobs.length > 0 ? [...state.openJobs].sort(compareJobIds).at(-1) : undefined;
+  // Nothing is stacked on a job that will be discarded (one below it did not promote).
+  const top = after === undefined ? undefined : jobOf(state, after);
+  const sinking = top !== undefined && sunkBelow(jobsBelow(state, top)) !== undefined;
+  const integrating = state.openJobs.length >= speculationOf(state) || sinking;
+  const stacked = after === undefined ? {} : { after };
   const workers = running.size - state.openJobs.filter((id) => running.has(id)).length;
   const openAttempt = state.openAttempts.filter((id) => !running.has(id)).sort(compareCodePoints)[0];
   if (openAttempt !== undefined) return { kind: 'settle-attempt', attemptId: openAttempt };
+  const busy = nodesInOpenJobs(state);
   // Batch integration (R-25): a split's next half, or a full (or final) wave, as one job.
-  const group = integrating ? null : batchGroup(state);
+  const group = integrating ? null : batchGroup(state, busy);
   if (group !== null) {
     const candidates = group.map((nodeId) => {
       const attemptId = attemptIdOf(nodeId, state.nodes[nodeId]!.attempts);
       return { nodeId, attemptId, commit: attemptOf(state, attemptId)!.commit! };
     });
-    return { kind: 'integrate', candidates, jobId: jobIdOf(state) };
+    return { kind: 'integrate', candidates, jobId: jobIdOf(state), ...stacked };
   }
-  const validating = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'validating').sort(compareCodePoints);
+  const validating = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'validating' && !busy.has(id)).sort(compareCodePoints);
   if (validating.length > 0 && !isBatchMode(state) && !integrating) {
     const nodeId = validating[0]!;
     const attemptId = attemptIdOf(nodeId, state.nodes[nodeId]!.attempts);
     const attempt = attemptOf(state, attemptId)!;
-    return { kind: 'integrate', candidates: [{ nodeId, attemptId, commit: attempt.commit! }], jobId: jobIdOf(state) };
+    return { kind: 'integrate', candidates: [{ nodeId, attemptId, commit: attempt.commit! }], jobId: jobIdOf(state), ...stacked };
   }
 
   const active = activeMilestone(state);
@@ -168,6 +218,7 @@ function stuckNode(state: BuildState, id: string): string {
   return `${id} is blocked after ${n.attempts} attempt${n.attempts === 1 ? '' : 's'} (last: ${f.reason}; see \`longbuild evidence ${f.attemptId ?? f.jobId}\`)`;
 }
 
-function compareJobIds(a: string, b: string): number {
+/** Job ids in the order they were started (job-2 before job-10). */
+export function compareJobIds(a: string, b: string): number {
   return Number(a.slice(4)) - Number(b.slice(4)) || compareCodePoints(a, b);
 }

@@ -81,6 +81,11 @@ export interface WorkPacket {
   readonly previousFailure?: {
     readonly attemptId?: string; readonly jobId?: string; readonly reason: string;
     readonly output?: string; readonly reworks?: string;
+    /**
+     * Files where the reworked candidate's changes conflicted with the new base head (another
+     * node's work was integrated meanwhile): they hold git's conflict markers; resolve them.
+     */
+    readonly conflicts?: readonly string[];
   };
   readonly baseHead: string;
   readonly branch: string;

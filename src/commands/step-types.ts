@@ -9,7 +9,9 @@ import type { ObservedRefs, RefRepair } from './refs.js';
 
 export type StepOutcome =
   | 'planned' | 'dispatched' | 'integrated' | 'revising' | 'checkpointed' | 'compacted'
-  | 'renewed' | 'recovered' | 'horizon_complete' | 'blocked' | 'split' | 'refused';
+  | 'renewed' | 'recovered' | 'horizon_complete' | 'blocked' | 'split' | 'refused'
+  /** A speculative job was verified on top of jobs still open (promoted or blamed once they are), or discarded because one of them did not promote. */
+  | 'verified' | 'discarded';
 
 /** What a step did, for the one reporting it (the CLI's progress lines, `step --json`). */
 export interface StepResult {
@@ -46,10 +48,10 @@ export interface KeptWorkerOutcome {
   readonly durationMs?: number;
 }
 
-/** A verification as the runner reports it: applied and verified (evidence stored), or not applicable. */
+/** A verification as the runner reports it: applied and verified (evidence stored), or not applicable (the conflict's evidence stored). */
 export type VerificationOutcome =
   | { readonly ok: true; readonly resultCommit: string; readonly tree: string; readonly passed: boolean; readonly reason?: string; readonly evidence: readonly CommandEvidence[] }
-  | { readonly ok: false; readonly reason: string };
+  | { readonly ok: false; readonly reason: string; readonly evidence?: readonly CommandEvidence[] };
 
 /** What the host commits from a worker's clone (R-24, R-31). */
 export type CloneCommit =
@@ -78,10 +80,25 @@ export type EffectRequest =
     readonly commit: { readonly branch: string; readonly baseHead: string; readonly worktree: string; readonly message: string; readonly date: string } | null;
   }
   | { readonly kind: 'check-candidate'; readonly base: string; readonly commit: string; readonly tree: string; readonly removeClone: string | null; readonly draft: FinishDraft; readonly report: Outcome }
-  | { readonly kind: 'verify'; readonly jobId: string; readonly baseHead: string; readonly commits: readonly string[]; readonly date: string; readonly commands: readonly (readonly string[])[]; readonly retestOnFailure: boolean; readonly recovering: boolean }
-  | { readonly kind: 'read-ref'; readonly ref: string; readonly jobId: string; readonly recovering: boolean }
-  | { readonly kind: 'publish'; readonly ref: string; readonly commit: string; readonly jobId: string; readonly recovering: boolean }
-  | { readonly kind: 'promote'; readonly ref: string; readonly commit: string; readonly expectedOld: string; readonly tries: number; readonly jobId: string; readonly recovering: boolean };
+  | {
+    readonly kind: 'verify'; readonly jobId: string; readonly baseHead: string; readonly commits: readonly string[]; readonly date: string; readonly commands: readonly (readonly string[])[]; readonly retestOnFailure: boolean; readonly recovering: boolean;
+    /** The candidates of the jobs this one is stacked on, applied first, oldest first, each with its job's date (speculative integration). */
+    readonly layers?: readonly IntegrationLayer[];
+  }
+  /**
+   * The promotion of `jobIds`: one job, or a run of verified jobs each stacked on the one before
+   * it (speculative integration), promoted together by one compare-and-set to the last one's result.
+   */
+  | { readonly kind: 'read-ref'; readonly ref: string; readonly jobIds: readonly string[]; readonly recovering: boolean }
+  | { readonly kind: 'publish'; readonly ref: string; readonly commit: string; readonly jobIds: readonly string[]; readonly recovering: boolean }
+  | { readonly kind: 'promote'; readonly ref: string; readonly commit: string; readonly expectedOld: string; readonly tries: number; readonly jobIds: readonly string[]; readonly recovering: boolean };
+
+/** One job's candidates as its integration applies them (a layer under a stacked job). */
+export interface IntegrationLayer {
+  readonly jobId: string;
+  readonly commits: readonly string[];
+  readonly date: string;
+}
 
 /** What each effect returns. */
 export interface EffectResults {
@@ -116,7 +133,7 @@ export type Focus =
   | { readonly kind: 'call-planner'; readonly callId: string; readonly purpose: 'seal' | 'renew' }
   | { readonly kind: 'run-worker'; readonly attemptId: string; readonly report: Outcome }
   | { readonly kind: 'continue-job'; readonly jobId: string; readonly recovering: boolean }
-  | { readonly kind: 'after-promotion'; readonly jobId: string; readonly adopted: boolean; readonly recovering: boolean }
+  | { readonly kind: 'after-promotion'; readonly jobIds: readonly string[]; readonly adopted: boolean; readonly recovering: boolean }
   | { readonly kind: 'done'; readonly outcome: Outcome }
   /** Nothing to do until a call in flight returns. */
   | { readonly kind: 'wait' }

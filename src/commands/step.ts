@@ -11,19 +11,19 @@
  */
 import { canonicalJson, type JsonValue } from '../events/canonical.js';
 import { canonicalSha256, sha256Hex } from '../events/hash.js';
-import type { DataOf, DomainEvent, Receipt } from '../events/catalogue.js';
-import { attemptOf, horizonConflict, jobOf, type AttemptRecord, type BuildState } from '../projections/build-state.js';
+import type { CommandEvidence, DataOf, DomainEvent, Receipt } from '../events/catalogue.js';
+import { attemptOf, horizonConflict, jobOf, type AttemptRecord, type BuildState, type JobRecord } from '../projections/build-state.js';
 import { isBatchMode, shouldSplit, splitData } from './batch.js';
 import { acceptedVersions, deriveCheckpoint } from './checkpoint.js';
 import { compactMilestone } from './compaction.js';
 import { plannerInputOf, reworkOf, workPacketOf } from './effect-inputs.js';
 import { decideRenewal, validateProposal } from './horizon.js';
 import { horizonIdOf, workerCallKey } from './ids.js';
-import { concurrencyOf, nextAction, plannerAsks, refusedTimes, type NextAction } from './next-action.js';
+import { concurrencyOf, jobsBelow, nextAction, plannerAsks, refusedTimes, sunkBelow, type NextAction } from './next-action.js';
 import { ATTEMPT_REF_PREFIX, attemptIdsOfNode, decideRefRepairs, finishedAttemptBranches, withoutAttempts } from './refs.js';
 import { refuse, type Refusal } from './refusal.js';
 import {
-  type Decision, type EffectRequest, type EffectResults, type FinishDraft, type Focus, type KeptWorkerOutcome, type Outcome,
+  isEffect, type Decision, type EffectRequest, type EffectResults, type FinishDraft, type Focus, type KeptWorkerOutcome, type Outcome,
   type StepContext, type StepOutcome, type StepResult, type VerificationOutcome,
 } from './step-types.js';
 
@@ -52,13 +52,15 @@ export function decideStep(state: BuildState, ctx: StepContext, focus: Focus = {
     case 'run-worker':
       return runWorker(state, ctx, attemptOf(state, focus.attemptId)!, focus.report);
     case 'continue-job':
-      return continueJob(state, focus.jobId, focus.recovering);
+      return continueJob(state, ctx, focus.jobId, focus.recovering);
     case 'after-promotion': {
       // The accepted nodes' attempt branches are done with: their commits are in the receipt and on the head.
-      const job = jobOf(state, focus.jobId)!;
-      const v = job.verification!;
-      const report = done(focus.recovering ? 'recovered' : 'integrated', `${job.nodeIds.join(', ')} promoted to ${v.resultCommit!.slice(0, 12)}${focus.adopted ? ' (adopted)' : ''}`, { nodeId: job.nodeIds[0]! });
-      return go({ kind: 'delete-branches', attemptIds: finishedAttemptBranches(state, job.nodeIds.flatMap((id) => attemptIdsOfNode(state, id))), then: report });
+      const jobs = focus.jobIds.map((id) => jobOf(state, id)!);
+      const nodeIds = jobs.flatMap((j) => j.nodeIds);
+      const last = jobs.at(-1)!.verification!;
+      const together = jobs.length > 1 ? ` (${focus.jobIds.join(', ')} in one promotion)` : '';
+      const report = done(focus.recovering ? 'recovered' : 'integrated', `${nodeIds.join(', ')} promoted to ${last.resultCommit!.slice(0, 12)}${together}${focus.adopted ? ' (adopted)' : ''}`, { nodeId: nodeIds[0]! });
+      return go({ kind: 'delete-branches', attemptIds: finishedAttemptBranches(state, nodeIds.flatMap((id) => attemptIdsOfNode(state, id))), then: report });
     }
     case 'done':
     case 'fail':
@@ -98,8 +100,11 @@ function choose(state: BuildState, ctx: StepContext, action: NextAction): Decisi
       return go(done('compacted', `${m} -> ${verdict.data.summaryId} (${d.compactedNodeIds.length} nodes, ${d.absorbedSummaryIds.length} summaries absorbed)`, { milestoneId: m }),
         [{ type: 'MilestoneCompacted', data: verdict.data }], `compact.${m}`);
     }
-    case 'settle-job':
-      return continueJob(state, action.jobId, true);
+    case 'settle-job': {
+      // A job left open is continued; its verification may run alongside other calls (several in flight).
+      const d = continueJob(state, ctx, action.jobId, true);
+      return isEffect(d.next) && d.next.kind === 'verify' ? alongside(state, d, action.jobId) : d;
+    }
     case 'settle-attempt': {
       // R-18: an attempt without a result — adopt its commit if the branch has one, else re-invoke.
       const a = attemptOf(state, action.attemptId)!;
@@ -108,7 +113,10 @@ function choose(state: BuildState, ctx: StepContext, action: NextAction): Decisi
     case 'integrate': {
       const started: DomainEvent = {
         type: 'IntegrationStarted',
-        data: { jobId: action.jobId, nodeIds: action.candidates.map((c) => c.nodeId), candidates: action.candidates, baseHead: state.integrationHead!, graphRevision: state.graphRevision },
+        data: {
+          jobId: action.jobId, nodeIds: action.candidates.map((c) => c.nodeId), candidates: action.candidates, baseHead: state.integrationHead!,
+          ...(action.after !== undefined ? { after: action.after } : {}), graphRevision: state.graphRevision,
+        },
       };
       return alongside(state, go({ kind: 'continue-job', jobId: action.jobId, recovering: false }, [started], action.jobId), action.jobId);
     }
@@ -190,21 +198,25 @@ export function settle<K extends keyof EffectResults>(state: BuildState, ctx: St
     case 'verify':
       return go({ kind: 'continue-job', jobId: r.jobId, recovering: r.recovering }, [verificationFinished(state, r.jobId, result as VerificationOutcome)], r.jobId);
     case 'read-ref': {
-      const v = jobOf(state, r.jobId)!.verification!;
-      // The ref already moved before the crash: adopt the promotion (R-18), and publish it, idempotently.
-      if ((result as EffectResults['read-ref']).commit === v.resultCommit) return go({ kind: 'publish', ref: r.ref, commit: v.resultCommit!, jobId: r.jobId, recovering: r.recovering });
-      return go({ kind: 'promote', ref: r.ref, commit: v.resultCommit!, expectedOld: jobOf(state, r.jobId)!.baseHead, tries: 1, jobId: r.jobId, recovering: r.recovering });
+      const found = (result as EffectResults['read-ref']).commit;
+      const results = r.jobIds.map((id) => jobOf(state, id)!.verification!.resultCommit!);
+      // The ref already moved before the crash, to one of these results: adopt the promotions up
+      // to it (R-18), publishing it idempotently; the jobs after it are promoted next.
+      const at = found === null ? -1 : results.indexOf(found);
+      if (at >= 0) return go({ kind: 'publish', ref: r.ref, commit: found!, jobIds: r.jobIds.slice(0, at + 1), recovering: r.recovering });
+      // From the logged head (the first job's base, or the result of the job it was stacked on) to the last result.
+      return go({ kind: 'promote', ref: r.ref, commit: results.at(-1)!, expectedOld: state.integrationHead!, tries: 1, jobIds: r.jobIds, recovering: r.recovering });
     }
     case 'publish':
-      return promoted(state, r.jobId, true, r.recovering);
+      return promoted(state, r.jobIds, true, r.recovering);
     case 'promote': {
       const p = result as EffectResults['promote'];
-      if (p.ok) return promoted(state, r.jobId, false, r.recovering);
+      if (p.ok) return promoted(state, r.jobIds, false, r.recovering);
       if (r.tries > 1) {
         return go({ kind: 'fail', error: 'effect', message: `the integration ref ${r.ref} keeps moving behind the integrator's back (now at ${p.actual ?? 'nothing'}); stop whatever moves it, then run again` });
       }
       // Someone else moved the ref (R-29): reset it to the logged head, record the stray commit (R-33), and promote again. Nobody is blamed for it.
-      return go({ kind: 'repair-refs', repairs: [{ ref: r.ref, where: 'integrator', found: p.actual, expected: r.expectedOld }], causationId: r.jobId, then: { ...r, tries: r.tries + 1 } });
+      return go({ kind: 'repair-refs', repairs: [{ ref: r.ref, where: 'integrator', found: p.actual, expected: r.expectedOld }], causationId: r.jobIds[0]!, then: { ...r, tries: r.tries + 1 } });
     }
   }
 }
@@ -264,12 +276,13 @@ function recalled(state: BuildState, ctx: StepContext, a: AttemptRecord, r: Extr
   if (found.kept && (found.clone !== null || found.kept.outcome === 'failed')) {
     return finishAttempt(state, a, found.kept, found.clone ?? '', { kind: 'report', outcome: 'recovered', detail: `finished ${a.attemptId} from the worker's kept outcome (it returned before the crash; not called again)`, nodeId });
   }
+  // A call made now may run alongside the others in flight (several workers): re-invoked calls too.
   if (!found.started) {
     // The crash came between the intent and the call: nothing ran, so nothing is re-invoked.
-    return runWorker(state, ctx, a, { kind: 'report', outcome: 'recovered', detail: `started the worker for ${a.attemptId} (the crash came before it started)`, nodeId });
+    return alongside(state, runWorker(state, ctx, a, { kind: 'report', outcome: 'recovered', detail: `started the worker for ${a.attemptId} (the crash came before it started)`, nodeId }), a.attemptId);
   }
   const report: Outcome = { kind: 'report', outcome: 'recovered', detail: `re-invoked the worker for ${a.attemptId} (no outcome was observable)`, nodeId };
-  return go({ kind: 'run-worker', attemptId: a.attemptId, report }, [{ type: 'EffectReinvoked', data: { effect: 'worker', key: r.key } }], a.attemptId);
+  return alongside(state, go({ kind: 'run-worker', attemptId: a.attemptId, report }, [{ type: 'EffectReinvoked', data: { effect: 'worker', key: r.key } }], a.attemptId), a.attemptId);
 }
 
 /** Record what a worker call returned: a read-only node's result, or a writable node's clone committed by the host (R-24). */
@@ -296,18 +309,38 @@ function finished(draft: FinishDraft, result: Pick<DataOf<'AttemptFinished'>, 'o
   return go({ kind: 'done', outcome: report }, [{ type: 'AttemptFinished', data: { ...draft, ...result } as DataOf<'AttemptFinished'> }], draft.attemptId);
 }
 
-/** An integration job's next decision: verify it, then split, fail or promote it (R-24, R-25). */
-function continueJob(state: BuildState, jobId: string, recovering: boolean): Decision {
+/**
+ * An integration job's next decision: verify it, then split, fail or promote it (R-24, R-25). A
+ * job stacked on others is verified on the tree their promotions make, and promoted or blamed
+ * only once they are promoted; when one of them does not promote, it is discarded (nobody blamed).
+ */
+function continueJob(state: BuildState, ctx: StepContext, jobId: string, recovering: boolean): Decision {
   const job = jobOf(state, jobId)!;
+  const ids = job.nodeIds.join(', ');
+  // Promoted with the job below it (one promotion for a run of verified jobs) while this chain waited.
+  if (job.status === 'promoted') return go(done('recovered', `${ids}: ${jobId} was promoted with the jobs below it`, { nodeId: job.nodeIds[0]! }));
+  const below = jobsBelow(state, job);
+  const sunk = sunkBelow(below);
+  if (sunk !== undefined) {
+    const reason = `stacked on ${sunk.jobId}, which ${sunk.status === 'split' ? 'was split' : sunk.status === 'failed' ? 'failed' : 'was discarded'}: integrated again on the head`;
+    return go(done('discarded', `${ids}: ${jobId} ${reason}`, { nodeId: job.nodeIds[0]! }),
+      [{ type: 'IntegrationDiscarded', data: { jobId, nodeIds: [...job.nodeIds], reason, graphRevision: state.graphRevision } }], jobId);
+  }
   if (job.status === 'started') {
-    // Verification is idempotent: re-running it on the same tree is safe.
+    // Verification is idempotent: re-running it on the same tree is safe. On the head as it is
+    // now, with the candidates of every job below applied first, each as its own job applies them.
     return go({
-      kind: 'verify', jobId, baseHead: job.baseHead, commits: job.candidates.map((c) => c.commit), date: job.startedAt, commands: state.build!.verify,
+      kind: 'verify', jobId, baseHead: state.integrationHead!, commits: job.candidates.map((c) => c.commit), date: job.startedAt, commands: state.build!.verify,
       retestOnFailure: isBatchMode(state), recovering,
+      ...(below.length > 0 ? { layers: below.map((j) => ({ jobId: j.jobId, commits: j.candidates.map((c) => c.commit), date: j.startedAt })) } : {}),
     });
   }
   const v = job.verification!;
-  const ids = job.nodeIds.join(', ');
+  const awaited = below.at(-1);
+  if (awaited !== undefined) {
+    // What this verification means depends on the jobs below: decided once they are promoted.
+    return go(done('verified', `${ids}: ${jobId} ${v.passed ? 'passed' : 'failed'} on top of ${awaited.jobId}; decided once ${below.length === 1 ? 'it is' : 'they are'} promoted`, { nodeId: job.nodeIds[0]! }));
+  }
   if (!v.passed && shouldSplit(state, job)) {
     // R-25: a failed batch blames nobody yet; its halves are integrated next (bisection).
     const data = splitData(state, job, v.resultCommit === null ? 'the candidates do not apply together' : `verification failed twice on tree ${v.tree}`);
@@ -318,36 +351,68 @@ function continueJob(state: BuildState, jobId: string, recovering: boolean): Dec
     return go(done('revising', `${ids}: ${reason}; back to revising`, { nodeId: job.nodeIds[0]! }),
       [{ type: 'IntegrationFailed', data: { jobId, nodeIds: [...job.nodeIds], reason, evidenceSha256: v.evidenceSha256, graphRevision: state.graphRevision } }], jobId);
   }
-  return go({ kind: 'read-ref', ref: state.build!.integrationRef, jobId, recovering });
+  return go({ kind: 'read-ref', ref: state.build!.integrationRef, jobIds: promotableRun(state, ctx, job), recovering });
+}
+
+/**
+ * A passing job on the head, and the run of jobs stacked one on the other above it that are
+ * verified and passing (their chains done): promoted together, by one compare-and-set to the
+ * last one's result — each still its own receipt (R-24). Just the job when nothing waits on it.
+ */
+function promotableRun(state: BuildState, ctx: StepContext, job: JobRecord): string[] {
+  const run = [job.jobId];
+  const open = state.openJobs.map((id) => jobOf(state, id)!);
+  for (;;) {
+    const next = open.find((j) => j.after === run.at(-1));
+    if (next === undefined || next.status !== 'verified' || next.verification?.passed !== true || ctx.running?.has(next.jobId) === true) return run;
+    run.push(next.jobId);
+  }
 }
 
 /** VerificationFinished for a job, from what the runner reported (R-24: the evidence is the receipt's). */
 function verificationFinished(state: BuildState, jobId: string, out: VerificationOutcome): DomainEvent {
   const graphRevision = state.graphRevision;
   if (!out.ok) {
-    return { type: 'VerificationFinished', data: { jobId, resultCommit: null, tree: null, passed: false, reason: out.reason, evidence: [], evidenceSha256: canonicalSha256({ reason: out.reason }), graphRevision } };
+    // A candidate that does not apply: the conflict's output is its evidence (absent: the reason alone).
+    const evidence = (out.evidence ?? []).map((e) => ({ ...e, argv: [...e.argv] }));
+    const evidenceSha256 = evidence.length === 0 ? canonicalSha256({ reason: out.reason }) : evidenceDigest(evidence);
+    return { type: 'VerificationFinished', data: { jobId, resultCommit: null, tree: null, passed: false, reason: out.reason, evidence, evidenceSha256, graphRevision } };
   }
   const evidence = out.evidence.map((e) => ({ ...e, argv: [...e.argv] }));
   return {
     type: 'VerificationFinished',
     data: {
       jobId, resultCommit: out.resultCommit, tree: out.tree, passed: out.passed, ...(out.reason !== undefined ? { reason: out.reason } : {}), evidence,
-      evidenceSha256: canonicalSha256(evidence.map((e) => ({ argv: e.argv, exitCode: e.exitCode, stdout: e.stdoutSha256, stderr: e.stderrSha256 }))), graphRevision,
+      evidenceSha256: evidenceDigest(evidence), graphRevision,
     },
   };
 }
 
-/** IntegrationPromoted with its receipt (R-24); `cacheHit` only when every command replayed from the cache. */
-function promoted(state: BuildState, jobId: string, adopted: boolean, recovering: boolean): Decision {
-  const job = jobOf(state, jobId)!;
-  const v = job.verification!;
-  const receipt: Receipt = {
-    jobId, nodeIds: [...job.nodeIds], baseHead: job.baseHead,
-    candidates: job.candidates.map((c) => ({ nodeId: c.nodeId, commit: c.commit })),
-    resultCommit: v.resultCommit!, tree: v.tree!, evidenceSha256s: v.evidence.flatMap((e) => [e.stdoutSha256, e.stderrSha256]),
-    cacheHit: v.evidence.length > 0 && v.evidence.every((e) => e.cacheHit),
-  };
-  return go({ kind: 'after-promotion', jobId, adopted, recovering }, [{ type: 'IntegrationPromoted', data: { jobId, receipt, adopted, graphRevision: state.graphRevision } }], jobId);
+/** The one digest of a verification's evidence (R-24): every command's argv, exit code and output files. */
+function evidenceDigest(evidence: readonly CommandEvidence[]): string {
+  return canonicalSha256(evidence.map((e) => ({ argv: e.argv, exitCode: e.exitCode, stdout: e.stdoutSha256, stderr: e.stderrSha256 })));
+}
+
+/**
+ * IntegrationPromoted with its receipt (R-24) for each job promoted, in order, in one append;
+ * `cacheHit` only when every command replayed from the cache. Each receipt's base is the head
+ * before it: the logged head for the first, the result of the one before for the rest.
+ */
+function promoted(state: BuildState, jobIds: readonly string[], adopted: boolean, recovering: boolean): Decision {
+  let head = state.integrationHead!;
+  const events: DomainEvent[] = jobIds.map((jobId) => {
+    const job = jobOf(state, jobId)!;
+    const v = job.verification!;
+    const receipt: Receipt = {
+      jobId, nodeIds: [...job.nodeIds], baseHead: head,
+      candidates: job.candidates.map((c) => ({ nodeId: c.nodeId, commit: c.commit })),
+      resultCommit: v.resultCommit!, tree: v.tree!, evidenceSha256s: v.evidence.flatMap((e) => [e.stdoutSha256, e.stderrSha256]),
+      cacheHit: v.evidence.length > 0 && v.evidence.every((e) => e.cacheHit),
+    };
+    head = v.resultCommit!;
+    return { type: 'IntegrationPromoted', data: { jobId, receipt, adopted, graphRevision: state.graphRevision } };
+  });
+  return go({ kind: 'after-promotion', jobIds, adopted, recovering }, events, jobIds[0]!);
 }
 
 /** The report of a finished step, from the state its last append left. */

@@ -104,6 +104,11 @@ const BuildSettingsSchema = z.strictObject({
   ignoredFiles: z.enum(['allowed', 'dirty']).optional(),
   /** Worker calls kept in flight at once (issue 16); absent: 1, one at a time as before. */
   concurrency: z.number().int().min(1).max(64).optional(),
+  /**
+   * Integration jobs open at once, each verified on top of the ones ahead of it (speculative
+   * integration, issue 16); absent: 1, one job at a time as before.
+   */
+  speculation: z.number().int().min(1).max(64).optional(),
 });
 export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
 
@@ -207,6 +212,11 @@ export const IntegrationStarted = e('IntegrationStarted', z.strictObject({
   nodeIds: z.array(SafeIdSchema).min(1),
   candidates: z.array(z.strictObject({ nodeId: SafeIdSchema, attemptId: z.string(), commit: GitShaSchema })).min(1),
   baseHead: GitShaSchema,
+  /**
+   * The open job this one is stacked on (speculative integration): it is verified on the tree
+   * that job's promotion makes, and promoted only after it; absent: verified on `baseHead`.
+   */
+  after: z.string().optional(),
   graphRevision: z.number().int().nonnegative(),
 }));
 
@@ -233,6 +243,17 @@ export const IntegrationFailed = e('IntegrationFailed', z.strictObject({
   nodeIds: z.array(SafeIdSchema),
   reason: z.string(),
   evidenceSha256: Sha256Schema.optional(),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+/**
+ * A speculative job ended unpromoted because a job it was stacked on did not promote (failed,
+ * was split, or was itself discarded): nobody is blamed, its candidates are integrated again.
+ */
+export const IntegrationDiscarded = e('IntegrationDiscarded', z.strictObject({
+  jobId: z.string(),
+  nodeIds: z.array(SafeIdSchema).min(1),
+  reason: z.string(),
   graphRevision: z.number().int().nonnegative(),
 }));
 
@@ -354,6 +375,7 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   VerificationFinished,
   IntegrationPromoted,
   IntegrationFailed,
+  IntegrationDiscarded,
   BatchSplit,
   CheckpointWritten,
   BuildCompleted,
@@ -383,6 +405,7 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   VerificationFinished: 1,
   IntegrationPromoted: 1,
   IntegrationFailed: 1,
+  IntegrationDiscarded: 1,
   BatchSplit: 1,
   CheckpointWritten: 1,
   BuildCompleted: 1,

@@ -122,8 +122,11 @@ function metaOf(s: BuildState): Record<string, string> {
 export const buildProjection: Projection<BuildState> = {
   name: 'build',
   initialState: initialBuildState,
-  /** 2: the state counts recovery events (`recoveries`); snapshots of version 1 lack the count. */
-  stateVersion: 2,
+  /**
+   * 2: the state counts recovery events (`recoveries`); snapshots of version 1 lack the count.
+   * 3: a job records the job it is stacked on and whether it took a split's group (speculative integration).
+   */
+  stateVersion: 3,
   evolve: evolveBuild,
   evolveInPlace: (state, event) => evolveBuildInPlace(state as Draft<BuildState>, event),
   tables: [nodesTable, horizonsTable, checkpointsTable, summariesTable, attemptsTable, jobsTable, plannerCallsTable, metaTable],

@@ -73,7 +73,11 @@ export interface JobRecord {
   readonly candidates: readonly { nodeId: string; attemptId: string; commit: string }[];
   readonly baseHead: string;
   readonly startedAt: string;
-  readonly status: 'started' | 'verified' | 'promoted' | 'failed' | 'split';
+  /** The open job it was stacked on when it started (speculative integration), if any. */
+  readonly after?: string;
+  /** Its nodes were the next group a BatchSplit left: discarded, they go back in the queue. */
+  readonly queued?: true;
+  readonly status: 'started' | 'verified' | 'promoted' | 'failed' | 'split' | 'discarded';
   readonly verification: {
     readonly passed: boolean;
     /** Why it failed (the first failing command, or a dirty workspace). */

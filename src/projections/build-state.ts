@@ -279,21 +279,26 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
           if (node) node.jobIds = [...(node.jobIds ?? []), d.jobId];
         }
       }
+      // A job that integrates the next half of a split takes it off the queue.
+      const next = draft.batchQueue[0];
+      const queued = next !== undefined && next.length === d.nodeIds.length && next.every((id, i) => id === d.nodeIds[i]);
+      if (queued) draft.batchQueue.shift();
       shardSet(draft.jobs, d.jobId, {
         jobId: d.jobId, nodeIds: d.nodeIds, candidates: d.candidates, baseHead: d.baseHead, startedAt: recordedAt,
         status: 'started', verification: null, receipt: null, adopted: false,
+        ...(d.after !== undefined ? { after: d.after } : {}), ...(queued ? { queued: true as const } : {}),
       });
-      // A job that integrates the next half of a split takes it off the queue.
-      const next = draft.batchQueue[0];
-      if (next && next.length === d.nodeIds.length && next.every((id, i) => id === d.nodeIds[i])) draft.batchQueue.shift();
       return;
     }
     case 'VerificationFinished': {
       const d = event.data;
       const job = shardDraft(draft.jobs, d.jobId);
       if (!job) return;
-      draft.verifications.commands += d.evidence.length;
-      draft.verifications.cacheHits += d.evidence.filter((e) => e.cacheHit).length;
+      // A candidate that did not apply ran no verification command (its evidence is the conflict).
+      if (d.resultCommit !== null) {
+        draft.verifications.commands += d.evidence.length;
+        draft.verifications.cacheHits += d.evidence.filter((e) => e.cacheHit).length;
+      }
       job.status = 'verified';
       job.verification = {
         passed: d.passed, ...(d.reason !== undefined ? { reason: d.reason } : {}), resultCommit: d.resultCommit, tree: d.tree, evidence: d.evidence, evidenceSha256: d.evidenceSha256,
@@ -338,6 +343,16 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
           };
         }
         setNodeState(draft, id, failedNodeState(draft, id));
+      }
+      return;
+    }
+    case 'IntegrationDiscarded': {
+      // Its nodes stay validating and are integrated again; a split's group goes back in the queue.
+      const job = shardDraft(draft.jobs, event.data.jobId);
+      closeJob(draft, event.data.jobId);
+      if (job) {
+        job.status = 'discarded';
+        if (job.queued === true) draft.batchQueue.push([...job.nodeIds]);
       }
       return;
     }

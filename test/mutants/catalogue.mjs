@@ -41,12 +41,27 @@ export const MUTANTS = [
     bug: 'a resumed controller never adopts an in-doubt outcome: the commit on an attempt branch, a promotion already made (R-18)',
     edits: [
       { file: 'src/commands/step.ts', find: 'if (r.writable && found.found) {', replace: 'if (false && r.writable && found.found) {' },
-      {
-        file: 'src/commands/step.ts', find: "if ((result as EffectResults['read-ref']).commit === v.resultCommit)", replace: "if (false && (result as EffectResults['read-ref']).commit === v.resultCommit)",
-        js: { find: 'if (result.commit === v.resultCommit)', replace: 'if (false && result.commit === v.resultCommit)' },
-      },
+      { file: 'src/commands/step.ts', find: 'const at = found === null ? -1 : results.indexOf(found);', replace: 'const at = -1;' },
     ],
     // The real-process counterpart: test/fuzz.test.ts runs `longbuild fuzz` on this mutant's CLI and expects it reported.
+    caughtBy: ['test/step-model-double.test.ts'],
+  },
+  {
+    name: 'stacked-job-promoted-early',
+    bug: 'a speculative job is promoted (or blamed) without waiting for the jobs it is stacked on (issue 16)',
+    edits: [{ file: 'src/commands/step.ts', find: 'if (awaited !== undefined) {', replace: 'if (false) {' }],
+    caughtBy: ['test/step-model-double.test.ts'],
+  },
+  {
+    name: 'stacked-job-verified-alone',
+    bug: 'a speculative job is verified on the head alone, without the candidates of the jobs below it (a blind merge, R-24)',
+    edits: [{ file: 'src/commands/step.ts', find: '...(below.length > 0 ? { layers:', replace: '...(false ? { layers:' }],
+    caughtBy: ['test/step-model-double.test.ts'],
+  },
+  {
+    name: 'promoted-run-ignores-failure',
+    bug: 'a run of stacked jobs promoted together takes in a job whose verification failed (R-24)',
+    edits: [{ file: 'src/commands/step.ts', find: "next.status !== 'verified' || next.verification?.passed !== true ||", replace: "next.status !== 'verified' ||" }],
     caughtBy: ['test/step-model-double.test.ts'],
   },
 ];

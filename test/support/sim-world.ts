@@ -25,6 +25,8 @@ export interface SimScript {
   readonly verifyFails: Readonly<Record<string, number>>;
   /** Node id -> how long its worker call takes, in the world's own time units (default 1). */
   readonly durations?: Readonly<Record<string, number>>;
+  /** Node id -> how long verifying a job holding it takes in the world's time (a job: its slowest node; default 0: at once). */
+  readonly verifyDurations?: Readonly<Record<string, number>>;
 }
 
 export class SimWorld {
@@ -47,10 +49,14 @@ export class SimWorld {
    * started plus its duration), one per turn of the event loop, so which calls overlap — and the
    * order their results arrive in — depends on the controller and the script alone, not on timing.
    */
-  private readonly pending: { finishAt: number; key: string; resolve: () => void }[] = [];
+  private readonly pending: { finishAt: number; key: string; kind: 'worker' | 'verify'; resolve: () => void }[] = [];
   private clock = 0;
   /** The most worker calls that were in progress at once. */
   maxOverlap = 0;
+  /** The most verifications that were in progress at once (speculative integration). */
+  maxJobs = 0;
+  /** Every verification run, by job id. */
+  readonly verifications: string[] = [];
 
   /** Call marks without a kept outcome: calls a crash left in doubt (key#invocation). */
   inDoubt(): string[] {
@@ -61,6 +67,18 @@ export class SimWorld {
     this.refs.set(integrationRef, baseHead);
     this.published.set(integrationRef, baseHead);
     this.commits.set(baseHead, { parent: '', tree: this.tree([]), attemptId: null });
+  }
+
+  /** A call that takes `duration` units of the world's time; 0: it returns at once. */
+  private async takeTime(key: string, duration: number, kind: 'worker' | 'verify'): Promise<void> {
+    if (duration <= 0) return;
+    await new Promise<void>((resolve) => {
+      this.pending.push({ finishAt: this.clock + duration, key, kind, resolve });
+      const workers = this.pending.filter((p) => p.kind === 'worker').length;
+      this.maxOverlap = Math.max(this.maxOverlap, workers);
+      this.maxJobs = Math.max(this.maxJobs, this.pending.length - workers);
+      setImmediate(() => this.returnNext());
+    });
   }
 
   /** The call in progress that ends first returns (ties: by key). */
@@ -107,11 +125,7 @@ export class SimWorld {
   readonly worker: Worker = {
     implement: async (packet: WorkPacket, worktree: string) => {
       this.workerCalls.push(packet.idempotencyKey);
-      await new Promise<void>((resolve) => {
-        this.pending.push({ finishAt: this.clock + (this.script.durations?.[packet.nodeId] ?? 1), key: packet.idempotencyKey, resolve });
-        this.maxOverlap = Math.max(this.maxOverlap, this.pending.length);
-        setImmediate(() => this.returnNext());
-      });
+      await this.takeTime(packet.idempotencyKey, this.script.durations?.[packet.nodeId] ?? 1, 'worker');
       if (packet.kind === 'writable' && !this.clones.has(packet.attemptId)) throw new Error(`sim: no clone ${worktree} for ${packet.attemptId}`);
       const fails = packet.attempt <= (this.script.workerFails[packet.nodeId] ?? 0);
       const stdout = `${packet.nodeId} attempt ${packet.attempt}\n`;
@@ -146,10 +160,25 @@ export class SimWorld {
     keptAttemptWorktree: async (attemptId) => (this.clones.has(attemptId) ? `/sim/${attemptId}` : null),
     candidateProblem: async () => null,
     integrateAndVerify: async (jobId, head, candidates, date, _commands, opts = {}) => {
-      const nodes = candidates.map((c) => this.commits.get(c)?.attemptId ?? '?');
-      const tree = this.tree([...this.contentOf(head), ...candidates.flatMap((c) => this.contentOf(c))]);
-      const resultCommit = sha('merge', jobId, head, date, ...candidates);
-      this.commits.set(resultCommit, { parent: head, tree, attemptId: null });
+      // Each job's candidates as git applies them: a lone candidate on the tip is a fast-forward,
+      // anything else a new commit of (tip, date, candidates) — so a stacked job's tip under its
+      // own candidates is exactly the commit the jobs below it promote (speculative integration).
+      const layers = [...(opts.layers ?? []), { jobId, commits: candidates, date }];
+      let tip = head;
+      for (const l of layers) {
+        const only = l.commits.length === 1 ? this.commits.get(l.commits[0]!) : undefined;
+        if (only !== undefined && only.parent === tip) {
+          tip = l.commits[0]!;
+          continue;
+        }
+        const tree = this.tree([...this.contentOf(tip), ...l.commits.flatMap((c) => this.contentOf(c))]);
+        const next = sha('merge', tip, l.date, ...l.commits);
+        this.commits.set(next, { parent: tip, tree, attemptId: null });
+        tip = next;
+      }
+      const nodes = layers.flatMap((l) => l.commits.map((c) => this.commits.get(c)?.attemptId ?? '?'));
+      const own = candidates.map((c) => (this.commits.get(c)?.attemptId ?? '?').replace(/\.\d+$/, ''));
+      await this.takeTime(`verify:${jobId}`, Math.max(0, ...own.map((id) => this.script.verifyDurations?.[id] ?? 0)), 'verify');
       const passes = nodes.every((a) => Number(a.slice(a.lastIndexOf('.') + 1)) > (this.script.verifyFails[a.slice(0, a.lastIndexOf('.'))] ?? 0));
       const run = (): VerificationRun['commands'][number] => ({
         argv: ['sim-verify'], exitCode: passes ? 0 : 1, stdout: Buffer.from(`verified ${nodes.join(' ')}\n`), stderr: Buffer.from(passes ? '' : 'sim: failing\n'),
@@ -157,7 +186,8 @@ export class SimWorld {
       });
       const commands = !passes && opts.retestOnFailure === true ? [run(), run()] : [run()];
       const verification: VerificationRun = { passed: passes, ...(passes ? {} : { reason: `sim-verify exited 1${commands.length > 1 ? ' (failed twice on the same tree)' : ''}` }), commands };
-      return { ok: true, resultCommit, tree, verification };
+      this.verifications.push(jobId);
+      return { ok: true, resultCommit: tip, tree: this.treeOf(tip), verification };
     },
     readRef: async (ref) => this.refs.get(ref) ?? null,
     promote: async (ref, commit, expectedOld) => {

@@ -69,6 +69,8 @@ export const BlueprintSchema = z.strictObject({
   // Optional build settings (extensions of the docs/cli.md format); the controller applies defaults.
   maxBatch: z.number().int().min(1).max(64).optional(),
   concurrency: z.number().int().min(1).max(64).optional(),
+  /** Integration jobs verified at once, each on top of the ones ahead (default: concurrency). */
+  speculation: z.number().int().min(1).max(64).optional(),
   maxAttempts: z.number().int().min(1).max(100).optional(),
   compaction: z.boolean().optional(),
   protectedPaths: z.array(RelativePathSchema).optional(),

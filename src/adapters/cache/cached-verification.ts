@@ -41,6 +41,8 @@ export interface CachedVerificationOptions {
   readonly run: VerificationRunner;
   /** Git-ignored files a command leaves: `allowed` (an install's output, a coverage report) or `dirty` (the default). */
   readonly ignoredFiles?: 'allowed' | 'dirty';
+  /** The workspace was just checked out by the host (nothing ran there yet): clean by construction, not checked before. */
+  readonly fresh?: boolean;
 }
 
 /** SHA-256 of every existing file an argv names by absolute path (a script outside the tree). */
@@ -60,7 +62,7 @@ export function argvFileDigests(argv: readonly string[]): Record<string, string>
 export async function verifyWithCache(o: CachedVerificationOptions): Promise<CachedVerificationResult> {
   const argvs = o.commands.map((c) => parseTrustedCommand(c));
   const status = () => workspaceStatus(o.workspace, { gitDir: o.gitDir, includeIgnored: o.ignoredFiles !== 'allowed' });
-  const before = await status();
+  const before = o.fresh === true ? [] : await status();
   if (before.length > 0) {
     return { passed: false, reason: `workspace not clean before verification: ${before.slice(0, 5).join('; ')}`, commands: [], cleanBefore: false, cleanAfter: false, dirty: before };
   }

@@ -54,6 +54,7 @@ export const ConfigSchema = z.strictObject({
   coarseWindow: z.number().int().min(0).max(12).default(12),
   maxBatch: z.number().int().min(1).max(64).default(1),
   concurrency: z.number().int().min(1).max(64).default(1).describe('worker calls kept in flight at once (1: one at a time)'),
+  speculation: z.number().int().min(1).max(64).optional().describe('integration jobs verified at once, each on the tree the jobs ahead of it promote (speculative integration; default: concurrency; 1: one job at a time)'),
   maxAttempts: z.number().int().min(1).max(100).default(3),
   compaction: z.boolean().default(true),
   cache: z.strictObject({ enabled: z.boolean().default(true), policyVersion: z.string().default('1') }).default({ enabled: true, policyVersion: '1' }),

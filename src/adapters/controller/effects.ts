@@ -73,9 +73,9 @@ export function effectRunner(deps: EffectDeps): RunEffect {
         // A retry reworks the candidate that failed integration, in a clone that starts from its changes.
         const prepared = r.writable
           ? await git.prepareAttemptWorktree(r.attemptId, packet.branch, packet.baseHead, r.rework ? ATTEMPT_REF_PREFIX + r.rework.attemptId : undefined)
-          : { worktree: '', reworked: false };
+          : { worktree: '', reworked: false, conflicts: [] };
         const full = await withDependencyFiles(
-          withFailureEvidence(packet, r.failureEvidence, deps.evidence, prepared.reworked ? r.rework?.commit : undefined),
+          withFailureEvidence(packet, r.failureEvidence, deps.evidence, prepared.reworked ? r.rework?.commit : undefined, prepared.conflicts),
           (commit) => git.filesChangedBy(commit),
         );
         const out = await call('worker', () => deps.worker.implement(full, prepared.worktree), { key: r.key, invocation: r.invocation });
@@ -111,8 +111,14 @@ export function effectRunner(deps: EffectDeps): RunEffect {
   };
   /** Apply and verify in a clean workspace (the cache first); the evidence bytes are stored, the result names them. */
   const verify = async (r: Extract<EffectRequest, { kind: 'verify' }>): Promise<VerificationOutcome> => {
-    const out = await call('verify', () => git.integrateAndVerify(r.jobId, r.baseHead, r.commits, r.date, r.commands, r.retestOnFailure ? { retestOnFailure: true } : undefined));
-    if (!out.ok) return out;
+    const opts = { ...(r.retestOnFailure ? { retestOnFailure: true } : {}), ...(r.layers !== undefined ? { layers: r.layers } : {}) };
+    const out = await call('verify', () => git.integrateAndVerify(r.jobId, r.baseHead, r.commits, r.date, r.commands, Object.keys(opts).length > 0 ? opts : undefined));
+    if (!out.ok) {
+      if (out.conflict === undefined) return { ok: false, reason: out.reason };
+      // The conflict is evidence: what git said and the conflicted files, for the rework.
+      const c = out.conflict;
+      return { ok: false, reason: out.reason, evidence: [{ argv: [...c.argv], exitCode: 1, stdoutSha256: deps.evidence.put(c.output), stderrSha256: deps.evidence.put(Buffer.alloc(0)), durationMs: Math.round(c.durationMs), cacheHit: false }] };
+    }
     const evidence: CommandEvidence[] = out.verification.commands.map((c) => ({
       argv: [...c.argv], exitCode: c.exitCode, stdoutSha256: deps.evidence.put(c.stdout), stderrSha256: deps.evidence.put(c.stderr),
       durationMs: Math.round(c.durationMs), cacheHit: c.cacheHit,

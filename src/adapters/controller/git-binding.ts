@@ -5,6 +5,7 @@ import {
   removeWorkspace, type CandidateLimits,
 } from '../git/git.js';
 import { verifyWithCache, type VerificationRunner } from '../cache/cached-verification.js';
+import { updateOwnRef } from '../git/own-refs.js';
 import type { VerificationCache } from '../cache/verification-cache.js';
 import type { GitPort, VerificationRun } from './ports.js';
 import type { ObservedRefs } from '../../commands/refs.js';
@@ -38,7 +39,7 @@ export function gitBinding(o: GitBindingOptions): GitPort {
   return {
     async prepareAttemptWorktree(attemptId, branch, baseHead, reworkFrom) {
       const prepared = await prepareAttemptWorktree(I, o.worktreesDir, attemptId, branch, baseHead, reworkFrom);
-      return { worktree: prepared.worktree, reworked: prepared.reworked };
+      return { worktree: prepared.worktree, reworked: prepared.reworked, conflicts: prepared.conflicts };
     },
     findAttemptCommit: (branch, baseHead) => findAttemptCommit(I, branch, baseHead),
     async filesChangedBy(commit) {
@@ -46,8 +47,10 @@ export function gitBinding(o: GitBindingOptions): GitPort {
       return out.split('\0').filter((p) => p !== '');
     },
     async deleteAttemptBranches(attemptIds) {
-      if (attemptIds.length === 0) return;
-      const input = attemptIds.map((id) => `delete ${ATTEMPT_BRANCH_PREFIX}${id}\n`).join('');
+      const rest: string[] = [];
+      for (const id of attemptIds) if ((await updateOwnRef(I, ATTEMPT_BRANCH_PREFIX + id, null)) === null) rest.push(id);
+      if (rest.length === 0) return;
+      const input = rest.map((id) => `delete ${ATTEMPT_BRANCH_PREFIX}${id}\n`).join('');
       await git(I, ['update-ref', '--stdin'], { input });
     },
     commitAttempt: (branch, baseHead, worktree, message, date) =>
@@ -61,14 +64,17 @@ export function gitBinding(o: GitBindingOptions): GitPort {
     async integrateAndVerify(jobId, head, candidates, date, commands, opts = {}) {
       // One pass: apply onto head in a fresh detached workspace, verify there (cache first), clean up.
       const once = async () => {
-        const applied = await integrateCandidates(I, o.workspacesDir, jobId, head, candidates, date);
+        const applied = await integrateCandidates(I, o.workspacesDir, jobId, head, candidates, date, opts.layers ?? []);
         if (applied.kind === 'conflict') {
-          return { ok: false as const, reason: `candidate ${applied.candidate.slice(0, 12)} does not apply onto ${head.slice(0, 12)}: ${applied.detail.split('\n')[0] ?? ''}` };
+          const onto = applied.layer === null && (opts.layers ?? []).length > 0 ? `onto ${head.slice(0, 12)} with ${opts.layers!.map((l) => l.jobId).join(', ')}` : `onto ${head.slice(0, 12)}`;
+          const what = applied.layer === null ? `candidate ${applied.candidate.slice(0, 12)} does not apply ${onto}` : `candidate ${applied.candidate.slice(0, 12)} of ${applied.layer} (below this job) does not apply`;
+          const conflict = { argv: ['git', 'cherry-pick', applied.candidate], output: Buffer.from(applied.output), paths: applied.paths, durationMs: applied.durationMs };
+          return { ok: false as const, reason: `${what}: ${applied.paths.length > 0 ? `conflicts in ${applied.paths.join(', ')}` : applied.detail.split('\n')[0] ?? ''}`, conflict };
         }
         try {
           const run = await verifyWithCache({
             workspace: applied.workspace, gitDir: applied.gitDir, tree: applied.tree, commands, env: o.verifyEnv, timeoutMs: o.verifyTimeoutMs,
-            cache: o.cache ?? null, run: o.runVerification, ignoredFiles: o.ignoredFiles ?? 'dirty',
+            cache: o.cache ?? null, run: o.runVerification, ignoredFiles: o.ignoredFiles ?? 'dirty', fresh: true,
           });
           return { ok: true as const, resultCommit: applied.resultCommit, tree: applied.tree, verification: run as VerificationRun };
         } finally {
@@ -106,6 +112,7 @@ export function gitBinding(o: GitBindingOptions): GitPort {
         else await publishRef(o.repo, I, repair.ref, repair.expected, null);
         return;
       }
+      if ((await updateOwnRef(I, repair.ref, repair.expected)) !== null) return;
       if (repair.expected === null) await git(I, ['update-ref', '-d', repair.ref]);
       else await git(I, ['update-ref', '-m', 'longbuild: repair (R-33)', repair.ref, repair.expected]);
     },

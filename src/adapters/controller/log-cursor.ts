@@ -23,6 +23,11 @@ export interface LogCursorDeps {
   readonly beforeAppend?: () => void;
   /** Called after every append with the new events (projections catch up here). */
   readonly onAppended?: (events: readonly StoredEvent[], state: BuildState) => void;
+  /**
+   * Awaited after every append, before the next decision is made (the log's checkpoint is signed
+   * here after a promotion or a milestone checkpoint, R-35, however many calls are in flight).
+   */
+  readonly afterAppend?: (events: readonly StoredEvent[]) => Promise<void>;
 }
 
 export class LogCursor {
@@ -104,6 +109,7 @@ export class LogCursor {
     // event still re-hashed and linked) instead of folding again.
     result.events.forEach((e, i) => this.fold(e, e.position === position + i ? states[i] : undefined));
     this.deps.onAppended?.(result.events, this.state);
+    await this.deps.afterAppend?.(result.events);
     for (const e of events) this.deps.faults.reach(`after-append:${e.type}`);
   }
 

@@ -6,11 +6,12 @@ export const FAILURE_OUTPUT_CHARS = 6000;
 
 /**
  * A retry's packet with the failure's evidence: the tail of the recorded output (stdout, then
- * stderr) of the failed attempt or the failing verification command, and the candidate the
- * worker's directory starts from when it reworks it. Read from the evidence store, whose files
+ * stderr) of the failed attempt or the failing verification command, the candidate the worker's
+ * directory starts from when it reworks it, and the files where that candidate conflicted with
+ * the new base (left with conflict markers). Read from the evidence store, whose files
  * are checked against their SHA-256; a missing file is left out, never guessed.
  */
-export function withFailureEvidence(packet: WorkPacket, evidence: readonly string[] | undefined, store: EvidenceStore, reworks: string | undefined): WorkPacket {
+export function withFailureEvidence(packet: WorkPacket, evidence: readonly string[] | undefined, store: EvidenceStore, reworks: string | undefined, conflicts: readonly string[] = []): WorkPacket {
   const failure = packet.previousFailure;
   if (failure === undefined) return packet;
   const texts = (evidence ?? []).map((sha) => store.get?.(sha) ?? null).filter((b): b is Uint8Array => b !== null && b.length > 0)
@@ -19,7 +20,10 @@ export function withFailureEvidence(packet: WorkPacket, evidence: readonly strin
   const output = all.length > FAILURE_OUTPUT_CHARS ? `[…${all.length - FAILURE_OUTPUT_CHARS} characters before]\n${all.slice(-FAILURE_OUTPUT_CHARS)}` : all;
   return {
     ...packet,
-    previousFailure: { ...failure, ...(output !== '' ? { output } : {}), ...(reworks !== undefined ? { reworks } : {}) },
+    previousFailure: {
+      ...failure, ...(output !== '' ? { output } : {}), ...(reworks !== undefined ? { reworks } : {}),
+      ...(reworks !== undefined && conflicts.length > 0 ? { conflicts: [...conflicts] } : {}),
+    },
   };
 }
 

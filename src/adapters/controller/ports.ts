@@ -3,6 +3,15 @@
  * git-binding.ts; keeping the port narrow lets tests and benchmarks swap in instant effects.
  */
 import type { ObservedRefs, RefRepair } from '../../commands/refs.js';
+import type { IntegrationLayer } from '../../commands/step-types.js';
+
+/** What a candidate that does not apply leaves as evidence: the command, its output, the conflicted files. */
+export interface ConflictEvidence {
+  readonly argv: readonly string[];
+  readonly output: Buffer;
+  readonly paths: readonly string[];
+  readonly durationMs: number;
+}
 
 export interface AttemptCommit {
   readonly commit: string;
@@ -28,10 +37,11 @@ export interface GitPort {
   /**
    * Create (or repair after a crash) the attempt's own worktree on its branch at baseHead. With
    * `reworkFrom` (a previous candidate's attempt branch) the worktree starts with that
-   * candidate's changes applied on baseHead; `reworked` false: they no longer apply (or the
+   * candidate's changes applied on baseHead, three-way; `conflicts`: the files where they
+   * conflicted, left with conflict markers; `reworked` false: they cannot be applied (or the
    * branch is gone), and it starts clean.
    */
-  prepareAttemptWorktree(attemptId: string, branch: string, baseHead: string, reworkFrom?: string): Promise<{ worktree: string; reworked: boolean }>;
+  prepareAttemptWorktree(attemptId: string, branch: string, baseHead: string, reworkFrom?: string): Promise<{ worktree: string; reworked: boolean; conflicts?: readonly string[] }>;
   /** The paths a commit changed against its first parent (a dependency's files in a work packet). */
   filesChangedBy(commit: string): Promise<string[]>;
   /** Delete the branches of these attempts from the integrator's repository (missing ones are fine). */
@@ -46,9 +56,14 @@ export interface GitPort {
   keptAttemptWorktree(attemptId: string): Promise<string | null>;
   /** Why a candidate commit is refused (protected paths R-29; symlinks, sizes, verified files R-31), or null. */
   candidateProblem(base: string, commit: string): Promise<{ rule: string; reason: string } | null>;
-  /** Apply candidates onto head in a clean detached workspace, verify there, clean up. */
-  integrateAndVerify(jobId: string, head: string, candidates: readonly string[], date: string, commands: readonly (readonly string[])[], opts?: { retestOnFailure?: boolean }):
-    Promise<{ ok: true; resultCommit: string; tree: string; verification: VerificationRun } | { ok: false; reason: string }>;
+  /**
+   * Apply candidates onto head in a clean detached workspace, verify there, clean up. `layers`:
+   * the candidates of the jobs this one is stacked on (speculative integration), applied first. A
+   * candidate that does not apply is `ok: false` with git's output and the conflicted files as
+   * `conflict` evidence.
+   */
+  integrateAndVerify(jobId: string, head: string, candidates: readonly string[], date: string, commands: readonly (readonly string[])[], opts?: { retestOnFailure?: boolean; layers?: readonly IntegrationLayer[] }):
+    Promise<{ ok: true; resultCommit: string; tree: string; verification: VerificationRun } | { ok: false; reason: string; conflict?: ConflictEvidence }>;
   /** The integration ref in the integrator's repository. */
   readRef(ref: string): Promise<string | null>;
   /** One compare-and-set ref update in the integrator's repository (R-24), then published to the user's. */

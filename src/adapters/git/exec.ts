@@ -6,7 +6,8 @@
 import { join } from 'node:path';
 import { EffectError, StorageError, ValidationError, type StorageProblem } from '../../events/errors.js';
 import { freeBytes, freeSpace } from '../../projections/storage-guard.js';
-import { runProcess } from '../process/run-process.js';
+import { onInterrupt, throwIfInterrupted } from '../interrupt.js';
+import { directSpawn, killGroup, Spawner, type SpawnResult } from '../process/spawner.js';
 
 export const LONGBUILD_NAME = 'longbuild';
 export const LONGBUILD_EMAIL = 'longbuild@localhost';
@@ -87,16 +88,30 @@ export interface GitOutput {
   readonly stderr: string;
 }
 
+/**
+ * Git calls go through the spawner (spawner.ts): small helper processes fork them, not the
+ * controller (`LONGBUILD_SPAWNER=off`: the controller forks them itself). Git is longbuild's own
+ * trusted tool and leaves no background process (gc and maintenance are off), so the liveness
+ * scans the process runner makes for untrusted calls (run-process.ts) are not needed.
+ */
+const spawner = new Spawner(2);
+const direct = new Set<number>();
+onInterrupt(() => {
+  for (const pgid of [...spawner.groups, ...direct]) killGroup(pgid);
+});
+
+function runGit(argv: readonly string[], cwd: string, env: Record<string, string>, input: string | undefined, timeoutMs: number): Promise<SpawnResult> {
+  throwIfInterrupted();
+  const request = { argv, cwd, env, timeoutMs, ...(input !== undefined ? { input } : {}) };
+  return process.env['LONGBUILD_SPAWNER'] === 'off' ? directSpawn(request, direct) : spawner.run(request);
+}
+
 /** Run `git <args>` in `cwd`. Throws EffectError (with git's stderr) on a non-zero exit unless allowFail. */
 export async function git(cwd: string, args: readonly string[], opts: GitOptions = {}): Promise<GitOutput> {
-  const r = await runProcess({
-    argv: ['git', ...FIXED_CONFIG, ...args],
-    cwd,
-    env: { ...gitEnv(opts.date), ...opts.env },
-    ...(opts.input === undefined ? {} : { input: opts.input }),
-    timeoutMs: opts.timeoutMs ?? 120_000,
-  });
-  const out = { code: r.exitCode ?? -1, stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8') };
+  const r = await runGit(['git', ...FIXED_CONFIG, ...args], cwd, { ...gitEnv(opts.date), ...opts.env }, opts.input, opts.timeoutMs ?? 120_000);
+  // Interrupted meanwhile: its group was killed, and what it did must not be acted on.
+  throwIfInterrupted();
+  const out = { code: r.code ?? -1, stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8') };
   if (r.spawnError !== undefined) throw new EffectError(`git could not be started: ${r.spawnError}`);
   if (r.timedOut) throw new EffectError(`git ${args.join(' ')} timed out in ${cwd}`);
   // A full disk or an I/O error is never a verdict on the work (an R-31 refusal, a failed attempt):
@@ -148,11 +163,22 @@ export function assertSha(value: unknown, what: string): asserts value is string
 }
 
 /** A full ref name under refs/ that git itself accepts. */
-export async function assertRefName(cwd: string, ref: unknown): Promise<string> {
+export async function assertRefName(_cwd: string, ref: unknown): Promise<string> {
   if (typeof ref !== 'string' || !ref.startsWith('refs/') || ref.includes('\0')) {
     throw new ValidationError(`ref must be a full ref name under refs/, got ${JSON.stringify(ref)}`);
   }
-  const r = await git(cwd, ['check-ref-format', ref], { allowFail: true });
-  if (r.code !== 0) throw new ValidationError(`'${ref}' is not a valid git ref name`);
+  if (!isValidRefName(ref)) throw new ValidationError(`'${ref}' is not a valid git ref name`);
   return ref;
+}
+
+/**
+ * git-check-ref-format(1)'s rules, without a git process: no component starting with `.` or
+ * ending in `.lock`, no `..`, no control character, space, `~ ^ : ? * [ \`, no `@{`, not `@`, no
+ * empty component (a leading, trailing or double `/`), not ending in `.`.
+ */
+export function isValidRefName(ref: string): boolean {
+  if (ref === '@' || ref.endsWith('.') || ref.includes('..') || ref.includes('@{')) return false;
+  // eslint-disable-next-line no-control-regex
+  if (/[\x00-\x20\x7f~^:?*[\\]/.test(ref)) return false;
+  return ref.split('/').every((c) => c !== '' && !c.startsWith('.') && !c.endsWith('.lock'));
 }

@@ -54,9 +54,9 @@
  *
  * Low level: git(cwd, args, { date?, input?, allowFail? }), gitEnv(date?), gitDate(iso).
  */
-export { git, gitDate, gitEnv, LONGBUILD_EMAIL, LONGBUILD_NAME } from './exec.js';
+export { git, gitDate, gitEnv, isValidRefName, LONGBUILD_EMAIL, LONGBUILD_NAME } from './exec.js';
 export type { GitOptions, GitOutput } from './exec.js';
-export { commitParents, ensureRepo, INITIAL_COMMIT_MESSAGE, isAncestor, readRef, treeOf } from './repo.js';
+export { commitParents, ensureRepo, INITIAL_COMMIT_MESSAGE, isAncestor, looseBlob, looseDiff, readRef, readRefFiles, treeOf, type TreeChange } from './repo.js';
 export {
   ATTEMPT_BRANCH_PREFIX,
   attemptBranch,

@@ -4,8 +4,9 @@ import { join, posix, resolve } from 'node:path';
 import { EffectError, ValidationError } from '../../events/errors.js';
 import type { ProcessResult } from '../process/run-process.js';
 import { assertRefName, assertSha, git } from './exec.js';
-import { commitParents, isAncestor, readRef, treeOf } from './repo.js';
+import { commitParents, copyLooseObjects, hasLooseObject, isAncestor, looseBlob, looseDiff, objectsBetween, readRef, treeOf, type TreeChange } from './repo.js';
 import { addDetachedWorkspace, assertEffectId, removeWorkspace } from './worktrees.js';
+import { updateOwnRef } from './own-refs.js';
 
 /** Paths no candidate may touch, whatever the configuration adds (R-29). */
 export const ALWAYS_PROTECTED: readonly string[] = ['.longbuild/'];
@@ -26,14 +27,32 @@ function isUnder(path: string, protectedPath: string): boolean {
 
 export type IntegrationResult =
   | { readonly kind: 'applied'; readonly workspace: string; readonly gitDir: string; readonly resultCommit: string; readonly tree: string; readonly fastForward: boolean }
-  | { readonly kind: 'conflict'; readonly candidate: string; readonly index: number; readonly detail: string };
+  | {
+    readonly kind: 'conflict'; readonly candidate: string; readonly index: number; readonly detail: string;
+    /** The job whose candidates conflicted: this one, or one it is stacked on (a layer). */
+    readonly layer: string | null;
+    /** What git printed, and the conflicted files with their conflict markers (`git diff`): the evidence. */
+    readonly output: string;
+    readonly paths: readonly string[];
+    readonly durationMs: number;
+  };
+
+/** The candidates of one job, applied in order with that job's date (speculative integration stacks several). */
+export interface CandidateLayer {
+  readonly jobId: string;
+  readonly commits: readonly string[];
+  readonly date: string;
+}
 
 /**
  * Apply candidates onto `head` in a clean detached workspace `<workspacesDir>/<jobId>` (replacing
- * any leftover of a crashed run). One candidate whose only parent is head is a fast-forward
+ * any leftover of a crashed run). One candidate whose only parent is the tip is a fast-forward
  * (result = candidate). Otherwise each candidate is cherry-picked in order with the fixed
- * committer and `date`, so the same inputs give the same result commit. On a conflict the
- * cherry-pick is aborted, the workspace removed, and the conflicting candidate named.
+ * committer and `date`, so the same inputs give the same result commit. `layers`: the candidates
+ * of the jobs this one is stacked on, applied first, each as its own job applies them — so the
+ * tip under this job's candidates is exactly the commit those jobs promote. On a conflict the
+ * cherry-pick is aborted, the workspace removed, and the conflicting candidate named with git's
+ * output and the conflicted files (with their markers) as evidence.
  */
 export async function integrateCandidates(
   repo: string,
@@ -42,34 +61,81 @@ export async function integrateCandidates(
   head: string,
   candidates: readonly string[],
   date: string,
+  layers: readonly CandidateLayer[] = [],
 ): Promise<IntegrationResult> {
   assertEffectId(jobId, 'job id');
   assertSha(head, 'head');
   if (candidates.length === 0) throw new ValidationError('integrateCandidates needs at least one candidate commit');
   candidates.forEach((c, i) => assertSha(c, `candidate ${i}`));
+  for (const l of layers) l.commits.forEach((c, i) => assertSha(c, `${l.jobId} candidate ${i}`));
   const workspace = resolve(workspacesDir, jobId);
-  await addDetachedWorkspace(repo, workspace, head);
+  const all = [...layers, { jobId, commits: candidates, date }];
+  // The tip under the layers still to apply: fast-forwards and layers this process already
+  // applied (another job of the same stack did) need no workspace and no git process.
+  let tip = head;
+  let fastForward = false;
+  let next = 0;
+  for (; next < all.length; next++) {
+    const l = all[next]!;
+    const known = (await fastForwardOf(repo, tip, l.commits)) ?? appliedLayers.get(layerKey(repo, tip, l));
+    if (known === undefined) break;
+    fastForward = l.jobId === jobId && known === l.commits[0];
+    tip = known;
+  }
+  await addDetachedWorkspace(repo, workspace, tip);
   // Read while the workspace is still the host's alone: later git calls name this directory
   // explicitly instead of following a `.git` file the verified code could rewrite (R-31).
   const gitDir = workspaceGitDir(workspace);
-  const only = candidates.length === 1 ? candidates[0] : undefined;
-  if (only !== undefined) {
-    const parents = await commitParents(repo, only);
-    if (parents.length === 1 && parents[0] === head) {
-      await git(workspace, ['checkout', '-q', '--detach', only]);
-      return { kind: 'applied', workspace, gitDir, resultCommit: only, tree: await treeOf(repo, only), fastForward: true };
+  for (const layer of all.slice(next)) {
+    const base = tip;
+    const ff = await fastForwardOf(repo, tip, layer.commits);
+    if (ff !== undefined) {
+      await git(workspace, ['checkout', '-q', '--detach', ff]);
+      tip = ff;
+      fastForward = layer.jobId === jobId;
+      continue;
     }
-  }
-  for (const [index, candidate] of candidates.entries()) {
-    const r = await git(workspace, ['cherry-pick', '--allow-empty', '--keep-redundant-commits', candidate], { date, allowFail: true });
-    if (r.code !== 0) {
-      await git(workspace, ['cherry-pick', '--abort'], { allowFail: true });
-      await removeWorkspace(repo, workspace);
-      return { kind: 'conflict', candidate, index, detail: (r.stdout + r.stderr).trim() };
+    for (const [index, candidate] of layer.commits.entries()) {
+      const started = performance.now();
+      const r = await git(workspace, ['cherry-pick', '--allow-empty', '--keep-redundant-commits', candidate], { date: layer.date, allowFail: true });
+      if (r.code !== 0) {
+        const unmerged = await git(workspace, ['diff', '--name-only', '--diff-filter=U', '-z'], { allowFail: true });
+        const paths = unmerged.stdout.split('\0').filter((p) => p !== '');
+        const markers = paths.length > 0 ? (await git(workspace, ['diff', '--', ...paths], { allowFail: true })).stdout : '';
+        const durationMs = performance.now() - started;
+        await git(workspace, ['cherry-pick', '--abort'], { allowFail: true });
+        await removeWorkspace(repo, workspace);
+        const detail = (r.stdout + r.stderr).trim();
+        return {
+          kind: 'conflict', candidate, index, detail, layer: layer.jobId === jobId ? null : layer.jobId, paths, durationMs,
+          output: `${detail}\n${paths.length > 0 ? `\nconflicting files: ${paths.join(', ')}\n\n${markers}` : ''}`,
+        };
+      }
     }
+    tip = (await git(workspace, ['rev-parse', '--verify', 'HEAD'])).stdout.trim();
+    remember(appliedLayers, layerKey(repo, base, layer), tip);
   }
-  const resultCommit = (await git(workspace, ['rev-parse', '--verify', 'HEAD'])).stdout.trim();
-  return { kind: 'applied', workspace, gitDir, resultCommit, tree: await treeOf(repo, resultCommit), fastForward: false };
+  return { kind: 'applied', workspace, gitDir, resultCommit: tip, tree: await treeOf(repo, tip), fastForward };
+}
+
+/** A lone candidate whose only parent is `tip` is applied as itself (a fast-forward); else undefined. */
+async function fastForwardOf(repo: string, tip: string, commits: readonly string[]): Promise<string | undefined> {
+  if (commits.length !== 1) return undefined;
+  const parents = await commitParents(repo, commits[0]!);
+  return parents.length === 1 && parents[0] === tip ? commits[0] : undefined;
+}
+
+/**
+ * What applying a layer onto a tip gave (cherry-picks with fixed identity and date are
+ * deterministic): a job stacked on others starts its workspace from the commit the jobs below
+ * it already made instead of cherry-picking their candidates again. A cache of this process only.
+ */
+const appliedLayers = new Map<string, string>();
+const layerKey = (repo: string, tip: string, l: CandidateLayer): string => `${resolve(repo)}\0${tip}\0${l.date}\0${l.commits.join(',')}`;
+
+function remember(cache: Map<string, string>, key: string, value: string): void {
+  if (cache.size >= 4096) cache.delete(cache.keys().next().value!);
+  cache.set(key, value);
 }
 
 /** One verification command's run: the process runner's result (R-26). */
@@ -127,6 +193,9 @@ export async function promote(repo: string, ref: string, newCommit: string, expe
   await assertRefName(repo, ref);
   assertSha(newCommit, 'newCommit');
   if (expectedOld !== null) assertSha(expectedOld, 'expectedOld');
+  const own = await updateOwnRef(repo, ref, newCommit, expectedOld);
+  if (own === 'updated') return 'promoted';
+  if (own !== null) return own;
   const old = expectedOld ?? '0'.repeat(newCommit.length);
   const r = await git(repo, ['update-ref', '-m', 'longbuild: promote', ref, newCommit, old], { allowFail: true });
   if (r.code === 0) return 'promoted';
@@ -187,33 +256,52 @@ const isAbsoluteLike = (a: string): boolean => a.startsWith('/') || a.startsWith
 export async function candidateProblem(repo: string, base: string, commit: string, limits: CandidateLimits): Promise<{ rule: string; reason: string } | null> {
   assertSha(base, 'base');
   assertSha(commit, 'commit');
-  const out = (await git(repo, ['diff-tree', '-r', '-z', '--no-renames', '--no-commit-id', base, commit])).stdout.split('\0');
-  const changed: { mode: string; sha: string; path: string }[] = [];
-  for (let i = 0; i + 1 < out.length; i += 2) {
-    const meta = out[i]!.split(' ');
-    changed.push({ mode: meta[1]!, sha: meta[3]!, path: out[i + 1]! });
+  // The candidate's objects were just written by the host (loose): read in-process when they are.
+  let changed: readonly TreeChange[] | null = await looseDiff(repo, base, commit);
+  if (changed === null) {
+    const out = (await git(repo, ['diff-tree', '-r', '-z', '--no-renames', '--no-commit-id', base, commit])).stdout.split('\0');
+    const listed: TreeChange[] = [];
+    for (let i = 0; i + 1 < out.length; i += 2) {
+      const meta = out[i]!.split(' ');
+      listed.push({ mode: meta[1]!, sha: meta[3]!, path: out[i + 1]! });
+    }
+    changed = listed;
   }
   const protectedPaths = [...ALWAYS_PROTECTED, ...limits.protectedPaths];
-  const baseDirs = new Set((await git(repo, ['ls-tree', '-r', '-d', '-z', '--name-only', base])).stdout.split('\0').filter((p) => p !== ''));
-  const named = verifyNamedPaths(limits.verify).filter((p) => !baseDirs.has(p));
+  const namedPaths = verifyNamedPaths(limits.verify);
+  const baseDirs = namedPaths.length === 0 ? new Set<string>() : new Set((await git(repo, ['ls-tree', '-r', '-d', '-z', '--name-only', base])).stdout.split('\0').filter((p) => p !== ''));
+  const named = namedPaths.filter((p) => !baseDirs.has(p));
   for (const c of changed) {
     const prot = protectedPaths.find((pp) => isUnder(c.path, pp));
     if (prot !== undefined) return { rule: 'R-29', reason: `the candidate changes protected path '${c.path}'` };
     if (named.includes(c.path)) return { rule: 'R-31', reason: `the candidate changes '${c.path}', which a verification command runs` };
     if (c.mode === '000000') continue; // deleted
     if (c.mode === '160000') return { rule: 'R-31', reason: `the candidate adds a submodule (gitlink) at '${c.path}'` };
+    const loose = await looseBlob(repo, c.sha);
     if (c.mode === '120000') {
-      const target = (await git(repo, ['cat-file', 'blob', c.sha])).stdout;
+      const target = loose?.toString('utf8') ?? (await git(repo, ['cat-file', 'blob', c.sha])).stdout;
       const resolved = posix.normalize(posix.join(posix.dirname(c.path), target));
       if (target.startsWith('/') || resolved === '..' || resolved.startsWith('../')) {
         return { rule: 'R-31', reason: `the candidate's symlink '${c.path}' points outside the tree (${JSON.stringify(target)})` };
       }
       continue;
     }
-    const size = Number((await git(repo, ['cat-file', '-s', c.sha])).stdout.trim());
+    const size = loose?.length ?? Number((await git(repo, ['cat-file', '-s', c.sha])).stdout.trim());
     if (size > limits.maxFileBytes) return { rule: 'R-31', reason: `the candidate's file '${c.path}' is ${size} bytes, over the limit of ${limits.maxFileBytes}` };
   }
   return null;
+}
+
+/**
+ * The objects a promotion adds, copied as loose files from the integrator's repository into the
+ * user's when the user's repository holds the previous head as a loose object (it was published
+ * the same way) and every new object is loose in the integrator's: the fetch's two git processes
+ * saved at every promotion. False: fetch instead.
+ */
+async function copyNewObjects(userRepo: string, integratorRepo: string, oldHead: string | null, commit: string): Promise<boolean> {
+  if (oldHead === null || !(await hasLooseObject(userRepo, oldHead))) return false;
+  const ids = await objectsBetween(integratorRepo, oldHead, commit);
+  return ids !== null && (await copyLooseObjects(integratorRepo, userRepo, ids));
 }
 
 /**
@@ -224,10 +312,11 @@ export async function candidateProblem(repo: string, base: string, commit: strin
 export async function publishRef(userRepo: string, integratorRepo: string, ref: string, commit: string, expectedOld: string | null): Promise<boolean> {
   await assertRefName(userRepo, ref);
   assertSha(commit, 'commit');
-  const have = await git(userRepo, ['cat-file', '-e', `${commit}^{commit}`], { allowFail: true });
-  if (have.code !== 0) {
-    await git(userRepo, ['fetch', '-q', '--no-tags', '--no-write-fetch-head', resolve(integratorRepo), `+${commit}:refs/longbuild/incoming`]);
-    await git(userRepo, ['update-ref', '-d', 'refs/longbuild/incoming'], { allowFail: true });
+  // Its objects, by id, without a temporary ref (the ref update below makes them reachable); a
+  // promotion's commit is new to the user's repository, so it is fetched without asking first.
+  const had = expectedOld === null && (await git(userRepo, ['cat-file', '-e', `${commit}^{commit}`], { allowFail: true })).code === 0;
+  if (!had && !(await copyNewObjects(userRepo, integratorRepo, expectedOld, commit))) {
+    await git(userRepo, ['fetch', '-q', '--no-tags', '--no-write-fetch-head', resolve(integratorRepo), commit]);
   }
   const args = ['update-ref', '-m', 'longbuild: publish', ref, commit];
   if (expectedOld !== null) args.push(expectedOld);

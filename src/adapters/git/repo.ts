@@ -1,8 +1,10 @@
 /** Repository setup and object queries. See git.ts for the public API summary. */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
-import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { createHash } from 'node:crypto';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
+import { deflateSync, inflateSync } from 'node:zlib';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ValidationError } from '../../events/errors.js';
-import { assertSha, git } from './exec.js';
+import { assertSha, git, gitDate, isValidRefName, LONGBUILD_EMAIL, LONGBUILD_NAME } from './exec.js';
 
 export const INITIAL_COMMIT_MESSAGE = 'longbuild: initial commit';
 
@@ -35,8 +37,7 @@ export async function ensureRepo(repoDir: string, date: string, opts: { buildDir
   let head = await readRef(repoDir, 'HEAD');
   if (head === null) {
     const emptyTree = (await git(repoDir, ['hash-object', '-t', 'tree', '-w', '--stdin'], { input: '' })).stdout.trim();
-    const commit = (await git(repoDir, ['commit-tree', emptyTree, '-m', INITIAL_COMMIT_MESSAGE], { date })).stdout.trim();
-    assertSha(commit, 'initial commit');
+    const commit = await commitTree(repoDir, emptyTree, [], INITIAL_COMMIT_MESSAGE, date);
     // HEAD points at an unborn branch: create it (zero old value = must not exist yet).
     await git(repoDir, ['update-ref', '-m', 'longbuild: initial commit', 'HEAD', commit, '0'.repeat(commit.length)]);
     head = commit;
@@ -51,8 +52,7 @@ async function addExclude(repoDir: string, buildDir: string): Promise<void> {
   const rel = relative(resolve(repoDir), resolve(abs));
   if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return; // outside the work tree: nothing to hide
   const line = `/${rel.split(sep).join('/')}/`;
-  const common = (await git(repoDir, ['rev-parse', '--git-common-dir'])).stdout.trim();
-  const infoDir = resolve(repoDir, common, 'info');
+  const infoDir = join(await gitCommonDir(repoDir), 'info');
   mkdirSync(infoDir, { recursive: true });
   const file = join(infoDir, 'exclude');
   const current = existsSync(file) ? readFileSync(file, 'utf8') : '';
@@ -65,21 +65,347 @@ export async function readRef(repo: string, ref: string): Promise<string | null>
   if (typeof ref !== 'string' || ref === '' || ref.startsWith('-') || ref.includes('\0')) {
     throw new ValidationError(`invalid ref ${JSON.stringify(ref)}`);
   }
+  // A branch is read from the files git keeps it in, without a git process (the controller reads
+  // the integration ref at every step); anything else, or anything unusual there, asks git.
+  if (ref.startsWith('refs/heads/') && isValidRefName(ref)) {
+    const found = readRefFiles(await gitCommonDir(repo), ref);
+    if (found !== undefined) return found;
+  }
   const r = await git(repo, ['rev-parse', '-q', '--verify', `${ref}^{commit}`], { allowFail: true });
   return r.code === 0 ? r.stdout.trim() : null;
+}
+
+const HEX40 = /^[0-9a-f]{40}$/;
+
+/**
+ * A branch as git's files backend stores it: the loose file `<common dir>/<ref>`, else its line
+ * in `packed-refs`; null when it is in neither. undefined (ask git): another ref backend
+ * (reftable), a symbolic ref, or anything that is not a plain object id.
+ */
+export function readRefFiles(commonDir: string, ref: string): string | null | undefined {
+  if (existsSync(join(commonDir, 'reftable'))) return undefined;
+  try {
+    const text = readFileSync(join(commonDir, ref), 'utf8').trim();
+    return HEX40.test(text) ? text : undefined;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'EISDIR') return undefined;
+  }
+  let packed: string;
+  try {
+    packed = readFileSync(join(commonDir, 'packed-refs'), 'utf8');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : undefined;
+  }
+  for (const line of packed.split('\n')) {
+    if (line.length === 41 + ref.length && line.endsWith(ref) && line[40] === ' ') {
+      const sha = line.slice(0, 40);
+      return HEX40.test(sha) ? sha : undefined;
+    }
+  }
+  return null;
+}
+
+const commonDirs = new Map<string, string>();
+
+/** The repository's common git directory (where its branches live), asked of git once per repository. */
+export async function gitCommonDir(repo: string): Promise<string> {
+  const key = resolve(repo);
+  let dir = commonDirs.get(key);
+  if (dir === undefined) {
+    dir = resolve(repo, (await git(repo, ['rev-parse', '--git-common-dir'])).stdout.trim());
+    commonDirs.set(key, dir);
+  }
+  return dir;
 }
 
 /** The tree object id of a commit. */
 export async function treeOf(repo: string, commit: string): Promise<string> {
   assertSha(commit, 'commit');
+  const loose = await looseCommit(repo, commit);
+  if (loose !== null) return loose.tree;
   return (await git(repo, ['rev-parse', '--verify', `${commit}^{tree}`])).stdout.trim();
 }
 
 /** The parent commit ids of a commit, in order. */
 export async function commitParents(repo: string, commit: string): Promise<string[]> {
   assertSha(commit, 'commit');
+  const loose = await looseCommit(repo, commit);
+  if (loose !== null) return [...loose.parents];
   const line = (await git(repo, ['rev-list', '--parents', '-n', '1', commit])).stdout.trim();
   return line.split(' ').slice(1);
+}
+
+/**
+ * A commit's tree and parents read from its loose object file, without a git process (every
+ * commit the host makes is loose: gc is off), or null — packed, elsewhere, or not a SHA-1
+ * repository — and git is asked. The object's bytes are checked against its id first.
+ */
+async function looseCommit(repo: string, commit: string): Promise<{ tree: string; parents: readonly string[] } | null> {
+  if (!HEX40.test(commit)) return null;
+  const o = readLooseObject(await gitCommonDir(repo), commit);
+  if (o === null || o.type !== 'commit') return null;
+  const text = o.body.toString('latin1');
+  const header = text.slice(0, Math.max(0, text.indexOf('\n\n')));
+  const tree = /^tree ([0-9a-f]{40})$/m.exec(header)?.[1];
+  if (tree === undefined) return null;
+  const parents = [...header.matchAll(/^parent ([0-9a-f]{40})$/gm)].map((m) => m[1]!);
+  return { tree, parents };
+}
+
+/** One path a commit changes against another, as `git diff-tree -r` reports it: the new mode ('000000': deleted) and object. */
+export interface TreeChange {
+  readonly mode: string;
+  readonly sha: string;
+  readonly path: string;
+}
+
+/**
+ * `git diff-tree -r --no-renames BASE COMMIT` read from loose objects, in git's order (full paths
+ * byte-wise), or null when an object it needs is not loose (git is asked then).
+ */
+export async function looseDiff(repo: string, base: string, commit: string): Promise<TreeChange[] | null> {
+  const common = await gitCommonDir(repo);
+  const a = await looseCommit(repo, base);
+  const b = await looseCommit(repo, commit);
+  if (a === null || b === null) return null;
+  const out: TreeChange[] = [];
+  const ok = diffTrees(common, a.tree, b.tree, '', out);
+  return ok ? out.sort((x, y) => Buffer.compare(Buffer.from(x.path), Buffer.from(y.path))) : null;
+}
+
+interface TreeEntry { readonly mode: string; readonly sha: string }
+
+/** The entries of a loose tree object by name (modes as git prints them, six digits), or null. */
+function looseTree(common: string, id: string): Map<string, TreeEntry> | null {
+  const o = readLooseObject(common, id);
+  if (o === null || o.type !== 'tree') return null;
+  const entries = new Map<string, TreeEntry>();
+  const b = o.body;
+  for (let i = 0; i < b.length;) {
+    const space = b.indexOf(0x20, i);
+    const nul = b.indexOf(0, space);
+    if (space < 0 || nul < 0 || nul + 21 > b.length) return null;
+    entries.set(b.subarray(space + 1, nul).toString('utf8'), { mode: b.subarray(i, space).toString('latin1').padStart(6, '0'), sha: b.subarray(nul + 1, nul + 21).toString('hex') });
+    i = nul + 21;
+  }
+  return entries;
+}
+
+const isTree = (e: TreeEntry | undefined): boolean => e?.mode === '040000';
+
+/** Every blob under a tree as added (or, with `deleted`, as removed) changes; false when an object is not loose. */
+function listTree(common: string, id: string, prefix: string, deleted: boolean, out: TreeChange[]): boolean {
+  const t = looseTree(common, id);
+  if (t === null) return false;
+  for (const [name, e] of t) {
+    const path = `${prefix}${name}`;
+    if (isTree(e)) {
+      if (!listTree(common, e.sha, `${path}/`, deleted, out)) return false;
+    } else out.push(deleted ? { mode: '000000', sha: '0'.repeat(40), path } : { mode: e.mode, sha: e.sha, path });
+  }
+  return true;
+}
+
+function diffTrees(common: string, aId: string, bId: string, prefix: string, out: TreeChange[]): boolean {
+  if (aId === bId) return true;
+  const a = looseTree(common, aId);
+  const b = looseTree(common, bId);
+  if (a === null || b === null) return false;
+  for (const name of new Set([...a.keys(), ...b.keys()])) {
+    const x = a.get(name);
+    const y = b.get(name);
+    const path = `${prefix}${name}`;
+    if (x !== undefined && y !== undefined && x.mode === y.mode && x.sha === y.sha) continue;
+    if (isTree(x) && isTree(y)) {
+      if (!diffTrees(common, x!.sha, y!.sha, `${path}/`, out)) return false;
+      continue;
+    }
+    if (isTree(x) && !listTree(common, x!.sha, `${path}/`, true, out)) return false;
+    if (x !== undefined && !isTree(x) && (y === undefined || isTree(y))) out.push({ mode: '000000', sha: '0'.repeat(40), path });
+    if (isTree(y) && !listTree(common, y!.sha, `${path}/`, false, out)) return false;
+    if (y !== undefined && !isTree(y)) out.push({ mode: y.mode, sha: y.sha, path });
+  }
+  return true;
+}
+
+/**
+ * `git read-tree TREE` into a new index file, in-process: every blob of the tree (recursively,
+ * from loose objects) as a stage-0 entry with empty stat data, which git treats as it treats a
+ * freshly read tree (it compares contents on the next `add`). False when an object is not loose
+ * (then git reads the tree itself). Index format v2, no extensions.
+ */
+export async function writeIndexOfTree(repo: string, tree: string, indexFile: string): Promise<boolean> {
+  const common = await gitCommonDir(repo);
+  if (!HEX40.test(tree)) return false;
+  const entries: TreeChange[] = [];
+  if (!listTree(common, tree, '', false, entries)) return false;
+  const paths = entries.map((e) => ({ ...e, bytes: Buffer.from(e.path, 'utf8') })).sort((a, b) => Buffer.compare(a.bytes, b.bytes));
+  const parts: Buffer[] = [];
+  const header = Buffer.alloc(12);
+  header.write('DIRC', 0, 'latin1');
+  header.writeUInt32BE(2, 4);
+  header.writeUInt32BE(paths.length, 8);
+  parts.push(header);
+  for (const e of paths) {
+    const size = (62 + e.bytes.length + 8) & ~7;
+    const entry = Buffer.alloc(size); // stat data zero, padding NUL
+    entry.writeUInt32BE(parseInt(e.mode, 8), 24);
+    Buffer.from(e.sha, 'hex').copy(entry, 40);
+    entry.writeUInt16BE(Math.min(e.bytes.length, 0xfff), 60);
+    e.bytes.copy(entry, 62);
+    parts.push(entry);
+  }
+  const body = Buffer.concat(parts);
+  writeFileSync(indexFile, Buffer.concat([body, createHash('sha1').update(body).digest()]), { mode: 0o600 });
+  return true;
+}
+
+/** A loose blob's bytes (checked against its id), or null when it is not a loose blob. */
+export async function looseBlob(repo: string, id: string): Promise<Buffer | null> {
+  if (!HEX40.test(id)) return null;
+  const o = readLooseObject(await gitCommonDir(repo), id);
+  return o !== null && o.type === 'blob' ? o.body : null;
+}
+
+/**
+ * Write a loose object (zlib-deflated `<type> <size>\0<body>`, named by its SHA-1) the way git
+ * does: to a temporary file, then renamed into place; an object already there is kept. Returns
+ * its id, or null when the repository is not one this can write (not SHA-1 loose objects).
+ */
+export async function writeLooseObject(repo: string, type: 'blob' | 'tree' | 'commit', body: Buffer): Promise<string | null> {
+  const common = await gitCommonDir(repo);
+  if (!isPlainSha1Repo(common)) return null;
+  const raw = Buffer.concat([Buffer.from(`${type} ${body.length}\0`, 'latin1'), body]);
+  const id = createHash('sha1').update(raw).digest('hex');
+  const dir = join(common, 'objects', id.slice(0, 2));
+  const path = join(dir, id.slice(2));
+  if (existsSync(path)) return id;
+  mkdirSync(dir, { recursive: true });
+  const tmp = join(dir, `tmp_obj_${process.pid}_${Math.random().toString(36).slice(2)}`);
+  writeFileSync(tmp, deflateSync(raw), { mode: 0o444 });
+  renameSync(tmp, path);
+  return id;
+}
+
+/**
+ * `git commit-tree TREE [-p PARENT]... -m MESSAGE` with the fixed identity and date, as a loose
+ * object written in-process (the same bytes git writes, so the same id); git itself where this
+ * cannot write. Only for longbuild's own messages (one line, no trailing white space).
+ */
+export async function commitTree(repo: string, tree: string, parents: readonly string[], message: string, date: string): Promise<string> {
+  assertSha(tree, 'tree');
+  parents.forEach((p) => assertSha(p, 'parent'));
+  if (HEX40.test(tree) && /^[^\n\r]*\S$/.test(message)) {
+    const who = `${LONGBUILD_NAME} <${LONGBUILD_EMAIL}> ${gitDate(date)}`;
+    const body = `tree ${tree}\n${parents.map((p) => `parent ${p}\n`).join('')}author ${who}\ncommitter ${who}\n\n${message}\n`;
+    const id = await writeLooseObject(repo, 'commit', Buffer.from(body, 'utf8'));
+    if (id !== null) return id;
+  }
+  const out = (await git(repo, ['commit-tree', tree, ...parents.flatMap((p) => ['-p', p]), '-m', message], { date })).stdout.trim();
+  assertSha(out, 'commit');
+  return out;
+}
+
+/** A repository whose objects this module may read and write itself: SHA-1 objects, the files ref backend. */
+function isPlainSha1Repo(common: string): boolean {
+  let config = '';
+  try {
+    config = readFileSync(join(common, 'config'), 'utf8');
+  } catch {
+    return false;
+  }
+  return !/^\s*objectformat\s*=|^\s*refstorage\s*=/im.test(config) && !existsSync(join(common, 'reftable'));
+}
+
+/**
+ * The objects `newHead` adds to `oldHead` when it descends from it along first parents (the
+ * integration head's history is a line): the commits in between, and every tree and blob each
+ * adds to its parent's tree. Null when one of them is not loose in `repo`, or `oldHead` is not an
+ * ancestor within `limit` commits.
+ */
+export async function objectsBetween(repo: string, oldHead: string, newHead: string, limit = 256): Promise<string[] | null> {
+  const common = await gitCommonDir(repo);
+  const out: string[] = [];
+  for (let c = newHead, n = 0; c !== oldHead; n++) {
+    const commit = n < limit ? await looseCommit(repo, c) : null;
+    if (commit === null || commit.parents.length !== 1) return null;
+    const parent = await looseCommit(repo, commit.parents[0]!);
+    if (parent === null && commit.parents[0] !== oldHead) return null;
+    out.push(c);
+    if (!newTreeObjects(common, parent?.tree ?? null, commit.tree, out)) return null;
+    c = commit.parents[0]!;
+  }
+  return [...new Set(out)];
+}
+
+/** Trees and blobs in tree `b` that tree `a` (null: none) does not have at the same place; false when one is not loose. */
+function newTreeObjects(common: string, aId: string | null, bId: string, out: string[]): boolean {
+  if (aId === bId) return true;
+  const b = looseTree(common, bId);
+  if (b === null) return false;
+  const a = aId === null ? new Map<string, TreeEntry>() : looseTree(common, aId);
+  if (a === null) return false;
+  out.push(bId);
+  for (const [name, e] of b) {
+    const old = a.get(name);
+    if (old !== undefined && old.sha === e.sha) continue;
+    if (e.mode === '160000') continue; // a gitlink names a commit of another repository
+    if (isTree(e)) {
+      if (!newTreeObjects(common, isTree(old) ? old!.sha : null, e.sha, out)) return false;
+    } else {
+      if (readLooseObject(common, e.sha) === null) return false;
+      out.push(e.sha);
+    }
+  }
+  return true;
+}
+
+/**
+ * Copy loose objects from one repository into another, byte for byte (their files are named by
+ * their ids; tmp + rename). False when one is not loose in `from` (nothing half-copied matters:
+ * an object is only ever complete or absent).
+ */
+export async function copyLooseObjects(from: string, to: string, ids: readonly string[]): Promise<boolean> {
+  const src = await gitCommonDir(from);
+  const dst = await gitCommonDir(to);
+  if (!isPlainSha1Repo(dst)) return false;
+  for (const id of ids) {
+    const target = join(dst, 'objects', id.slice(0, 2), id.slice(2));
+    if (existsSync(target)) continue;
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(join(src, 'objects', id.slice(0, 2), id.slice(2)));
+    } catch {
+      return false;
+    }
+    mkdirSync(dirname(target), { recursive: true });
+    const tmp = `${dirname(target)}/tmp_obj_${process.pid}_${Math.random().toString(36).slice(2)}`;
+    writeFileSync(tmp, bytes, { mode: 0o444 });
+    renameSync(tmp, target);
+  }
+  return true;
+}
+
+/** True when the repository has the object as a loose file (a packed one is not looked for). */
+export async function hasLooseObject(repo: string, id: string): Promise<boolean> {
+  return HEX40.test(id) && existsSync(join(await gitCommonDir(repo), 'objects', id.slice(0, 2), id.slice(2)));
+}
+
+/** A loose object's type and body when its file exists and its bytes hash to its id; else null. */
+export function readLooseObject(commonDir: string, id: string): { type: string; body: Buffer } | null {
+  let raw: Buffer;
+  try {
+    raw = inflateSync(readFileSync(join(commonDir, 'objects', id.slice(0, 2), id.slice(2))));
+  } catch {
+    return null;
+  }
+  if (createHash('sha1').update(raw).digest('hex') !== id) return null;
+  const nul = raw.indexOf(0);
+  if (nul < 0) return null;
+  const [type, size] = raw.subarray(0, nul).toString('latin1').split(' ');
+  const body = raw.subarray(nul + 1);
+  return type !== undefined && Number(size) === body.length ? { type, body } : null;
 }
 
 /** True when `ancestor` is `descendant` or one of its ancestors. */

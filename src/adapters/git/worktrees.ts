@@ -1,10 +1,12 @@
 /** Attempt worktrees and integration workspaces. See git.ts for the public API summary. */
-import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, rmSync, mkdirSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { EffectError, ValidationError } from '../../events/errors.js';
 import { isSafeId } from '../../events/ids.js';
 import { assertSha, git } from './exec.js';
-import { commitParents, readRef, treeOf } from './repo.js';
+import { commitParents, commitTree, gitCommonDir, readRef, treeOf, writeIndexOfTree } from './repo.js';
+import { updateOwnRef } from './own-refs.js';
 
 export interface CommitAndTree {
   readonly commit: string;
@@ -60,10 +62,6 @@ function real(p: string): string {
   }
 }
 
-async function commonDir(repo: string): Promise<string> {
-  return resolve(repo, (await git(repo, ['rev-parse', '--git-common-dir'])).stdout.trim());
-}
-
 /**
  * Remove whatever is at `path` (a worktree we own), including a half-created one: a registered
  * worktree (even locked, e.g. by a `worktree add` that was killed), a stray directory, a stale
@@ -73,10 +71,11 @@ async function clearWorktreePath(repo: string, path: string): Promise<void> {
   const target = real(path);
   // Removed first, without asking git: a git command run inside the workspace would read its
   // `.git` file, which the verified code could have rewritten (R-31).
-  rmSync(path, { recursive: true, force: true });
-  await git(repo, ['worktree', 'prune']);
-  // A locked admin entry survives prune: drop any admin dir whose gitdir points into `path`.
-  const adminRoot = join(await commonDir(repo), 'worktrees');
+  await rm(path, { recursive: true, force: true });
+  // Its admin entry goes too (locked or not): any admin dir whose gitdir points into `path`. Not
+  // `git worktree prune`, which would also judge the entries of workspaces other jobs are
+  // creating at this moment (several integration jobs run at once).
+  const adminRoot = join(await gitCommonDir(repo), 'worktrees');
   if (!existsSync(adminRoot)) return;
   for (const name of readdirSync(adminRoot)) {
     const gitdirFile = join(adminRoot, name, 'gitdir');
@@ -100,6 +99,8 @@ export interface PreparedAttempt {
   readonly adoptable: CommitAndTree | null;
   /** The clone starts with a previous candidate's changes applied (rework), see prepareAttemptWorktree. */
   readonly reworked: boolean;
+  /** Files where those changes conflicted with the new base: left with conflict markers to resolve. */
+  readonly conflicts: readonly string[];
 }
 
 /**
@@ -130,31 +131,49 @@ export async function prepareAttemptWorktree(
     throw new EffectError(`attempt branch ${ref} is at ${tip}, which is neither baseHead ${baseHead} nor one commit on top of it; refusing to delete it`);
   }
   // A fresh clone in any case; an adoptable commit stays on the branch, untouched, for the caller.
-  rmSync(worktree, { recursive: true, force: true });
+  await rm(worktree, { recursive: true, force: true });
   mkdirSync(worktreesDir, { recursive: true, mode: 0o700 });
-  await git(worktreesDir, ['init', '-q', '--template=', '-b', 'main', worktree]);
+  initRepository(worktree);
   // The clone fetches from the integrator's repository (ours, trusted), never the reverse.
   await git(worktree, ['fetch', '-q', '--no-tags', '--update-head-ok', resolve(repo), `${baseHead}:refs/heads/main`]);
   await git(worktree, ['reset', '-q', '--hard', 'main']);
-  const reworked = reworkFrom !== undefined && await applyCandidate(repo, worktree, normalizeAttemptBranch(reworkFrom));
-  return { worktree, branch: ref, adoptable: found, reworked };
+  const applied = reworkFrom === undefined ? { reworked: false, conflicts: [] } : await applyCandidate(repo, worktree, normalizeAttemptBranch(reworkFrom));
+  return { worktree, branch: ref, adoptable: found, ...applied };
 }
 
 /**
- * Apply a previous candidate's changes (its branch's one commit) to the clone's files, three-way;
- * false, with the clone back at its base, when the branch is gone or the changes conflict.
+ * What `git init -q --template= -b main DIR` makes, written in-process (a git process saved per
+ * attempt): HEAD on an unborn `main`, a format-0 configuration, empty object and ref directories.
  */
-async function applyCandidate(repo: string, worktree: string, branch: string): Promise<boolean> {
+function initRepository(dir: string): void {
+  const g = join(dir, '.git');
+  for (const d of ['objects/info', 'objects/pack', 'refs/heads', 'refs/tags']) mkdirSync(join(g, d), { recursive: true });
+  writeFileSync(join(g, 'HEAD'), 'ref: refs/heads/main\n');
+  writeFileSync(join(g, 'config'), '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n');
+}
+
+/**
+ * Apply a previous candidate's changes (its branch's one commit) to the clone's files, three-way
+ * (a rebase onto the new base, by the integrator's rules: the same-worktree rework of agent
+ * builds). Where they conflict, the files are left with git's conflict markers for the worker to
+ * resolve, and named. `reworked` false, with the clone back at its base, when the branch is gone
+ * or the changes cannot be applied at all.
+ */
+async function applyCandidate(repo: string, worktree: string, branch: string): Promise<{ reworked: boolean; conflicts: string[] }> {
+  const identity = ['-c', 'user.name=longbuild', '-c', 'user.email=longbuild@localhost'];
   try {
     await git(worktree, ['fetch', '-q', '--no-tags', resolve(repo), `${branch}:refs/heads/rework`]);
-    await git(worktree, ['-c', 'user.name=longbuild', '-c', 'user.email=longbuild@localhost', 'cherry-pick', '--no-commit', 'rework']);
+    const picked = await git(worktree, [...identity, 'cherry-pick', '--no-commit', 'rework'], { allowFail: true });
+    const conflicts = picked.code === 0 ? [] : (await git(worktree, ['diff', '--name-only', '--diff-filter=U', '-z'])).stdout.split('\0').filter((p) => p !== '');
+    if (picked.code !== 0 && conflicts.length === 0) throw new EffectError(`the candidate cannot be applied: ${picked.stderr.trim().split('\n')[0] ?? ''}`);
+    // The index back at the base, the files as the three-way apply left them (markers and all).
     await git(worktree, ['reset', '-q']);
-    return true;
+    return { reworked: true, conflicts: conflicts.sort() };
   } catch {
-    await git(worktree, ['cherry-pick', '--abort']).catch(() => undefined);
+    await git(worktree, ['cherry-pick', '--abort'], { allowFail: true });
     await git(worktree, ['reset', '-q', '--hard', 'main']);
     await git(worktree, ['clean', '-qfdx']);
-    return false;
+    return { reworked: false, conflicts: [] };
   }
 }
 
@@ -199,14 +218,13 @@ export async function commitAttempt(
   rmSync(opts.indexFile, { force: true });
   const env = { GIT_INDEX_FILE: opts.indexFile, GIT_DIR: resolve(repo), GIT_WORK_TREE: resolve(worktree) };
   try {
-    await git(worktree, ['read-tree', baseHead], { env });
+    if (!(await writeIndexOfTree(repo, await treeOf(repo, baseHead), opts.indexFile))) await git(worktree, ['read-tree', baseHead], { env });
     const added = await git(worktree, ['add', '-A', '--', '.'], { env, allowFail: true });
     if (added.code !== 0) return { kind: 'refused', rule: 'R-31', reason: `the worktree cannot be committed: ${added.stderr.trim().split('\n')[0] ?? ''}` };
     const tree = (await git(worktree, ['write-tree'], { env })).stdout.trim();
     if (tree === (await treeOf(repo, baseHead))) return { kind: 'unchanged' };
-    const commit = (await git(repo, ['commit-tree', tree, '-p', baseHead, '-m', message], { date })).stdout.trim();
-    assertSha(commit, 'attempt commit');
-    await git(repo, ['update-ref', '-m', 'longbuild: attempt', ref, commit]);
+    const commit = await commitTree(repo, tree, [baseHead], message, date);
+    if ((await updateOwnRef(repo, ref, commit)) === null) await git(repo, ['update-ref', '-m', 'longbuild: attempt', ref, commit]);
     return { kind: 'committed', commit, tree };
   } finally {
     rmSync(opts.indexFile, { force: true });
