@@ -18,12 +18,13 @@ import { logicalClock, systemClock, type Clock } from './clock.js';
 import { faultsFromEnv, type FaultInjector } from './faults.js';
 import { Controller } from './controller/controller.js';
 import { gitBinding } from './controller/git-binding.js';
-import { verificationCacheFor } from './cache/setting.js';
+import { cacheDirOf, verificationCacheFor } from './cache/setting.js';
 import { FileEvidenceStore } from './evidence-store.js';
 import { ensureIntegratorRepo, ensureRepo, promote, readRef } from './git/git.js';
-import { BWRAP_MISSING, bwrapVersion, ensureSandboxInit, findBwrap, runSandboxed, type SandboxPolicy } from './sandbox/sandbox.js';
+import { BWRAP_MISSING, bwrapVersion, ensureSandboxInit, findBwrap, findPrlimit, runSandboxed, type SandboxPolicy } from './sandbox/sandbox.js';
 import { DEFAULT_MAX_FILE_BYTES, normalizeSandbox, type SandboxSetting } from './sandbox/settings.js';
 import { redactor } from './sandbox/redact.js';
+import { ProcessSlots } from './process/slots.js';
 import type { SandboxedRun } from './sandbox/sandbox.js';
 import type { ProcessResult } from './process/run-process.js';
 import { blueprintSha256, loadBlueprint, parseBlueprint, type Blueprint } from './blueprint/blueprint.js';
@@ -160,7 +161,7 @@ export async function initFromBlueprint(blueprintPath: string, opts: OpenOptions
  */
 function decideSandbox(setting: SandboxSetting | undefined, maxFileBytes: number | undefined, env: NodeJS.ProcessEnv, kind: 'blueprint' | 'command'): { settings: SandboxSettings; notice?: string } {
   const n = normalizeSandbox(setting);
-  const base = { network: n.network, maxFileBytes: maxFileBytes ?? DEFAULT_MAX_FILE_BYTES };
+  const base = { network: n.network, maxFileBytes: maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, ...(n.limits !== undefined ? { limits: n.limits } : {}) };
   if (n.mode === 'off') return { settings: { mode: 'off', bwrapVersion: null, reason: `"sandbox": "off" in the ${kind === 'blueprint' ? 'blueprint' : 'config'}`, ...base }, notice: 'longbuild: the sandbox is off for this build ("sandbox": "off"): planner, worker and verification run unsandboxed (recorded in the log)' };
   const bwrap = findBwrap(env);
   if (bwrap === null) {
@@ -290,9 +291,14 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     const secretNames = driver.kind === 'command' ? [...driver.config.env.secret, ...agentSecretNames([driver.config.planner.agent, driver.config.worker.agent])] : [];
     const secrets = secretNames.map((n) => env[n]).filter((v): v is string => v !== undefined && v !== '');
     await ensureIntegratorRepo(paths.integrator, paths.repo, initData.integrationRef);
-    const sandbox = sandboxPolicies(paths, initData.sandbox, env);
+    const cacheSetting = driver.kind === 'command' ? driver.config.cache : undefined;
+    const cacheDir = cacheDirOf(paths, cacheSetting, env);
+    const sandbox = sandboxPolicies(paths, initData.sandbox, env, cacheDir);
     const redact = redactor(secrets);
-    const run = (policy: () => SandboxPolicy): Runner => async (o) => redact(await runSandboxed(policy(), o));
+    // Every untrusted process takes a slot while it runs (maxProcesses; git takes none).
+    const cap = driver.kind === 'command' ? driver.config.maxProcesses : driver.blueprint.maxProcesses;
+    const slots = cap === undefined ? null : new ProcessSlots(cap);
+    const run = (policy: () => SandboxPolicy): Runner => async (o) => redact(await (slots === null ? runSandboxed(policy(), o) : slots.with(() => runSandboxed(policy(), o))));
     const protectedPaths = ['.longbuild', relativeBuildDir(paths), ...(driver.kind === 'command' ? driver.config.protectedPaths : driver.blueprint.protectedPaths ?? [])];
     let projectionsBehind = false;
     // The notary is opened at the first step: reading commands (status, show) need no key and no
@@ -307,7 +313,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       worker: opts.worker ?? workerFor(driver, env, run(sandbox.worker)),
       git: gitBinding({
         repo: paths.repo, integratorRepo: paths.integrator, worktreesDir: paths.worktrees, workspacesDir: paths.workspaces, indexDir: paths.index,
-        verifyEnv: trustedVerifyEnv(env, allow), verifyTimeoutMs: (driver.kind === 'command' ? driver.config.verifyTimeoutSeconds : 600) * 1000, cache: verificationCacheFor(paths, env),
+        verifyEnv: trustedVerifyEnv(env, allow), verifyTimeoutMs: (driver.kind === 'command' ? driver.config.verifyTimeoutSeconds : 600) * 1000, cache: verificationCacheFor(cacheDir, env, cacheSetting),
         runVerification: (o) => run(sandbox.verify)({ ...o, rw: [o.cwd] }), ignoredFiles: initData.settings?.ignoredFiles ?? 'dirty',
         limits: { maxFileBytes: initData.sandbox?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, protectedPaths, verify: initData.verify },
       }),
@@ -407,10 +413,10 @@ type Runner = (o: SandboxedRun) => Promise<ProcessResult>;
  * made, so reading commands (`status`, `show`) work on a machine without it; a sandboxed call
  * there is refused with one line.
  */
-function sandboxPolicies(paths: BuildPaths, recorded: SandboxSettings | undefined, env: NodeJS.ProcessEnv): { planner: () => SandboxPolicy; worker: () => SandboxPolicy; verify: () => SandboxPolicy } {
+function sandboxPolicies(paths: BuildPaths, recorded: SandboxSettings | undefined, env: NodeJS.ProcessEnv, cacheDir: string): { planner: () => SandboxPolicy; worker: () => SandboxPolicy; verify: () => SandboxPolicy } {
   const mode = recorded?.mode ?? 'off';
   const network = recorded?.network ?? { planner: true, worker: true, verify: true };
-  const hide = [paths.repo, paths.dir, paths.cache];
+  const hide = [paths.repo, paths.dir, paths.cache, cacheDir];
   let found: { bwrap: string; initPath: string } | null = null;
   const resolve = (): { bwrap: string; initPath: string } => {
     if (mode === 'off') return { bwrap: '', initPath: '' };
@@ -420,8 +426,16 @@ function sandboxPolicies(paths: BuildPaths, recorded: SandboxSettings | undefine
     found = { bwrap, initPath: ensureSandboxInit(paths.sandbox) };
     return found;
   };
-  const policy = (net: boolean) => (): SandboxPolicy => ({ mode, hide, network: net, ...resolve() });
-  return { planner: policy(network.planner), worker: policy(network.worker), verify: policy(network.verify) };
+  // Limits are applied by prlimit inside the sandbox; a build that has them refuses to run without it.
+  const prlimit = (): { prlimit?: string } => {
+    const p = findPrlimit(env);
+    return p === null ? {} : { prlimit: p };
+  };
+  const policy = (role: 'planner' | 'worker' | 'verify') => (): SandboxPolicy => {
+    const limits = recorded?.limits?.[role];
+    return { mode, hide, network: network[role], ...resolve(), ...(limits !== undefined ? { limits, ...prlimit() } : {}) };
+  };
+  return { planner: policy('planner'), worker: policy('worker'), verify: policy('verify') };
 }
 
 function plannerFor(driver: DriverFile, paths: BuildPaths, env: NodeJS.ProcessEnv, run: Runner): Planner {
@@ -440,6 +454,19 @@ function workerFor(driver: DriverFile, env: NodeJS.ProcessEnv, run: Runner): Wor
     style: styleFor('worker', c.worker, env, [...c.env.allow, ...c.env.secret]), timeoutMs: c.worker.timeoutSeconds * 1000, run,
     rework: c.worker.rework ?? c.worker.agent !== undefined,
   });
+}
+
+/** The verification cache directory a build uses (`LONGBUILD_CACHE_DIR`, its config's `cache.path`, or its own), for `longbuild cache`. */
+export function cacheDirOfBuild(paths: BuildPaths, env: NodeJS.ProcessEnv): string {
+  let setting: { path?: string } | undefined;
+  try {
+    const raw = JSON.parse(readFileSync(paths.driver, 'utf8')) as { kind?: string; config?: { cache?: { path?: unknown } } };
+    const path = raw.kind === 'command' ? raw.config?.cache?.path : undefined;
+    if (typeof path === 'string') setting = { path };
+  } catch {
+    // no readable driver: the build directory's own cache
+  }
+  return cacheDirOf(paths, setting, env);
 }
 
 function relativeBuildDir(paths: BuildPaths): string {

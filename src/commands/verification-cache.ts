@@ -22,7 +22,8 @@ export interface CacheKeyInput {
   readonly envSha256: string;
   /** SHA-256 of every file outside the tree that the argv names (a verification script): path -> hex. */
   readonly argvFiles: Readonly<Record<string, string>>;
-  readonly policyVersion: number;
+  /** CACHE_POLICY_VERSION, or `<CACHE_POLICY_VERSION>:<epoch>` when a build's config bumps its own epoch (cache.policyVersion). */
+  readonly policyVersion: number | string;
   /**
    * The whole command sequence this command ran in, and its place in it (absent for a sequence of
    * one). A later command may need what an earlier one made (`npm ci`, then the tests), so a
@@ -59,7 +60,7 @@ export interface CacheEntry {
   readonly argv: readonly string[];
   readonly envSha256: string;
   readonly argvFiles: Readonly<Record<string, string>>;
-  readonly policyVersion: number;
+  readonly policyVersion: number | string;
   readonly sequence?: { readonly argvs: readonly (readonly string[])[]; readonly index: number };
   readonly ignoredFiles?: 'allowed';
   readonly exitCode: 0;

@@ -112,6 +112,9 @@ const BuildSettingsSchema = z.strictObject({
 });
 export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
 
+/** Limits of every process of one call: address space (MiB) and CPU time (s). */
+const CallLimitsRecord = z.strictObject({ memoryMb: z.number().int().positive().optional(), cpuSeconds: z.number().int().positive().optional() });
+
 /** The sandbox a build runs its planner, worker and verification processes in. */
 export const SandboxSettingsSchema = z.strictObject({
   mode: z.enum(['bwrap', 'off']),
@@ -122,6 +125,8 @@ export const SandboxSettingsSchema = z.strictObject({
   reason: z.string().optional(),
   /** Largest file a candidate may add or change. */
   maxFileBytes: z.number().int().positive(),
+  /** Resource limits of each process of a call, by role (issue 16); absent: none. */
+  limits: z.strictObject({ planner: CallLimitsRecord.optional(), worker: CallLimitsRecord.optional(), verify: CallLimitsRecord.optional() }).optional(),
 });
 export type SandboxSettings = z.infer<typeof SandboxSettingsSchema>;
 

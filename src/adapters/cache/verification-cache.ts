@@ -50,7 +50,7 @@ export interface CacheProblem {
 }
 
 export class VerificationCache {
-  readonly policyVersion: number;
+  readonly policyVersion: number | string;
   private readonly keysDir: string;
   private readonly entriesDir: string;
   private readonly statsPath: string;
@@ -62,7 +62,7 @@ export class VerificationCache {
    * made on first use; `dir` is hidden from every sandboxed process (R-30, R-32). Hit, miss and
    * removal counts are kept for the cache's lifetime in `<dir>/stats.json`.
    */
-  constructor(readonly dir: string, opts: { policyVersion?: number } = {}) {
+  constructor(readonly dir: string, opts: { policyVersion?: number | string } = {}) {
     this.policyVersion = opts.policyVersion ?? CACHE_POLICY_VERSION;
     this.keysDir = join(dir, 'keys');
     this.entriesDir = join(dir, 'entries');

@@ -55,9 +55,14 @@ export const ConfigSchema = z.strictObject({
   maxBatch: z.number().int().min(1).max(64).default(1),
   concurrency: z.number().int().min(1).max(64).default(1).describe('worker calls kept in flight at once (1: one at a time)'),
   speculation: z.number().int().min(1).max(64).optional().describe('integration jobs verified at once, each on the tree the jobs ahead of it promote (speculative integration; default: concurrency; 1: one job at a time)'),
+  maxProcesses: z.number().int().min(1).max(256).optional().describe('planner, worker and verification processes run at once, whatever concurrency and speculation allow (they wait their turn); default: no cap'),
   maxAttempts: z.number().int().min(1).max(100).default(3),
   compaction: z.boolean().default(true),
-  cache: z.strictObject({ enabled: z.boolean().default(true), policyVersion: z.string().default('1') }).default({ enabled: true, policyVersion: '1' }),
+  cache: z.strictObject({
+    enabled: z.boolean().default(true).describe('replay verification passes from the cache (R-27); false: every command runs'),
+    policyVersion: z.string().min(1).max(64).default('1').describe('an epoch of your own: another value makes every entry of the old one a miss'),
+    path: z.string().min(1).optional().describe('a cache directory several builds share (relative: to this file); default: the build directory\'s own'),
+  }).default({ enabled: true, policyVersion: '1' }).describe('the verification cache (R-27, R-32)'),
   snapshotEvery: z.number().int().min(0).default(1000),
   log: z.string().regex(/^(sqlite|sqlite:.+|postgres:.+|eventstore:.+)$/, 'expected sqlite, sqlite:PATH, postgres:URL or eventstore:URL').default('sqlite'),
 });
@@ -98,6 +103,7 @@ export function loadConfig(path: string): LongbuildConfig {
     worker: fixCall(config.worker),
     verify: config.verify.map(fix),
     setup: config.setup.map(fix),
+    cache: { ...config.cache, ...(config.cache.path !== undefined ? { path: resolve(base, config.cache.path) } : {}) },
   };
 }
 

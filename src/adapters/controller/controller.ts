@@ -23,9 +23,23 @@ export class Controller {
   private readonly inFlight = new Set<string>();
   private writer: Promise<unknown> = Promise.resolve();
 
+  /** The planner, worker and verification calls running now, by key (progress shows them). */
+  private readonly board = new Map<string, { readonly label: string; readonly since: number }>();
+
   private constructor(private readonly deps: ControllerDeps) {
-    this.runEffect = effectRunner(deps);
+    this.runEffect = effectRunner({
+      ...deps,
+      board: {
+        begin: (key, label) => void this.board.set(key, { label, since: Date.now() }),
+        end: (key) => void this.board.delete(key),
+      },
+    });
     this.cursor = new LogCursor(deps);
+  }
+
+  /** The calls running now, oldest first: what each is and since when (epoch ms). */
+  callsInFlight(): { readonly key: string; readonly label: string; readonly since: number }[] {
+    return [...this.board].map(([key, c]) => ({ key, ...c })).sort((a, b) => a.since - b.since);
   }
 
   /**

@@ -26,6 +26,14 @@ export interface EffectDeps {
    * whose call has no mark never started, so resuming it records no re-invocation (issue 17).
    */
   readonly calls?: CallMarks;
+  /** Told when a planner, worker or verification call starts and ends (progress shows them). */
+  readonly board?: CallBoard;
+}
+
+/** The calls running now, for whoever shows progress: a key, what the call is, since when. */
+export interface CallBoard {
+  begin(key: string, label: string): void;
+  end(key: string): void;
 }
 
 export type RunEffect = <R extends EffectRequest>(request: R) => Promise<EffectResults[R['kind']]>;
@@ -34,10 +42,16 @@ export type RunEffect = <R extends EffectRequest>(request: R) => Promise<EffectR
 export function effectRunner(deps: EffectDeps): RunEffect {
   const { git, faults, calls } = deps;
   /** A call to a process: its fault points, and its mark, durable before it starts. */
-  const call = async <T>(name: 'planner' | 'worker' | 'verify' | 'promote', run: () => Promise<T>, mark?: { key: string; invocation: number }): Promise<T> => {
+  const call = async <T>(name: 'planner' | 'worker' | 'verify' | 'promote', run: () => Promise<T>, mark?: { key: string; invocation: number }, shown?: { key: string; label: string }): Promise<T> => {
     faults.reach(`before-effect:${name}`);
     if (mark !== undefined) calls?.mark(mark.key, mark.invocation);
-    const result = await run();
+    if (shown !== undefined) deps.board?.begin(shown.key, shown.label);
+    let result: T;
+    try {
+      result = await run();
+    } finally {
+      if (shown !== undefined) deps.board?.end(shown.key);
+    }
     faults.reach(`after-effect:${name}`);
     return result;
   };
@@ -54,7 +68,7 @@ export function effectRunner(deps: EffectDeps): RunEffect {
       case 'recall-planner':
         return { kept: calls?.kept(r.callId, r.invocation) ?? null, started: calls?.started(r.callId, r.invocation) ?? true };
       case 'planner': {
-        const answer = await call('planner', () => deps.planner.propose(r.input), { key: r.callId, invocation: r.invocation });
+        const answer = await call('planner', () => deps.planner.propose(r.input), { key: r.callId, invocation: r.invocation }, { key: r.callId, label: `planner (${r.purpose}, ${r.callId})` });
         // Kept until it is recorded (only a canonical answer: anything else is re-asked after a crash).
         if (isCanonical(answer)) {
           calls?.keep(r.callId, r.invocation, { answer: answer as JsonValue });
@@ -78,7 +92,7 @@ export function effectRunner(deps: EffectDeps): RunEffect {
           withFailureEvidence(packet, r.failureEvidence, deps.evidence, prepared.reworked ? r.rework?.commit : undefined, prepared.conflicts),
           (commit) => git.filesChangedBy(commit),
         );
-        const out = await call('worker', () => deps.worker.implement(full, prepared.worktree), { key: r.key, invocation: r.invocation });
+        const out = await call('worker', () => deps.worker.implement(full, prepared.worktree), { key: r.key, invocation: r.invocation }, { key: r.attemptId, label: `worker on ${packet.nodeId} (attempt ${packet.attempt})` });
         const kept: KeptWorkerOutcome = {
           outcome: out.outcome, stdoutSha256: deps.evidence.put(Buffer.from(out.stdout)), stderrSha256: deps.evidence.put(Buffer.from(out.stderr)),
           ...(out.reason !== undefined ? { reason: out.reason } : {}), ...(out.decision !== undefined ? { decision: out.decision } : {}), ...(out.durationMs !== undefined ? { durationMs: out.durationMs } : {}),
@@ -112,7 +126,9 @@ export function effectRunner(deps: EffectDeps): RunEffect {
   /** Apply and verify in a clean workspace (the cache first); the evidence bytes are stored, the result names them. */
   const verify = async (r: Extract<EffectRequest, { kind: 'verify' }>): Promise<VerificationOutcome> => {
     const opts = { ...(r.retestOnFailure ? { retestOnFailure: true } : {}), ...(r.layers !== undefined ? { layers: r.layers } : {}) };
-    const out = await call('verify', () => git.integrateAndVerify(r.jobId, r.baseHead, r.commits, r.date, r.commands, Object.keys(opts).length > 0 ? opts : undefined));
+    const stacked = r.layers !== undefined && r.layers.length > 0 ? ` on top of ${r.layers.at(-1)!.jobId}` : '';
+    const out = await call('verify', () => git.integrateAndVerify(r.jobId, r.baseHead, r.commits, r.date, r.commands, Object.keys(opts).length > 0 ? opts : undefined),
+      undefined, { key: r.jobId, label: `verifying ${r.jobId}${stacked}` });
     if (!out.ok) {
       if (out.conflict === undefined) return { ok: false, reason: out.reason };
       // The conflict is evidence: what git said and the conflicted files, for the rework (R-24).

@@ -35,6 +35,28 @@ export interface SandboxPolicy {
   readonly initPath: string;
   /** The bubblewrap executable. */
   readonly bwrap: string;
+  /** Resource limits of every process of the call (issue 16), applied by `prlimit` (below). */
+  readonly limits?: { readonly memoryMb?: number; readonly cpuSeconds?: number };
+  /** The prlimit executable (util-linux), when there are limits. */
+  readonly prlimit?: string;
+}
+
+/** The argv that runs `argv` under the policy's limits (prlimit sets them, then execs it). */
+function limited(policy: SandboxPolicy, argv: readonly string[]): string[] {
+  const l = policy.limits;
+  if (l === undefined || (l.memoryMb === undefined && l.cpuSeconds === undefined)) return [...argv];
+  if (policy.prlimit === undefined) throw new ValidationError(PRLIMIT_MISSING, 'R-30');
+  return [
+    policy.prlimit, ...(l.memoryMb !== undefined ? [`--as=${l.memoryMb * 1024 * 1024}`] : []), ...(l.cpuSeconds !== undefined ? [`--cpu=${l.cpuSeconds}`] : []), '--', ...argv,
+  ];
+}
+
+/** The one-line refusal when a build has limits and prlimit is missing. */
+export const PRLIMIT_MISSING = 'this build has resource limits (sandbox.limits), applied with prlimit, which is not installed: install util-linux (Debian/Ubuntu: apt-get install util-linux) or remove the limits from the config';
+
+/** The prlimit binary on PATH, or null. */
+export function findPrlimit(env: NodeJS.ProcessEnv = process.env): string | null {
+  return whichOnPath('prlimit', env.PATH ?? '/usr/bin:/bin');
 }
 
 export interface SandboxedRun extends Omit<RunProcessOptions, 'argv'> {
@@ -134,7 +156,8 @@ export async function runSandboxed(policy: SandboxPolicy, run: SandboxedRun): Pr
   if (missing !== null) {
     return { argv: [...argv], exitCode: null, signal: null, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), durationMs: 0, timedOut: false, leftover: false, spawnError: missing };
   }
-  if (policy.mode === 'off') return runProcess({ ...rest, argv });
+  const command = limited(policy, argv);
+  if (policy.mode === 'off') return { ...(await runProcess({ ...rest, argv: command })), argv: [...argv] };
   // Trusted files the command names (its script, say) stay visible, read-only, even where the
   // sandbox mounts something else (a hidden directory, the private /tmp): the script's directory
   // (its helpers live beside it) unless that is a masked root itself, else the file alone.
@@ -156,7 +179,7 @@ export async function runSandboxed(policy: SandboxPolicy, run: SandboxedRun): Pr
   }
   const r = await runProcess({
     ...rest,
-    argv: [policy.bwrap, ...bwrapArgs(policy, { cwd: run.cwd, rw: rw ?? [], ro: [...(ro ?? []), ...extraRo] }), '/run/longbuild-init', '-c', INIT_SCRIPT, 'longbuild-init', ...argv],
+    argv: [policy.bwrap, ...bwrapArgs(policy, { cwd: run.cwd, rw: rw ?? [], ro: [...(ro ?? []), ...extraRo] }), '/run/longbuild-init', '-c', INIT_SCRIPT, 'longbuild-init', ...command],
     reportFd: true,
   });
   const report = REPORT.exec(r.report?.toString('latin1') ?? '');

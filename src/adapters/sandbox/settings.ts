@@ -13,22 +13,37 @@ const Network = z.strictObject({
   verify: z.boolean().default(false),
 });
 
+/** Resource limits of every process of one call (issue 16): its address space, and its CPU time. */
+export const CallLimitsSchema = z.strictObject({
+  memoryMb: z.number().int().min(16).max(1_048_576).optional().describe('address space of each process of the call, MiB (RLIMIT_AS): an allocation beyond it fails'),
+  cpuSeconds: z.number().int().min(1).max(604_800).optional().describe('CPU time of each process of the call, seconds (RLIMIT_CPU): a process over it is killed'),
+});
+export type CallLimits = z.infer<typeof CallLimitsSchema>;
+
+const Limits = z.strictObject({ planner: CallLimitsSchema.optional(), worker: CallLimitsSchema.optional(), verify: CallLimitsSchema.optional() })
+  .describe('per-call resource limits of each role (prlimit, util-linux; applied inside the sandbox)');
+
 export const SandboxSettingSchema = z.union([
   z.enum(['bwrap', 'off']),
   z.strictObject({
     mode: z.enum(['bwrap', 'off']).default('bwrap'),
     network: Network.default({ planner: true, worker: true, verify: false }),
+    limits: Limits.optional(),
   }),
-]).describe('how planner, worker and verification processes are isolated (R-30): "bwrap" (bubblewrap, the default) or "off"; or { mode, network: { planner, worker, verify } }');
+]).describe('how planner, worker and verification processes are isolated (R-30): "bwrap" (bubblewrap, the default) or "off"; or { mode, network: { planner, worker, verify }, limits: { planner, worker, verify: { memoryMb, cpuSeconds } } }');
 export type SandboxSetting = z.infer<typeof SandboxSettingSchema>;
+
+export type RoleLimits = z.infer<typeof Limits>;
 
 export interface NormalizedSandbox {
   readonly mode: 'bwrap' | 'off';
   readonly network: { readonly planner: boolean; readonly worker: boolean; readonly verify: boolean };
+  readonly limits?: RoleLimits;
 }
 
-/** The setting as mode + per-role network. */
+/** The setting as mode + per-role network (+ per-role limits, when any). */
 export function normalizeSandbox(s: SandboxSetting | undefined): NormalizedSandbox {
   if (s === undefined || typeof s === 'string') return { mode: s ?? 'bwrap', network: { planner: true, worker: true, verify: false } };
-  return { mode: s.mode, network: { ...s.network } };
+  const limits = s.limits !== undefined && Object.values(s.limits).some((l) => l !== undefined && Object.keys(l).length > 0) ? { limits: s.limits } : {};
+  return { mode: s.mode, network: { ...s.network }, ...limits };
 }

@@ -1,16 +1,18 @@
 /**
  * `longbuild cache stats|verify|gc` (R-27). The cache is never authority: these only inspect or
- * shrink `<build dir>/cache/`; nothing here touches the log.
+ * shrink the build's cache (`<build dir>/cache/`, or the shared directory its config names);
+ * nothing here touches the log.
  *
  * gc policy: an entry is kept only while (a) its tree was verified by this build — some
- * VerificationFinished event in the log names that tree — and (b) it was used (stored or hit)
- * within the last `--max-age-days` days (default 30; 0 keeps nothing). Corrupt, truncated and
- * dangling files are always removed.
+ * VerificationFinished event in the log names that tree; not asked of a cache several builds
+ * share — and (b) it was used (stored or hit) within the last `--max-age-days` days (default 30;
+ * 0 keeps nothing). Corrupt, truncated and dangling files are always removed.
  */
 import { UsageError } from '../../../events/errors.js';
 import { VerificationCache, type CacheProblem, type CacheStats } from '../../cache/verification-cache.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
 import { buildExists } from '../../build-dir.js';
+import { cacheDirOfBuild } from '../../session.js';
 import { readPages } from '../../log/paging.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
@@ -28,19 +30,21 @@ export async function run(ctx: CommandContext): Promise<CacheOutput> {
   const action = ctx.positionals[0];
   const paths = pathsOf(ctx);
   if (!buildExists(paths)) await openBuildLog(paths); // throws the usual "no build" error
-  const cache = new VerificationCache(paths.cache);
+  const dir = cacheDirOfBuild(paths, ctx.env as NodeJS.ProcessEnv);
+  const cache = new VerificationCache(dir);
   switch (action) {
     case 'stats':
-      return { action, dir: paths.cache, stats: cache.stats() };
+      return { action, dir, stats: cache.stats() };
     case 'verify':
-      return { action, dir: paths.cache, ...cache.verify() };
+      return { action, dir, ...cache.verify() };
     case 'gc': {
       const raw = ctx.flags['max-age-days'];
       if (raw !== undefined && (typeof raw !== 'number' || raw < 0)) throw new UsageError('cache gc: --max-age-days must be a non-negative integer');
       const maxAgeDays = typeof raw === 'number' ? raw : DEFAULT_MAX_AGE_DAYS;
-      const trees = await verifiedTrees(paths);
+      // A cache other builds share keeps what they verified too: there, only age decides.
+      const trees = dir === paths.cache ? await verifiedTrees(paths) : null;
       const cutoff = Date.now() - maxAgeDays * 86_400_000;
-      return { action, dir: paths.cache, maxAgeDays, ...cache.gc((e) => trees.has(e.tree) && maxAgeDays > 0 && e.lastUsedMs >= cutoff) };
+      return { action, dir, maxAgeDays, ...cache.gc((e) => (trees === null || trees.has(e.tree)) && maxAgeDays > 0 && e.lastUsedMs >= cutoff) };
     }
     default:
       throw new UsageError(`cache: unknown action '${action ?? ''}' (expected stats, verify or gc)`);

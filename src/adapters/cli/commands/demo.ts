@@ -36,11 +36,14 @@ export async function run(ctx: CommandContext): Promise<DemoOutput> {
   const blueprintPath = join(mkdtempSync(join(tmpdir(), 'longbuild-demo-bp-')), 'textkit.blueprint.json');
   writeFileSync(blueprintPath, `${JSON.stringify(demoBlueprint(), null, 1)}\n`);
   const isTty = process.stderr.isTTY === true;
-  const progress = new Progress({ write: ctx.stderr, mode: defaultProgressMode(ctx.json, isTty), color: useColor(ctx.env, isTty), columns: process.stderr.columns ?? 100 });
   if (!ctx.json) ctx.stderr(`longbuild demo: building "textkit" (4 milestones, 16 nodes) in ${dir}\n`);
   const init = await initFromBlueprint(blueprintPath, { repo: dir, env: ctx.env as NodeJS.ProcessEnv });
   if (init.notice !== undefined && !ctx.json) ctx.stderr(`${init.notice}\n`);
   const s = await openBuild({ repo: dir, env: ctx.env as NodeJS.ProcessEnv });
+  const progress = new Progress({
+    write: ctx.stderr, mode: defaultProgressMode(ctx.json, isTty), color: useColor(ctx.env, isTty), columns: process.stderr.columns ?? 100,
+    calls: () => s.controller.callsInFlight(),
+  });
   try {
     let steps = 0;
     let outcome: StepOutcome = 'horizon_complete';

@@ -1,6 +1,6 @@
 import type { StepOutcome, StepResult } from '../../controller/controller.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { defaultProgressMode, Progress, PROGRESS_MODES, useColor, type ProgressMode } from '../progress.js';
+import { defaultProgressMode, Progress, PROGRESS_MODES, useColor, type CallInFlight, type ProgressMode } from '../progress.js';
 import { withBuild } from '../with-build.js';
 import { withControl } from '../with-control.js';
 import { UsageError } from '../../../events/errors.js';
@@ -28,8 +28,10 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
   const isTty = process.stderr.isTTY === true;
   const mode = progressMode(ctx, isTty);
   if (mode === 'ndjson' && !ctx.json) throw new UsageError('run: --progress ndjson streams JSON on stdout; give --json as well');
-  const progress = new Progress({ write: ctx.stderr, writeJson: ctx.stdout, mode, color: useColor(ctx.env, isTty), columns: process.stderr.columns ?? 100 });
+  let calls: () => readonly CallInFlight[] = () => [];
+  const progress = new Progress({ write: ctx.stderr, writeJson: ctx.stdout, mode, color: useColor(ctx.env, isTty), columns: process.stderr.columns ?? 100, calls: () => calls() });
   return withControl(ctx, (lease) => withBuild(ctx, async (s) => {
+    calls = () => s.controller.callsInFlight();
     const outcomes: Partial<Record<StepOutcome, number>> = {};
     let steps = 0;
     let last: StepResult | null = null;

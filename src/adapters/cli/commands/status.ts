@@ -1,5 +1,6 @@
 import { compareCodePoints } from '../../../events/canonical.js';
 import type { BuildState } from '../../../projections/build-state.js';
+import type { SandboxSettings } from '../../../events/catalogue.js';
 import { nextAction } from '../../../commands/next-action.js';
 import { activeMilestone, graphSha256, inFlightNodes, rankReadyWave } from '../../../projections/graph.js';
 import type { CommandContext, FlagSpec } from '../types.js';
@@ -75,9 +76,22 @@ function countCompacted(st: BuildState, summaryId: string): number {
 function sandboxLine(st: BuildState): string {
   const sb = st.build?.sandbox;
   if (!sb) return 'off (a build from before the sandbox)';
-  if (sb.mode === 'off') return `off — planner, worker and verification run unsandboxed${sb.reason ? ` (${sb.reason})` : ''}`;
+  const limits = limitsOf(sb.limits);
+  if (sb.mode === 'off') return `off — planner, worker and verification run unsandboxed${sb.reason ? ` (${sb.reason})` : ''}${limits}`;
   const net = (['planner', 'worker', 'verify'] as const).map((r) => `${r} ${sb.network[r] ? 'on' : 'off'}`).join(', ');
-  return `bwrap (${sb.bwrapVersion ?? 'bubblewrap'}; network: ${net})`;
+  return `bwrap (${sb.bwrapVersion ?? 'bubblewrap'}; network: ${net}${limits})`;
+}
+
+/** `; limits: worker cpu 600 s, verify memory 2048 MiB`, or nothing. */
+function limitsOf(limits: SandboxSettings['limits']): string {
+  if (limits === undefined) return '';
+  const parts = (['planner', 'worker', 'verify'] as const).flatMap((role) => {
+    const l = limits[role];
+    if (l === undefined) return [];
+    const what = [...(l.memoryMb !== undefined ? [`memory ${l.memoryMb} MiB`] : []), ...(l.cpuSeconds !== undefined ? [`cpu ${l.cpuSeconds} s`] : [])];
+    return what.length > 0 ? [`${role} ${what.join(' ')}`] : [];
+  });
+  return parts.length > 0 ? `; limits: ${parts.join(', ')}` : '';
 }
 
 export const flags: Record<string, FlagSpec> = { watch: { type: 'boolean' } };
