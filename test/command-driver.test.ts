@@ -99,7 +99,7 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
     expect(job.streams[0].text).toMatch(/pass 1/);
     const missing = runCli(['evidence', 'nope.1'], { cwd: repo });
     expect(missing.code).toBe(1);
-    expect(missing.stderr.trim()).toMatch(/^longbuild: evidence: no finished attempt or verified job 'nope\.1' in the log \(attempts are NODE\.N, jobs job-N; recent: .*welcome-module\.2, job-3\)$/);
+    expect(missing.stderr.trim()).toMatch(/^longbuild: evidence: no finished attempt, verified job or acceptance run 'nope\.1' in the log \(attempts are NODE\.N, jobs job-N, acceptance runs accept-N; recent: .*welcome-module\.2, job-3\)$/);
     expect(missing.stderr.trim().split('\n')).toHaveLength(1);
   });
 

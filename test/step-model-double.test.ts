@@ -29,6 +29,11 @@ const RUNS = Number(process.env.LONGBUILD_MODEL_RUNS ?? 120);
 const RECOVERY = new Set(['EffectReinvoked', 'RefRepaired']);
 
 interface Case {
+  /**
+   * System-level acceptance (issue 16): when on, it fails on every head without the blueprint's
+   * repair node, so the build's result fails it until the planner's repair window adds that node.
+   */
+  readonly acceptance?: boolean;
   readonly dag: RandomDag;
   readonly writable: readonly boolean[];
   readonly detailedWindow: 1 | 2;
@@ -62,9 +67,13 @@ const caseArb: fc.Arbitrary<Case> = dagArb({ minNodes: 2, maxNodes: 9, maxMilest
 });
 
 /** The blueprint of a case: the scripted planner proposes its milestones (and renews through them). */
+/** The repair window a build with acceptance gets: one writable node that makes acceptance pass. */
+const REPAIR = { id: 'fix', title: 'repair the acceptance', nodes: [{ id: 'fix-1', kind: 'writable', deps: [] }] };
+
 function blueprintOf(c: Case, compaction = c.compaction): unknown {
   return {
     request: { goal: 'test build' }, verify: [['sim-verify']], detailedWindow: c.detailedWindow, maxBatch: c.maxBatch, compaction,
+    ...(c.acceptance === true ? { acceptance: [['sim-accept']], repairs: [REPAIR] } : {}),
     milestones: c.dag.milestones.map((m, mi) => ({
       id: m, title: `Milestone ${m}`,
       nodes: c.dag.listing.map((i) => ({ i, n: c.dag.nodes[i]! })).filter(({ n }) => n.milestone === mi)
@@ -89,8 +98,9 @@ function newBuild(c: Case, compaction = c.compaction, concurrency = 1, speculati
     detailedWindow: c.detailedWindow, maxBatch: c.maxBatch, compaction, plannerRoute: 'scripted:blueprint',
     ...(concurrency > 1 ? { concurrency } : {}), ...(speculation > 1 ? { speculation } : {}),
   });
+  if (c.acceptance === true) Object.assign(init.data, { acceptance: [['sim-accept']], settings: { ...(init.data as { settings: object }).settings, acceptanceRepairs: 1 } });
   const d = init.data as { integrationRef: string; baseHead: string };
-  const world = new SimWorld(c.script, d.integrationRef, d.baseHead);
+  const world = new SimWorld(c.acceptance === true ? { ...c.script, acceptFails: (content) => (content.includes('fix-1') ? 0 : Number.POSITIVE_INFINITY), acceptDuration: 2 } : c.script, d.integrationRef, d.baseHead);
   const log = new SqliteEventLog({ path: ':memory:' });
   log.appendSync('build-sim', [{ type: init.type, data: init.data as JsonValue, metadata: { recordedAt: logicalClock().now(1), correlationId: 'b-test' } }], 'no-stream');
   const scripted = new ScriptedPlanner(bp);
@@ -252,11 +262,13 @@ const concurrentArb = caseArb.chain((c) => fc.record({
   k: fc.integer({ min: 1, max: 6 }),
   // Integration jobs open at once (speculative integration): 1 (one at a time) up to 4.
   speculation: fc.integer({ min: 1, max: 4 }),
+  acceptance: fc.boolean(),
   verifyDurations: fc.array(fc.integer({ min: 0, max: 4 }), { minLength: c.dag.nodes.length, maxLength: c.dag.nodes.length }),
   durations: fc.array(fc.integer({ min: 1, max: 5 }), { minLength: c.dag.nodes.length, maxLength: c.dag.nodes.length }),
-})).map(({ c, k, speculation, verifyDurations, durations }) => ({
+})).map(({ c, k, speculation, acceptance, verifyDurations, durations }) => ({
   c: {
     ...c,
+    acceptance,
     script: {
       ...c.script,
       durations: Object.fromEntries(c.dag.nodes.map((n, i) => [n.id, durations[i]!])),
@@ -312,6 +324,7 @@ describe('several workers in flight over the simulated world (a test double of g
     let stacked = 0;
     let discarded = 0;
     let grouped = 0;
+    let repaired = 0;
     await fc.assert(
       fc.asyncProperty(concurrentArb, async ({ c, k, speculation }) => {
         const clean = newBuild(c, c.compaction, k, speculation);
@@ -322,6 +335,14 @@ describe('several workers in flight over the simulated world (a test double of g
         if (clean.world.maxJobs > 1) stacked++;
         const cleanEvents = eventsOf(clean);
         if (cleanEvents.some((e) => e.type === 'IntegrationDiscarded')) discarded++;
+        if (c.acceptance === true) {
+          // Acceptance failed on every head without the repair, the planner planned the repair window, and the build completed on a head that passed.
+          const finished = cleanEvents.filter((e) => e.type === 'AcceptanceFinished').map((e) => (e.data as { passed: boolean }).passed);
+          expect(finished.at(-1), 'the last acceptance run passed').toBe(true);
+          expect(cleanEvents.some((e) => e.type === 'PlannerInvoked' && (e.data as { purpose: string }).purpose === 'repair')).toBe(true);
+          expect(cleanEvents.at(-1)!.type).toBe('BuildCompleted');
+          repaired++;
+        }
         // A run of verified stacked jobs promoted together: several IntegrationPromoted in one append.
         if (cleanEvents.some((e, i) => i > 0 && e.type === 'IntegrationPromoted' && cleanEvents[i - 1]!.type === 'IntegrationPromoted' && e.metadata.causationId === cleanEvents[i - 1]!.metadata.causationId)) grouped++;
         expectOracle(cleanEvents, `clean run, K=${k}`);
@@ -339,7 +360,8 @@ describe('several workers in flight over the simulated world (a test double of g
           // Summaries are content-addressed (commits, dates: another interleaving, another id): compare what they hold.
           const compacted = Object.values(s.summaries).flatMap((r) => r.summary.compactedNodeIds);
           const accepted = [...Object.keys(s.nodes).filter((id) => s.nodes[id]!.state === 'accepted' && s.nodes[id]!.summary !== true), ...compacted].sort();
-          return { completed: s.completed, accepted, tree: w.contentOf(s.integrationHead!), checkpointed: Object.keys(s.checkpoints).sort() };
+          const acceptance = Object.values(s.acceptance?.runs ?? {}).map((r) => `${r.milestoneId}:${r.status}`).sort();
+          return { completed: s.completed, accepted, tree: w.contentOf(s.integrationHead!), checkpointed: Object.keys(s.checkpoints).sort(), acceptance };
         };
         expect(end(events, b.world), `K=${k}, crashed at ${b.crashedAt.join(', ')}`).toEqual(end(cleanEvents, clean.world));
         expectLinearPromotions(events, b.world, baseHead, `K=${k}, S=${speculation}, crashed at ${b.crashedAt.join(', ')}`);
@@ -352,5 +374,6 @@ describe('several workers in flight over the simulated world (a test double of g
     expect(stacked).toBeGreaterThan(RUNS / 10);
     expect(discarded).toBeGreaterThan(0);
     expect(grouped).toBeGreaterThan(0);
+    expect(repaired).toBeGreaterThan(RUNS / 10);
   }, 300_000);
 });

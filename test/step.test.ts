@@ -6,58 +6,28 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../src/events/catalogue.js';
-import { decideStep, describe as describeStep, isEffect, settle, type EffectRequest, type EffectResults, type StepContext, type StepResult } from '../src/commands/step.js';
+import type { EffectRequest, EffectResults, StepContext } from '../src/commands/step.js';
+import { interpretStep, type StepRun } from './support/pure-step.js';
 import { attemptFinished, attemptStarted, BASE_HEAD, buildInitialized, given, gitShaOf, horizonSealed, integrationStarted, milestone, node, sha256Of, type BuildSpec } from './support/given.js';
 
 const CTX: StepContext = { now: '2026-01-01T00:00:10.000Z', attemptRefsChecked: true, plannerRoute: 'scripted', workerReworks: false };
 type Scripted = { [K in keyof EffectResults]: [K, EffectResults[K]] }[keyof EffectResults];
 
-interface Run {
-  readonly spec: BuildSpec;
-  /** Every event appended, in order. */
-  readonly events: DomainEvent[];
-  /** Every effect requested, in order (the refs check of a fresh step included). */
-  readonly effects: EffectRequest[];
-  readonly result: StepResult | { fail: string };
-}
-
 /**
- * One step, interpreted purely: the decisions' events are folded into the spec, each effect is
- * answered by the next scripted result (which must be for that kind of effect), until it is done.
- * A fresh step's refs check is answered "in agreement" unless a result for it is scripted.
+ * One step, interpreted purely: each effect is answered by the next scripted result (which must be
+ * for that kind of effect), until it is done; every scripted result must be used.
  */
-function step(spec: BuildSpec, results: Scripted[], ctx: StepContext = CTX): Run {
-  const events: DomainEvent[] = [];
-  const effects: EffectRequest[] = [];
+function step(spec: BuildSpec, results: Scripted[], ctx: StepContext = CTX): StepRun {
   const queue = [...results];
-  let d = decideStep(spec.state, ctx);
-  for (;;) {
-    if (d.events.length > 0) {
-      spec = spec.when(...d.events);
-      events.push(...d.events);
-    }
-    const next = d.next;
-    if (isEffect(next)) {
-      effects.push(next);
-      let answer: Scripted;
-      if (next.kind === 'observe-refs' && queue[0]?.[0] !== 'observe-refs') {
-        answer = ['observe-refs', { integration: spec.state.integrationHead, published: spec.state.integrationHead, attempts: {} }];
-      } else {
-        const scripted = queue.shift();
-        if (scripted === undefined) throw new Error(`no result scripted for the ${next.kind} effect`);
-        expect(scripted[0], `the effect requested after ${effects.length - 1} others`).toBe(next.kind);
-        answer = scripted;
-      }
-      d = settle(spec.state, ctx, next, answer[1] as never);
-    } else if (next.kind === 'done') {
-      expect(queue, 'every scripted result was used').toEqual([]);
-      return { spec, events, effects, result: describeStep(spec.state, next.outcome) };
-    } else if (next.kind === 'fail') {
-      return { spec, events, effects, result: { fail: next.message } };
-    } else {
-      d = decideStep(spec.state, ctx, next);
-    }
-  }
+  const run = interpretStep(spec, ctx, (next) => {
+    if (next.kind === 'observe-refs' && queue[0]?.[0] !== 'observe-refs') return undefined;
+    const scripted = queue.shift();
+    if (scripted === undefined) throw new Error(`no result scripted for the ${next.kind} effect`);
+    expect(scripted[0], `the effect requested, after the ones before it`).toBe(next.kind);
+    return scripted[1];
+  });
+  if (!('fail' in run.result)) expect(queue, 'every scripted result was used').toEqual([]);
+  return run;
 }
 
 const types = (events: readonly DomainEvent[]): string[] => events.map((e) => e.type);

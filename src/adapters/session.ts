@@ -121,6 +121,7 @@ function blueprintSettings(bp: Blueprint): BuildSettings {
     compaction: bp.compaction ?? true,
     plannerRoute: 'scripted:blueprint',
     ...parallelSettings(bp.concurrency ?? 1, bp.speculation),
+    ...(bp.acceptanceRepairs !== undefined ? { acceptanceRepairs: bp.acceptanceRepairs } : {}),
   };
 }
 
@@ -144,6 +145,7 @@ function configSettings(c: LongbuildConfig): BuildSettings {
     plannerAsks: c.planner.asks,
     ignoredFiles: c.ignoredFiles,
     ...parallelSettings(c.concurrency, c.speculation),
+    ...(c.acceptance.length > 0 ? { acceptanceRepairs: c.acceptanceRepairs } : {}),
   };
 }
 
@@ -151,7 +153,7 @@ function configSettings(c: LongbuildConfig): BuildSettings {
 export async function initFromBlueprint(blueprintPath: string, opts: OpenOptions = {}): Promise<InitResult> {
   const blueprint = loadBlueprint(blueprintPath);
   const sandbox = decideSandbox(blueprint.sandbox, blueprint.maxFileBytes, opts.env ?? process.env, 'blueprint');
-  return initBuild({ kind: 'blueprint', blueprint }, blueprint.request as JsonValue, blueprint.verify, blueprintSettings(blueprint), logicalClock(), sandbox, opts);
+  return initBuild({ kind: 'blueprint', blueprint }, blueprint.request as JsonValue, blueprint.verify, blueprint.acceptance ?? [], blueprintSettings(blueprint), logicalClock(), sandbox, opts);
 }
 
 /**
@@ -189,11 +191,13 @@ export async function initFromRequest(requestPath: string, configPath: string, o
   canonicalJson(request); // refuses non-canonical numbers early, with the path
   const config = loadConfig(configPath);
   const sandbox = decideSandbox(config.sandbox, config.maxFileBytes, opts.env ?? process.env, 'command');
-  return initBuild({ kind: 'command', config, request: request as JsonValue }, request as JsonValue, [...config.setup, ...config.verify], configSettings(config), systemClock, sandbox, { ...opts, log: opts.log ?? config.log });
+  // Acceptance runs after the same setup as verification (an install), in a workspace of its own.
+  const acceptance = config.acceptance.length > 0 ? [...config.setup, ...config.acceptance] : [];
+  return initBuild({ kind: 'command', config, request: request as JsonValue }, request as JsonValue, [...config.setup, ...config.verify], acceptance, configSettings(config), systemClock, sandbox, { ...opts, log: opts.log ?? config.log });
 }
 
 async function initBuild(
-  driver: DriverFile, request: JsonValue, verify: readonly (readonly string[])[], settings: BuildSettings, clock: Clock,
+  driver: DriverFile, request: JsonValue, verify: readonly (readonly string[])[], acceptance: readonly (readonly string[])[], settings: BuildSettings, clock: Clock,
   sandbox: { settings: SandboxSettings; notice?: string }, opts: OpenOptions,
 ): Promise<InitResult> {
   const paths = buildPaths(opts);
@@ -239,7 +243,10 @@ async function initBuild(
   }
   const vkey = buildVerifierKey(buildId, key.privateKey);
   try {
-    const first = buildInitialized({ buildId, request, integrationRef: INTEGRATION_REF, baseHead: integrationHead, verify, settings, driver: { kind: driver.kind, sourceSha256 }, sandbox: sandbox.settings, vkey });
+    const first = buildInitialized({
+      buildId, request, integrationRef: INTEGRATION_REF, baseHead: integrationHead, verify, acceptance,
+      settings: acceptance.length > 0 ? { ...settings, acceptanceRepairs: settings.acceptanceRepairs ?? 2 } : settings, driver: { kind: driver.kind, sourceSha256 }, sandbox: sandbox.settings, vkey,
+    });
     const result = await log.append(`build-${buildId}`, [{ type: first.type, data: first.data as JsonValue, metadata: { recordedAt: clock.now(1), correlationId: buildId } }], 'no-stream');
     const store = openBuildProjections(paths);
     try {

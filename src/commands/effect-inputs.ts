@@ -4,9 +4,11 @@ import type { NodeFailure } from '../projections/build-records.js';
 import { graphSha256 } from '../projections/graph.js';
 import { earlierRefusals } from './next-action.js';
 import { workerCallKey } from './ids.js';
+import { acceptanceForPlanner } from './acceptance.js';
+import type { PlannerPurpose } from './ids.js';
 
 /** What the planner sees for a call: request, sealed horizon, exact checkpoints, graph summary. */
-export function plannerInputOf(s: BuildState, purpose: 'seal' | 'renew', callId: string): PlannerInput {
+export function plannerInputOf(s: BuildState, purpose: PlannerPurpose, callId: string): PlannerInput {
   const feedback = earlierRefusals(s, purpose, s.horizon?.revision ?? 0, callId);
   return {
     purpose,
@@ -21,6 +23,22 @@ export function plannerInputOf(s: BuildState, purpose: 'seal' | 'renew', callId:
     },
     integrationHead: s.integrationHead!,
     ...(feedback.length > 0 ? { feedback } : {}),
+    ...acceptanceInput(s),
+  };
+}
+
+/** The acceptance runs a planner is told about, with the failing command's evidence files (issue 16). */
+function acceptanceInput(s: BuildState): Pick<PlannerInput, 'acceptance'> {
+  const runs = acceptanceForPlanner(s);
+  if (runs.length === 0) return {};
+  return {
+    acceptance: runs.map((r) => {
+      const failing = r.status === 'failed' ? r.evidence?.at(-1) : undefined;
+      return {
+        runId: r.runId, milestoneId: r.milestoneId, head: r.head, passed: r.status === 'passed', ...(r.reason !== undefined ? { reason: r.reason } : {}),
+        ...(failing !== undefined ? { evidence: [failing.stdoutSha256, failing.stderrSha256] } : {}),
+      };
+    }),
   };
 }
 

@@ -113,14 +113,45 @@ export function decideRenewal(
 ): RenewalDecision {
   const current = state.horizon;
   if (!current) return { ok: false, rule: 'R-16', reason: 'no sealed horizon to renew' };
-  const parsed = ProposalSchema.safeParse(raw);
-  if (parsed.success && current.revision === expectedRevision + 1 && canonicalSha256(planOf(parsed.data)) === current.planSha256) {
-    return { ok: true, noop: true };
-  }
+  if (replaysHorizon(current, expectedRevision, raw)) return { ok: true, noop: true };
   const verdict = validateProposal(raw, state);
   if (!verdict.ok) return verdict;
   const renewal = validateRenewal(current, expectedRevision, verdict.plan);
   return renewal.ok ? { ok: true, noop: false, plan: verdict.plan } : renewal;
+}
+
+/** True when `raw` is the plan that made the horizon in force from `expectedRevision`: an exact replay (R-15, R-16). */
+function replaysHorizon(current: { readonly revision: number; readonly planSha256: string }, expectedRevision: number, raw: unknown): boolean {
+  const parsed = ProposalSchema.safeParse(raw);
+  return parsed.success && current.revision === expectedRevision + 1 && canonicalSha256(planOf(parsed.data)) === current.planSha256;
+}
+
+/**
+ * A repair window (issue 16): asked for when acceptance fails on what would be the build's result
+ * and no coarse milestone is left. Like any plan it holds one or two new detailed milestones
+ * (R-13); it adds no coarse work, and it renews the horizon in force (compare-and-set on its
+ * revision, R-16); an exact replay of the repair that made the horizon is a no-op.
+ */
+export function decideRepair(
+  state: Pick<BuildState, 'horizon' | 'nodes' | 'checkpoints'> & Partial<Pick<BuildState, 'summaries'>>,
+  expectedRevision: number,
+  raw: unknown,
+): RenewalDecision {
+  const current = state.horizon;
+  if (!current) return { ok: false, rule: 'R-16', reason: 'no sealed horizon to repair' };
+  if (replaysHorizon(current, expectedRevision, raw)) return { ok: true, noop: true };
+  if (expectedRevision !== current.revision) {
+    return { ok: false, rule: 'R-16', reason: `stale horizon revision: expected ${expectedRevision}, the horizon is at revision ${current.revision}` };
+  }
+  const verdict = validateProposal(raw, state);
+  if (!verdict.ok) return verdict;
+  if (current.coarse.length > 0) return { ok: false, rule: 'R-16', reason: `a repair window is planned only once no coarse milestone is left (${current.coarse.length} remain)` };
+  if (verdict.plan.coarse.length > 0) {
+    return { ok: false, rule: 'R-16', reason: `a repair window adds no coarse milestones (the proposal has ${verdict.plan.coarse.map((m) => m.id).join(', ')})` };
+  }
+  const again = verdict.plan.detailed.find((m) => current.detailed.some((d) => d.id === m.id));
+  if (again !== undefined) return { ok: false, rule: 'R-13', reason: `milestone '${again.id}' is already in the horizon; a repair window plans new milestones` };
+  return { ok: true, noop: false, plan: verdict.plan };
 }
 
 /**

@@ -12,13 +12,16 @@ export const buildIdOf = (driverIdentitySha256: string, baseHead: string): strin
 export const horizonIdOf = (requestSha256: string): string => `horizon-${requestSha256.slice(0, 16)}`;
 
 /** Deterministic id of the n-th planner call (the idempotency key of R-18). */
-export const plannerCallId = (purpose: 'seal' | 'renew', horizonRevision: number): string => `plan.${purpose}.${horizonRevision}`;
+export const plannerCallId = (purpose: PlannerPurpose, horizonRevision: number): string => `plan.${purpose}.${horizonRevision}`;
+
+/** What a planner call is for: the first horizon, the next window, or a repair of a failing acceptance. */
+export type PlannerPurpose = 'seal' | 'renew' | 'repair';
 
 /**
  * The id of the k-th ask of a planning round: the first keeps the round's id (R-18), a re-ask after
  * a refused proposal gets `.askK` — each its own recorded call with its own idempotency key.
  */
-export const plannerAskId = (purpose: 'seal' | 'renew', horizonRevision: number, ask: number): string =>
+export const plannerAskId = (purpose: PlannerPurpose, horizonRevision: number, ask: number): string =>
   ask === 1 ? plannerCallId(purpose, horizonRevision) : `${plannerCallId(purpose, horizonRevision)}.ask${ask}`;
 
 /** Deterministic attempt id: node id and attempt number (both safe for paths and refs). */
@@ -29,3 +32,6 @@ export const workerCallKey = (buildId: string, attemptId: string): string => `${
 
 /** Deterministic integration job id. */
 export const jobIdOf = (state: { readonly jobCount: number }): string => `job-${state.jobCount + 1}`;
+
+/** Deterministic id of the n-th acceptance run. */
+export const acceptanceRunIdOf = (state: { readonly acceptance?: { readonly count: number } }): string => `accept-${(state.acceptance?.count ?? 0) + 1}`;

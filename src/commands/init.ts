@@ -9,6 +9,8 @@ export interface BuildInputs {
   readonly integrationRef: string;
   readonly baseHead: string;
   readonly verify: readonly (readonly string[])[];
+  /** Trusted acceptance commands (issue 16); empty: none (not recorded). */
+  readonly acceptance?: readonly (readonly string[])[];
   readonly settings: BuildSettings;
   readonly driver: { readonly kind: 'blueprint' | 'command'; readonly sourceSha256: string };
   readonly sandbox: SandboxSettings;
@@ -22,7 +24,8 @@ export function buildInitialized(i: BuildInputs): Extract<DomainEvent, { type: '
     type: 'BuildInitialized',
     data: {
       buildId: i.buildId, request: i.request, requestSha256: canonicalSha256(i.request), integrationRef: i.integrationRef, baseHead: i.baseHead,
-      verify: i.verify.map((c) => [...c]), settings: i.settings, driver: { ...i.driver }, sandbox: i.sandbox,
+      verify: i.verify.map((c) => [...c]), ...((i.acceptance ?? []).length > 0 ? { acceptance: i.acceptance!.map((c) => [...c]) } : {}),
+      settings: i.settings, driver: { ...i.driver }, sandbox: i.sandbox,
       signing: { vkey: i.vkey },
     },
   };

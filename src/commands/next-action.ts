@@ -1,16 +1,18 @@
 import { compareCodePoints } from '../events/canonical.js';
-import { attemptOf, jobOf, type BuildState, type JobRecord, type PlannerCallRecord } from '../projections/build-state.js';
+import { attemptOf, jobOf, type AcceptanceRun, type BuildState, type JobRecord, type PlannerCallRecord } from '../projections/build-state.js';
+import { acceptanceDue, acceptanceRepairsOf, hasAcceptance, latestAcceptance, repairsPlanned } from './acceptance.js';
 import { activeMilestone, rankReadyWave } from '../projections/graph.js';
 import { batchGroup, isBatchMode } from './batch.js';
 import { pendingCompaction } from './compaction.js';
-import { attemptIdOf, jobIdOf, plannerAskId } from './ids.js';
+import { acceptanceRunIdOf, attemptIdOf, jobIdOf, plannerAskId } from './ids.js';
+import type { PlannerPurpose } from './ids.js';
 
 /** What the controller's next event is about, decided from state alone (R-17). */
 export type NextAction =
   | { kind: 'uninitialized' }
   | { kind: 'completed' }
   | { kind: 'blocked'; reason: string }
-  | { kind: 'plan'; purpose: 'seal' | 'renew'; callId: string; inDoubt: boolean }
+  | { kind: 'plan'; purpose: PlannerPurpose; callId: string; inDoubt: boolean }
   | { kind: 'checkpoint'; milestoneId: string }
   | { kind: 'compact'; milestoneId: string }
   | { kind: 'settle-attempt'; attemptId: string }
@@ -18,6 +20,9 @@ export type NextAction =
   | { kind: 'settle-job'; jobId: string }
   | { kind: 'complete' }
   | { kind: 'dispatch'; nodeId: string; attempt: number; attemptId: string }
+  /** Run the acceptance commands on `head` (issue 16). */
+  | { kind: 'accept'; runId: string; milestoneId: string | null; head: string }
+  | { kind: 'settle-acceptance'; runId: string }
   | { kind: 'stuck'; reason: string; nodeIds: string[] }
   /** Nothing to decide until a call in flight returns (several workers, issue 16). */
   | { kind: 'wait' };
@@ -124,6 +129,11 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
   const workers = running.size - state.openJobs.filter((id) => running.has(id)).length;
   const openAttempt = state.openAttempts.filter((id) => !running.has(id)).sort(compareCodePoints)[0];
   if (openAttempt !== undefined) return { kind: 'settle-attempt', attemptId: openAttempt };
+  // System-level acceptance (issue 16): an open run is settled, a due one started.
+  const openRun = state.acceptance?.open ?? null;
+  if (openRun !== null && !running.has(openRun)) return { kind: 'settle-acceptance', runId: openRun };
+  const due = acceptanceDue(state);
+  if (due !== null) return { kind: 'accept', runId: acceptanceRunIdOf(state), ...due };
   const busy = nodesInOpenJobs(state);
   // Batch integration (R-25): a split's next half, or a full (or final) wave, as one job.
   const group = integrating ? null : batchGroup(state, busy);
@@ -144,6 +154,8 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
 
   const active = activeMilestone(state);
   if (active === null) {
+    // The next planner call, and the end, go by the acceptance of what was checkpointed.
+    if (openRun !== null) return { kind: 'wait' };
     if (horizon.coarse.length > 0) {
       const round = planningRound(state, 'renew', revision);
       if (round.refused) {
@@ -152,6 +164,8 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
       }
       return { kind: 'plan', purpose: 'renew', callId: round.callId, inDoubt: round.inDoubt };
     }
+    const last = latestAcceptance(state);
+    if (hasAcceptance(state) && last !== null && last.status === 'failed') return repairOrBlock(state, last, revision);
     return { kind: 'complete' };
   }
 
@@ -171,6 +185,25 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
   return { kind: 'stuck', reason: `milestone '${active}' cannot progress: ${stuck.map((id) => stuckNode(state, id)).join(', ')}`, nodeIds: stuck };
 }
 
+/**
+ * Acceptance failed on what would be the build's result: the planner is asked for a repair window
+ * while repair rounds remain (each round asks `planner.asks` times); else the build is blocked,
+ * saying why and how to go on.
+ */
+function repairOrBlock(state: BuildState, run: AcceptanceRun, revision: number): NextAction {
+  const failed = `acceptance failed on ${run.head.slice(0, 12)}${run.milestoneId !== null ? ` (milestone '${run.milestoneId}')` : ''}: ${run.reason ?? 'a command failed'}`;
+  const next = `see \`longbuild evidence ${run.runId}\`; \`longbuild accept\` runs it again`;
+  const max = acceptanceRepairsOf(state);
+  const used = repairsPlanned(state);
+  if (used >= max) return { kind: 'blocked', reason: `${failed}; ${max === 0 ? 'no repair window is allowed (acceptanceRepairs 0)' : `${used} repair window${used === 1 ? '' : 's'} did not fix it`}; ${next}` };
+  const round = planningRound(state, 'repair', revision);
+  if (round.refused) {
+    const r = round.refused.rejection;
+    return { kind: 'blocked', reason: `${failed}; the repair proposal was refused (${r?.rule ?? '?'}): ${r?.reason ?? ''}${refusedTimes(round.asks)}; ${next}` };
+  }
+  return { kind: 'plan', purpose: 'repair', callId: round.callId, inDoubt: round.inDoubt };
+}
+
 /** What a blocked reason adds when the planner was asked more than once (empty for one ask). */
 export function refusedTimes(asks: number): string {
   return asks > 1 ? ` (refused ${asks} times; the planner was asked again with the reasons each time)` : '';
@@ -185,7 +218,7 @@ export function plannerAsks(state: Pick<BuildState, 'build'>): number {
  * Where a planning round stands: the ask to make (or settle, when in doubt), or — every ask refused
  * — the last refusal. Asks are taken in order; only a refused one moves the round on.
  */
-export function planningRound(state: BuildState, purpose: 'seal' | 'renew', horizonRevision: number):
+export function planningRound(state: BuildState, purpose: PlannerPurpose, horizonRevision: number):
   { callId: string; inDoubt: boolean; asks: number; refused?: undefined } | { asks: number; refused: PlannerCallRecord } {
   const asks = plannerAsks(state);
   let last: PlannerCallRecord | undefined;
@@ -199,7 +232,7 @@ export function planningRound(state: BuildState, purpose: 'seal' | 'renew', hori
 }
 
 /** The refusals of the asks before `callId` in its round, oldest first (what the planner is told). */
-export function earlierRefusals(state: BuildState, purpose: 'seal' | 'renew', horizonRevision: number, callId: string): { callId: string; rule: string; reason: string }[] {
+export function earlierRefusals(state: BuildState, purpose: PlannerPurpose, horizonRevision: number, callId: string): { callId: string; rule: string; reason: string }[] {
   const out: { callId: string; rule: string; reason: string }[] = [];
   for (let k = 1; k <= plannerAsks(state); k++) {
     const id = plannerAskId(purpose, horizonRevision, k);

@@ -2,6 +2,7 @@ import { compareCodePoints } from '../events/canonical.js';
 import type { DomainEvent } from '../events/catalogue.js';
 import type { BuildState } from '../projections/build-state.js';
 import { compactedInto } from '../projections/summaries.js';
+import { hasAcceptance } from './acceptance.js';
 
 /** What an operator asked for, and what the host made of it (pure; the CLI records the event). */
 export type OperatorVerdict = { ok: true; event: DomainEvent } | { ok: false; reason: string };
@@ -70,5 +71,23 @@ export function decideCancel(state: BuildState, nodeId: string, reason: string |
       type: 'NodeCanceled',
       data: { nodeIds: [nodeId, ...rest], ...(reason !== undefined ? { reason } : {}), operator: { action: 'cancel', ...(user ? { user } : {}) }, graphRevision: state.graphRevision },
     },
+  };
+}
+
+/**
+ * `longbuild accept [--reason TEXT]`: run the acceptance commands again, on the head as it is
+ * (a failure that came from the environment, fixed since; issue 16). Refused for a build without
+ * acceptance commands, a complete one, and while a run is in flight or already asked for.
+ */
+export function decideAcceptanceRun(state: BuildState, reason: string | undefined, user: string | undefined): OperatorVerdict {
+  if (!state.build) return { ok: false, reason: 'the build is not initialised' };
+  if (!hasAcceptance(state)) return { ok: false, reason: 'this build has no acceptance commands (config "acceptance", or a blueprint\'s)' };
+  if (state.completed) return { ok: false, reason: 'the build is complete: its acceptance passed' };
+  const open = state.acceptance?.open ?? null;
+  if (open !== null) return { ok: false, reason: `acceptance run ${open} is in flight: \`longbuild run\` settles it` };
+  if (state.acceptance?.requested === true) return { ok: false, reason: 'an acceptance run is already asked for: `longbuild run` makes it' };
+  return {
+    ok: true,
+    event: { type: 'AcceptanceRequested', data: { ...(reason !== undefined ? { reason } : {}), operator: { action: 'accept', ...(user ? { user } : {}) }, graphRevision: state.graphRevision } },
   };
 }

@@ -4,10 +4,11 @@
  */
 import type { JsonValue } from '../events/canonical.js';
 import type { Checkpoint, MilestoneRef, NodeKind, NodeState, PlannedNode } from '../events/catalogue.js';
+import type { PlannerPurpose } from './ids.js';
 
 /** What a planner sees. It never receives a writable path (R-29). */
 export interface PlannerInput {
-  readonly purpose: 'seal' | 'renew';
+  readonly purpose: PlannerPurpose;
   /** Idempotency key: the same call after a crash carries the same id (R-18). */
   readonly callId: string;
   readonly request: JsonValue;
@@ -29,6 +30,17 @@ export interface PlannerInput {
     readonly nodes: readonly { id: string; kind: NodeKind; state: NodeState; milestone: string }[];
   };
   readonly integrationHead: string;
+  /**
+   * System-level acceptance (issue 16): the runs of the window in force's checkpoints, and the
+   * newest. A failed one is evidence: plan the repair (a renewal's window, or — purpose `repair`
+   * — a window of its own). `output`: the tail of the failing command's output.
+   */
+  readonly acceptance?: readonly {
+    readonly runId: string; readonly milestoneId: string | null; readonly head: string; readonly passed: boolean;
+    readonly reason?: string; readonly output?: string;
+    /** The failing command's output files (the host reads them into `output`). */
+    readonly evidence?: readonly string[];
+  }[];
 }
 
 /** A planner's proposal, before validation. */

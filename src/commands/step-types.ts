@@ -6,12 +6,15 @@ import type { JsonValue } from '../events/canonical.js';
 import type { CommandEvidence, DataOf, DomainEvent } from '../events/catalogue.js';
 import type { PlannerInput, WorkPacket } from './ports.js';
 import type { ObservedRefs, RefRepair } from './refs.js';
+import type { PlannerPurpose } from './ids.js';
 
 export type StepOutcome =
   | 'planned' | 'dispatched' | 'integrated' | 'revising' | 'checkpointed' | 'compacted'
   | 'renewed' | 'recovered' | 'horizon_complete' | 'blocked' | 'split' | 'refused'
   /** A speculative job was verified on top of jobs still open (promoted or blamed once they are), or discarded because one of them did not promote. */
-  | 'verified' | 'discarded';
+  | 'verified' | 'discarded'
+  /** An acceptance run ended (passed or failed), issue 16. */
+  | 'acceptance';
 
 /** What a step did, for the one reporting it (the CLI's progress lines, `step --json`). */
 export interface StepResult {
@@ -66,8 +69,8 @@ export type EffectRequest =
   | { readonly kind: 'observe-refs'; readonly ref: string; readonly withAttempts: boolean }
   | { readonly kind: 'delete-branches'; readonly attemptIds: readonly string[]; readonly then: Focus }
   | { readonly kind: 'repair-refs'; readonly repairs: readonly RefRepair[]; readonly causationId: string; readonly then: Focus | EffectRequest }
-  | { readonly kind: 'recall-planner'; readonly callId: string; readonly purpose: 'seal' | 'renew'; readonly invocation: number }
-  | { readonly kind: 'planner'; readonly callId: string; readonly purpose: 'seal' | 'renew'; readonly invocation: number; readonly input: PlannerInput }
+  | { readonly kind: 'recall-planner'; readonly callId: string; readonly purpose: PlannerPurpose; readonly invocation: number }
+  | { readonly kind: 'planner'; readonly callId: string; readonly purpose: PlannerPurpose; readonly invocation: number; readonly input: PlannerInput }
   | { readonly kind: 'recall-attempt'; readonly attemptId: string; readonly key: string; readonly invocation: number; readonly writable: boolean; readonly branch: string; readonly baseHead: string }
   | {
     readonly kind: 'worker'; readonly attemptId: string; readonly key: string; readonly invocation: number; readonly packet: WorkPacket; readonly writable: boolean;
@@ -89,6 +92,8 @@ export type EffectRequest =
    * The promotion of `jobIds`: one job, or a run of verified jobs each stacked on the one before
    * it (speculative integration), promoted together by one compare-and-set to the last one's result.
    */
+  /** Run the acceptance commands on `head` in a clean workspace (the cache first), issue 16. */
+  | { readonly kind: 'accept'; readonly runId: string; readonly head: string; readonly commands: readonly (readonly string[])[]; readonly recovering: boolean }
   | { readonly kind: 'read-ref'; readonly ref: string; readonly jobIds: readonly string[]; readonly recovering: boolean }
   | { readonly kind: 'publish'; readonly ref: string; readonly commit: string; readonly jobIds: readonly string[]; readonly recovering: boolean }
   | { readonly kind: 'promote'; readonly ref: string; readonly commit: string; readonly expectedOld: string; readonly tries: number; readonly jobIds: readonly string[]; readonly recovering: boolean };
@@ -112,6 +117,7 @@ export interface EffectResults {
   'finish-clone': CloneCommit;
   'check-candidate': { readonly problem: { readonly rule: string; readonly reason: string } | null };
   verify: VerificationOutcome;
+  accept: { readonly tree: string; readonly passed: boolean; readonly reason?: string; readonly evidence: readonly CommandEvidence[] };
   'read-ref': { readonly commit: string | null };
   publish: null;
   promote: { readonly ok: true } | { readonly ok: false; readonly actual: string | null };
@@ -130,7 +136,7 @@ export type Focus =
   | { readonly kind: 'begin' }
   | { readonly kind: 'choose' }
   | { readonly kind: 'repair-refs'; readonly repairs: readonly RefRepair[] }
-  | { readonly kind: 'call-planner'; readonly callId: string; readonly purpose: 'seal' | 'renew' }
+  | { readonly kind: 'call-planner'; readonly callId: string; readonly purpose: PlannerPurpose }
   | { readonly kind: 'run-worker'; readonly attemptId: string; readonly report: Outcome }
   | { readonly kind: 'continue-job'; readonly jobId: string; readonly recovering: boolean }
   | { readonly kind: 'after-promotion'; readonly jobIds: readonly string[]; readonly adopted: boolean; readonly recovering: boolean }
@@ -154,7 +160,7 @@ export interface Decision {
 
 const EFFECT_KINDS: ReadonlySet<string> = new Set<keyof EffectResults>([
   'observe-refs', 'delete-branches', 'repair-refs', 'recall-planner', 'planner', 'recall-attempt', 'worker',
-  'finish-clone', 'check-candidate', 'verify', 'read-ref', 'publish', 'promote',
+  'finish-clone', 'check-candidate', 'verify', 'accept', 'read-ref', 'publish', 'promote',
 ]);
 
 /** True when what follows a decision is an effect to run (not a focus to decide on). */

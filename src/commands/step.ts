@@ -17,7 +17,7 @@ import { isBatchMode, shouldSplit, splitData } from './batch.js';
 import { acceptedVersions, deriveCheckpoint } from './checkpoint.js';
 import { compactMilestone } from './compaction.js';
 import { plannerInputOf, reworkOf, workPacketOf } from './effect-inputs.js';
-import { decideRenewal, validateProposal } from './horizon.js';
+import { decideRenewal, decideRepair, validateProposal } from './horizon.js';
 import { horizonIdOf, workerCallKey } from './ids.js';
 import { concurrencyOf, jobsBelow, nextAction, plannerAsks, refusedTimes, sunkBelow, type NextAction } from './next-action.js';
 import { ATTEMPT_REF_PREFIX, attemptIdsOfNode, decideRefRepairs, finishedAttemptBranches, withoutAttempts } from './refs.js';
@@ -26,6 +26,7 @@ import {
   isEffect, type Decision, type EffectRequest, type EffectResults, type FinishDraft, type Focus, type KeptWorkerOutcome, type Outcome,
   type StepContext, type StepOutcome, type StepResult, type VerificationOutcome,
 } from './step-types.js';
+import type { PlannerPurpose } from './ids.js';
 
 export * from './step-types.js';
 
@@ -131,6 +132,15 @@ function choose(state: BuildState, ctx: StepContext, action: NextAction): Decisi
       };
       return alongside(state, go({ kind: 'run-worker', attemptId, report: { kind: 'dispatched', nodeId, attempt, attemptId } }, [started], attemptId), attemptId);
     }
+    case 'accept': {
+      const started: DomainEvent = { type: 'AcceptanceStarted', data: { runId: action.runId, milestoneId: action.milestoneId, head: action.head, graphRevision: state.graphRevision } };
+      return alongside(state, go({ kind: 'accept', runId: action.runId, head: action.head, commands: state.build!.acceptance!, recovering: false }, [started], action.runId), action.runId);
+    }
+    case 'settle-acceptance': {
+      // Acceptance is idempotent (a clean workspace, the same tree; its passes cached): run it again.
+      const run = state.acceptance!.runs[action.runId]!;
+      return alongside(state, go({ kind: 'accept', runId: run.runId, head: run.head, commands: state.build!.acceptance!, recovering: true }), action.runId);
+    }
     case 'stuck':
       return go(done('blocked', action.reason, { reason: action.reason }),
         [{ type: 'BuildBlocked', data: { reason: action.reason, nodeIds: action.nodeIds, graphRevision: state.graphRevision } }], 'stuck');
@@ -197,6 +207,8 @@ export function settle<K extends keyof EffectResults>(state: BuildState, ctx: St
     }
     case 'verify':
       return go({ kind: 'continue-job', jobId: r.jobId, recovering: r.recovering }, [verificationFinished(state, r.jobId, result as VerificationOutcome)], r.jobId);
+    case 'accept':
+      return acceptanceFinished(state, r, result as EffectResults['accept']);
     case 'read-ref': {
       const found = (result as EffectResults['read-ref']).commit;
       const results = r.jobIds.map((id) => jobOf(state, id)!.verification!.resultCommit!);
@@ -222,7 +234,7 @@ export function settle<K extends keyof EffectResults>(state: BuildState, ctx: St
 }
 
 /** A planner's answer (R-13..R-16, R-28): the horizon it seals or renews, or its refusal. */
-function answered(state: BuildState, ctx: StepContext, callId: string, purpose: 'seal' | 'renew', raw: unknown): Decision {
+function answered(state: BuildState, ctx: StepContext, callId: string, purpose: PlannerPurpose, raw: unknown): Decision {
   let proposal: JsonValue = null;
   let proposalSha256 = sha256Hex('null');
   let canonical: Refusal | null = null;
@@ -238,8 +250,8 @@ function answered(state: BuildState, ctx: StepContext, callId: string, purpose: 
     go({ kind: 'done', outcome: { kind: 'rejected', rule: no.rule, reason: no.reason } }, [returned, { type: 'ProposalRejected', data: { callId, rule: no.rule, reason: no.reason, graphRevision } }], callId);
   if (canonical) return reject(canonical);
   const current = state.horizon;
-  const renewing = purpose === 'renew' && current !== null;
-  const verdict = renewing ? decideRenewal(state, current.revision, raw) : validateProposal(raw, state);
+  const renewing = purpose !== 'seal' && current !== null;
+  const verdict = !renewing ? validateProposal(raw, state) : purpose === 'repair' ? decideRepair(state, current.revision, raw) : decideRenewal(state, current.revision, raw);
   if (!verdict.ok) return reject(verdict);
   if (!('plan' in verdict)) return reject(refuse('R-16', 'the renewal repeats the current horizon'));
   const plan = verdict.plan;
@@ -256,7 +268,8 @@ function answered(state: BuildState, ctx: StepContext, callId: string, purpose: 
   if (conflict !== null && conflict !== 'same') return reject(refuse('R-15', conflict));
   const ids = plan.detailed.map((m) => m.id).join(', ');
   if (!renewing) return go(done('planned', `sealed ${horizonId} r1: detailed ${ids}; coarse ${plan.coarse.length}`), [returned, { type: 'HorizonSealed', data: { horizonId, revision, ...body } }], callId);
-  return go(done('renewed', `renewed to r${revision}: promoted ${ids}; coarse ${plan.coarse.length}`),
+  const what = purpose === 'repair' ? `a repair window for the failing acceptance: ${ids}` : `promoted ${ids}; coarse ${plan.coarse.length}`;
+  return go(done('renewed', `renewed to r${revision}: ${what}`),
     [returned, { type: 'HorizonRenewed', data: { horizonId, revision, fromRevision: current.revision, ...body } }], callId);
 }
 
@@ -391,6 +404,19 @@ function verificationFinished(state: BuildState, jobId: string, out: Verificatio
 /** The one digest of a verification's evidence (R-24): every command's argv, exit code and output files. */
 function evidenceDigest(evidence: readonly CommandEvidence[]): string {
   return canonicalSha256(evidence.map((e) => ({ argv: e.argv, exitCode: e.exitCode, stdout: e.stdoutSha256, stderr: e.stderrSha256 })));
+}
+
+/** AcceptanceFinished for a run, from what the commands did (issue 16). */
+function acceptanceFinished(state: BuildState, r: Extract<EffectRequest, { kind: 'accept' }>, out: EffectResults['accept']): Decision {
+  const run = state.acceptance!.runs[r.runId]!;
+  const evidence = out.evidence.map((e) => ({ ...e, argv: [...e.argv] }));
+  const where = run.milestoneId === null ? `on ${r.head.slice(0, 12)} (asked for)` : `on ${r.head.slice(0, 12)} (milestone ${run.milestoneId})`;
+  const detail = out.passed ? `acceptance passed ${where}` : `acceptance FAILED ${where}: ${out.reason ?? 'a command failed'}; \`longbuild evidence ${r.runId}\``;
+  const finished: DomainEvent = {
+    type: 'AcceptanceFinished',
+    data: { runId: r.runId, head: r.head, tree: out.tree, passed: out.passed, ...(out.reason !== undefined ? { reason: out.reason } : {}), evidence, evidenceSha256: evidenceDigest(evidence), graphRevision: state.graphRevision },
+  };
+  return go(done('acceptance', detail, { ...(run.milestoneId !== null ? { milestoneId: run.milestoneId } : {}), ...(out.passed ? {} : { reason: out.reason ?? 'acceptance failed' }) }), [finished], r.runId);
 }
 
 /**

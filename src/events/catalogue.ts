@@ -109,6 +109,8 @@ const BuildSettingsSchema = z.strictObject({
    * integration, issue 16); absent: 1, one job at a time as before.
    */
   speculation: z.number().int().min(1).max(64).optional(),
+  /** Repair windows the planner may plan for a failing acceptance once no coarse work remains (absent: 2). */
+  acceptanceRepairs: z.number().int().min(0).max(10).optional(),
 });
 export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
 
@@ -139,6 +141,11 @@ export const BuildInitialized = e('BuildInitialized', z.strictObject({
   integrationRef: z.string().regex(/^refs\/heads\/[A-Za-z0-9._/-]+$/),
   baseHead: GitShaSchema,
   verify: z.array(z.array(z.string()).min(1)),
+  /**
+   * System-level acceptance (issue 16): trusted commands run on the integration head of every
+   * milestone checkpoint, and passing before the build completes; absent: none.
+   */
+  acceptance: z.array(z.array(z.string()).min(1)).min(1).optional(),
   settings: BuildSettingsSchema,
   driver: z.strictObject({ kind: z.enum(['blueprint', 'command']), sourceSha256: Sha256Schema }),
   /** How untrusted processes run (R-30); absent in builds from before the sandbox (unsandboxed). */
@@ -152,7 +159,8 @@ export const BuildInitialized = e('BuildInitialized', z.strictObject({
 
 export const PlannerInvoked = e('PlannerInvoked', z.strictObject({
   callId: z.string(),
-  purpose: z.enum(['seal', 'renew']),
+  /** repair: a window of work for a failing acceptance, asked for once no coarse milestone remains (issue 16). */
+  purpose: z.enum(['seal', 'renew', 'repair']),
   horizonRevision: z.number().int().nonnegative(),
   graphRevision: z.number().int().nonnegative(),
 }));
@@ -366,6 +374,37 @@ export const NodeCanceled = e('NodeCanceled', z.strictObject({
   graphRevision: z.number().int().nonnegative(),
 }));
 
+/**
+ * The intent of an acceptance run (issue 16, R-18): the trusted acceptance commands are about to
+ * run on `head`, the integration head of milestone `milestoneId`'s checkpoint (null: a run an
+ * operator asked for, on the head as it is).
+ */
+export const AcceptanceStarted = e('AcceptanceStarted', z.strictObject({
+  runId: z.string().regex(/^accept-[1-9][0-9]*$/),
+  milestoneId: SafeIdSchema.nullable(),
+  head: GitShaSchema,
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+/** What an acceptance run found: passed or not (the first failing command), with every command's evidence. */
+export const AcceptanceFinished = e('AcceptanceFinished', z.strictObject({
+  runId: z.string(),
+  head: GitShaSchema,
+  tree: GitShaSchema,
+  passed: z.boolean(),
+  reason: z.string().optional(),
+  evidence: z.array(CommandEvidenceSchema),
+  evidenceSha256: Sha256Schema,
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+/** An operator's `longbuild accept`: run the acceptance commands again on the head as it is (R-38). */
+export const AcceptanceRequested = e('AcceptanceRequested', z.strictObject({
+  reason: z.string().max(2_000).optional(),
+  operator: z.strictObject({ action: z.literal('accept'), user: z.string().optional() }),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
 /** Every domain event, one discriminated union (one source of truth for every type). */
 export const DomainEventSchema = z.discriminatedUnion('type', [
   BuildInitialized,
@@ -390,6 +429,9 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   RefRepaired,
   NodeRetried,
   NodeCanceled,
+  AcceptanceStarted,
+  AcceptanceFinished,
+  AcceptanceRequested,
 ]);
 export type DomainEvent = z.infer<typeof DomainEventSchema>;
 export type DomainEventType = DomainEvent['type'];
@@ -420,6 +462,9 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   MilestoneCompacted: 1,
   NodeRetried: 1,
   NodeCanceled: 1,
+  AcceptanceStarted: 1,
+  AcceptanceFinished: 1,
+  AcceptanceRequested: 1,
 };
 
 /**

@@ -93,7 +93,7 @@ export interface JobRecord {
 
 export interface PlannerCallRecord {
   readonly callId: string;
-  readonly purpose: 'seal' | 'renew';
+  readonly purpose: 'seal' | 'renew' | 'repair';
   readonly status: 'invoked' | 'returned' | 'rejected';
   readonly invocations: number;
   readonly rejection: { rule: string; reason: string } | null;
@@ -106,8 +106,32 @@ export interface BuildInfo {
   readonly integrationRef: string;
   readonly baseHead: string;
   readonly verify: readonly (readonly string[])[];
+  /** The trusted acceptance commands (issue 16), when the build has any. */
+  readonly acceptance?: readonly (readonly string[])[];
   readonly settings: BuildSettings;
   readonly driver: { kind: 'blueprint' | 'command'; sourceSha256: string };
   /** Absent for builds from before the sandbox (they ran unsandboxed). */
   readonly sandbox?: SandboxSettings;
+}
+
+/** One acceptance run (issue 16): the trusted acceptance commands on one integration head. */
+export interface AcceptanceRun {
+  readonly runId: string;
+  /** The milestone whose checkpoint's head it checks; null: an operator's run on the head as it was. */
+  readonly milestoneId: string | null;
+  readonly head: string;
+  readonly status: 'started' | 'passed' | 'failed';
+  readonly reason?: string;
+  readonly evidence?: readonly CommandEvidence[];
+  /** The log position of its result (time travel, the planner's evidence). */
+  readonly position?: number;
+}
+
+/** Acceptance so far: every run, the one open, the newest finished, an operator's pending request. */
+export interface AcceptanceState {
+  readonly runs: Readonly<Record<string, AcceptanceRun>>;
+  readonly count: number;
+  readonly open: string | null;
+  readonly latest: string | null;
+  readonly requested: boolean;
 }

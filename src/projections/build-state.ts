@@ -7,8 +7,8 @@ import { CorruptLogError } from '../events/errors.js';
 import { applyCompaction, liveSummaryOf, type SummaryRecord } from './summaries.js';
 import { shardDraft, shardedOf, shardGet, shardSet, type Sharded } from './sharded.js';
 
-export type { AttemptRecord, BuildInfo, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
-import type { AttemptRecord, BuildInfo, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
+export type { AcceptanceRun, AcceptanceState, AttemptRecord, BuildInfo, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
+import type { AcceptanceState, AttemptRecord, BuildInfo, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
 
 /** Everything the controller knows, folded from the log. Plain data: it snapshots as JSON. */
 export interface BuildState {
@@ -30,6 +30,11 @@ export interface BuildState {
   readonly jobCount: number;
   /** Verification commands run and how many of them were cache hits. */
   readonly verifications: { readonly commands: number; readonly cacheHits: number };
+  /**
+   * Recorded call durations (the critical path's estimates, issue 16): worker calls that report
+   * one (AttemptFinished.durationMs), and verification jobs that ran a command (cache hits aside).
+   */
+  readonly durations?: { readonly worker: { readonly calls: number; readonly ms: number }; readonly verify: { readonly jobs: number; readonly ms: number } };
   readonly plannerCalls: Readonly<Record<string, PlannerCallRecord>>;
   readonly integrationHead: string | null;
   readonly calls: { readonly planner: number; readonly worker: number };
@@ -53,6 +58,8 @@ export interface BuildState {
   readonly summaries: Readonly<Record<string, SummaryRecord>>;
   /** Checkpointed milestones not compacted yet, in checkpoint order (only when settings.compaction). */
   readonly pendingCompactions: readonly string[];
+  /** System-level acceptance runs (issue 16); absent until the first one. */
+  readonly acceptance?: AcceptanceState;
 }
 
 export const initialBuildState: BuildState = {
@@ -188,6 +195,7 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
         buildId: d.buildId, request: d.request as Draft<JsonValue>, requestSha256: d.requestSha256, integrationRef: d.integrationRef,
         baseHead: d.baseHead, verify: d.verify, settings: d.settings, driver: d.driver,
         ...(d.sandbox === undefined ? {} : { sandbox: d.sandbox }),
+        ...(d.acceptance === undefined ? {} : { acceptance: d.acceptance }),
       };
       draft.integrationHead = d.baseHead;
       return;
@@ -259,6 +267,11 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
         attempt.adopted = d.adopted;
         attempt.evidenceSha256 = d.evidenceSha256;
       }
+      if (d.durationMs !== undefined) {
+        draft.durations ??= { worker: { calls: 0, ms: 0 }, verify: { jobs: 0, ms: 0 } };
+        draft.durations.worker.calls += 1;
+        draft.durations.worker.ms += d.durationMs;
+      }
       const node = draft.nodes[d.nodeId];
       if (node && d.decision !== undefined) node.decision = d.decision;
       if (node && d.outcome === 'failed') {
@@ -298,6 +311,12 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       if (d.resultCommit !== null) {
         draft.verifications.commands += d.evidence.length;
         draft.verifications.cacheHits += d.evidence.filter((e) => e.cacheHit).length;
+        const ran = d.evidence.filter((e) => !e.cacheHit);
+        if (ran.length > 0) {
+          draft.durations ??= { worker: { calls: 0, ms: 0 }, verify: { jobs: 0, ms: 0 } };
+          draft.durations.verify.jobs += 1;
+          draft.durations.verify.ms += Math.round(ran.reduce((t, e) => t + e.durationMs, 0));
+        }
       }
       job.status = 'verified';
       job.verification = {
@@ -398,6 +417,32 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
         if (node && node.state !== 'accepted') setNodeState(draft, id, 'canceled'); // accepted work stays accepted
       }
       draft.blocked = null;
+      return;
+    }
+    case 'AcceptanceStarted': {
+      const d = event.data;
+      const a = (draft.acceptance ??= { runs: {}, count: 0, open: null, latest: null, requested: false });
+      if (a.runs[d.runId] === undefined) a.count += 1;
+      a.runs[d.runId] = { runId: d.runId, milestoneId: d.milestoneId, head: d.head, status: 'started' };
+      a.open = d.runId;
+      // A run on the head as it is answers an operator's request for one.
+      if (d.milestoneId === null) a.requested = false;
+      return;
+    }
+    case 'AcceptanceFinished': {
+      const d = event.data;
+      const run = draft.acceptance?.runs[d.runId];
+      if (!run) return;
+      run.status = d.passed ? 'passed' : 'failed';
+      run.evidence = d.evidence;
+      run.position = draft.position;
+      if (d.reason !== undefined) run.reason = d.reason;
+      draft.acceptance!.open = null;
+      draft.acceptance!.latest = d.runId;
+      return;
+    }
+    case 'AcceptanceRequested': {
+      (draft.acceptance ??= { runs: {}, count: 0, open: null, latest: null, requested: false }).requested = true;
       return;
     }
     default: {

@@ -59,6 +59,12 @@ export const MUTANTS = [
     caughtBy: ['test/step-model-double.test.ts'],
   },
   {
+    name: 'complete-without-acceptance',
+    bug: 'a build completes although acceptance failed on its result (issue 16)',
+    edits: [{ file: 'src/commands/next-action.ts', find: "if (hasAcceptance(state) && last !== null && last.status === 'failed')", replace: "if (false && hasAcceptance(state) && last !== null && last.status === 'failed')" }],
+    caughtBy: ['test/step-model-double.test.ts'],
+  },
+  {
     name: 'promoted-run-ignores-failure',
     bug: 'a run of stacked jobs promoted together takes in a job whose verification failed (R-24)',
     edits: [{ file: 'src/commands/step.ts', find: "next.status !== 'verified' || next.verification?.passed !== true ||", replace: "next.status !== 'verified' ||" }],

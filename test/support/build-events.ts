@@ -47,11 +47,17 @@ const domainEvent: fc.Arbitrary<[string, Data]> = fc.oneof(
   ev('AttemptStarted', attemptId.map((a) => ({ ...a, baseHead: GIT, branch: `refs/heads/a/${a.attemptId}` }))),
   ev('AttemptFinished', fc.tuple(attemptId, fc.constantFrom('committed', 'recorded', 'failed'), fc.boolean(), fc.option(fc.constant('use x'), { nil: undefined })).map(([a, outcome, adopted, decision]) => ({
     attemptId: a.attemptId, nodeId: a.nodeId, outcome, adopted, evidenceSha256: SHA, ...(outcome === 'committed' ? { commit: GIT } : {}), ...(decision === undefined ? {} : { decision }),
+    ...(adopted ? {} : { durationMs: 11 }),
   }))),
   ev('IntegrationStarted', fc.record({ jobId, nodeIds: nodes, baseHead: fc.constant(GIT) }).map((d) => ({ ...d, candidates: d.nodeIds.map((n) => ({ nodeId: n, commit: GIT })) }))),
   ev('VerificationFinished', fc.record({ jobId, passed: fc.boolean(), cacheHit: fc.boolean() }).map((d) => ({
-    jobId: d.jobId, passed: d.passed, resultCommit: GIT, tree: GIT, evidenceSha256: SHA, evidence: [{ cacheHit: d.cacheHit, stdoutSha256: SHA, stderrSha256: SHA }],
+    jobId: d.jobId, passed: d.passed, resultCommit: GIT, tree: GIT, evidenceSha256: SHA, evidence: [{ cacheHit: d.cacheHit, stdoutSha256: SHA, stderrSha256: SHA, durationMs: 7 }],
   }))),
+  ev('AcceptanceStarted', fc.record({ runId: fc.constantFrom('accept-1', 'accept-2'), milestoneId: fc.option(fc.constantFrom(...MILESTONES), { nil: null }) }).map((d) => ({ ...d, head: GIT }))),
+  ev('AcceptanceFinished', fc.record({ runId: fc.constantFrom('accept-1', 'accept-2'), passed: fc.boolean() }).map((d) => ({
+    ...d, head: GIT, tree: GIT, evidenceSha256: SHA, evidence: [{ argv: ['e2e'], exitCode: d.passed ? 0 : 1, cacheHit: false, stdoutSha256: SHA, stderrSha256: SHA, durationMs: 3 }],
+  }))),
+  ev('AcceptanceRequested', fc.constant({ operator: { action: 'accept' } })),
   ev('IntegrationPromoted', fc.record({ jobId, nodeIds: nodes, adopted: fc.boolean() }).map((d) => ({
     jobId: d.jobId, adopted: d.adopted, receipt: { resultCommit: GIT, tree: GIT, cacheHit: false, candidates: d.nodeIds.map((n) => ({ nodeId: n, commit: GIT })) },
   }))),

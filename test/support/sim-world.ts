@@ -27,6 +27,10 @@ export interface SimScript {
   readonly durations?: Readonly<Record<string, number>>;
   /** Node id -> how long verifying a job holding it takes in the world's time (a job: its slowest node; default 0: at once). */
   readonly verifyDurations?: Readonly<Record<string, number>>;
+  /** How many times acceptance fails on a head holding this work (default: never). */
+  readonly acceptFails?: (content: readonly string[]) => number;
+  /** How long an acceptance run takes in the world's time (default 0). */
+  readonly acceptDuration?: number;
 }
 
 export class SimWorld {
@@ -49,7 +53,7 @@ export class SimWorld {
    * started plus its duration), one per turn of the event loop, so which calls overlap — and the
    * order their results arrive in — depends on the controller and the script alone, not on timing.
    */
-  private readonly pending: { finishAt: number; key: string; kind: 'worker' | 'verify'; resolve: () => void }[] = [];
+  private readonly pending: { finishAt: number; key: string; kind: 'worker' | 'verify' | 'accept'; resolve: () => void }[] = [];
   private clock = 0;
   /** The most worker calls that were in progress at once. */
   maxOverlap = 0;
@@ -57,6 +61,10 @@ export class SimWorld {
   maxJobs = 0;
   /** Every verification run, by job id. */
   readonly verifications: string[] = [];
+  /** Every acceptance run, by run id. */
+  readonly acceptanceRuns: string[] = [];
+  /** Failures of acceptance still to come, by the content of the head checked. */
+  private readonly acceptFailsLeft = new Map<string, number>();
 
   /** Call marks without a kept outcome: calls a crash left in doubt (key#invocation). */
   inDoubt(): string[] {
@@ -70,13 +78,12 @@ export class SimWorld {
   }
 
   /** A call that takes `duration` units of the world's time; 0: it returns at once. */
-  private async takeTime(key: string, duration: number, kind: 'worker' | 'verify'): Promise<void> {
+  private async takeTime(key: string, duration: number, kind: 'worker' | 'verify' | 'accept'): Promise<void> {
     if (duration <= 0) return;
     await new Promise<void>((resolve) => {
       this.pending.push({ finishAt: this.clock + duration, key, kind, resolve });
-      const workers = this.pending.filter((p) => p.kind === 'worker').length;
-      this.maxOverlap = Math.max(this.maxOverlap, workers);
-      this.maxJobs = Math.max(this.maxJobs, this.pending.length - workers);
+      this.maxOverlap = Math.max(this.maxOverlap, this.pending.filter((p) => p.kind === 'worker').length);
+      this.maxJobs = Math.max(this.maxJobs, this.pending.filter((p) => p.kind === 'verify').length);
       setImmediate(() => this.returnNext());
     });
   }
@@ -188,6 +195,18 @@ export class SimWorld {
       const verification: VerificationRun = { passed: passes, ...(passes ? {} : { reason: `sim-verify exited 1${commands.length > 1 ? ' (failed twice on the same tree)' : ''}` }), commands };
       this.verifications.push(jobId);
       return { ok: true, resultCommit: tip, tree: this.treeOf(tip), verification };
+    },
+    checkHead: async (runId, head) => {
+      // Acceptance: the head's content passes unless the script fails it for that content (a number of times).
+      const content = this.contentOf(head);
+      const key = content.join(',');
+      const fails = (this.acceptFailsLeft.get(key) ?? this.script.acceptFails?.(content) ?? 0);
+      this.acceptFailsLeft.set(key, Math.max(0, fails - 1));
+      const passed = fails === 0;
+      this.acceptanceRuns.push(runId);
+      await this.takeTime(`accept:${runId}`, this.script.acceptDuration ?? 0, 'accept');
+      const command = { argv: ['sim-accept'], exitCode: passed ? 0 : 1, stdout: Buffer.from(`accepted ${key}\n`), stderr: Buffer.from(passed ? '' : 'sim: acceptance failing\n'), durationMs: 1, cacheHit: false };
+      return { tree: this.treeOf(head), verification: { passed, ...(passed ? {} : { reason: 'sim-accept exited 1' }), commands: [command] } };
     },
     readRef: async (ref) => this.refs.get(ref) ?? null,
     promote: async (ref, commit, expectedOld) => {

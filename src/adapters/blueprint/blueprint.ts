@@ -63,6 +63,12 @@ export type BlueprintMilestone = z.infer<typeof BlueprintMilestoneSchema>;
 export const BlueprintSchema = z.strictObject({
   request: z.record(z.string(), z.json()),
   verify: z.array(ArgvSchema),
+  /** System-level acceptance commands, run on the head of every checkpoint (issue 16). */
+  acceptance: z.array(ArgvSchema).optional(),
+  /** Repair windows the planner may plan for a failing acceptance (default 2). */
+  acceptanceRepairs: z.number().int().min(0).max(10).optional(),
+  /** What the scripted planner proposes when asked for a repair window (purpose "repair"), one per ask, in order. */
+  repairs: z.array(BlueprintMilestoneSchema).optional(),
   detailedWindow: z.literal([1, 2], { message: 'detailedWindow must be 1 or 2' }),
   /** Any 0..64 so that an over-long coarse list can be described; the host refuses > 12 (R-13). */
   coarseWindow: z.number().int().min(0).max(64).default(12),
@@ -154,14 +160,15 @@ export function parseBlueprint(input: unknown, source = 'blueprint'): Blueprint 
     return fail(path, `${issue.message}${suffix}`);
   }
   const bp = parsed.data;
-  const milestoneAt = new Map<string, number>();
+  const milestoneAt = new Map<string, string>();
   const nodeAt = new Map<string, string>();
-  bp.milestones.forEach((m, i) => {
+  const all = [...bp.milestones.map((m, i) => ({ m, at: `milestones[${i}]` })), ...(bp.repairs ?? []).map((m, i) => ({ m, at: `repairs[${i}]` }))];
+  all.forEach(({ m, at }) => {
     const prev = milestoneAt.get(m.id);
-    if (prev !== undefined) fail(`milestones[${i}].id`, `duplicate milestone id '${m.id}' (also milestones[${prev}])`);
-    milestoneAt.set(m.id, i);
+    if (prev !== undefined) fail(`${at}.id`, `duplicate milestone id '${m.id}' (also ${prev})`);
+    milestoneAt.set(m.id, at);
     m.nodes.forEach((n, j) => {
-      const here = `milestones[${i}].nodes[${j}]`;
+      const here = `${at}.nodes[${j}]`;
       const other = nodeAt.get(n.id);
       if (other !== undefined) fail(`${here}.id`, `duplicate node id '${n.id}' (also ${other})`);
       nodeAt.set(n.id, here);
@@ -189,7 +196,7 @@ export function blueprintSha256(blueprint: Blueprint): string {
 
 /** The node with this id and its milestone, or undefined. */
 export function findBlueprintNode(blueprint: Blueprint, nodeId: string): { node: BlueprintNode; milestone: BlueprintMilestone } | undefined {
-  for (const milestone of blueprint.milestones) {
+  for (const milestone of [...blueprint.milestones, ...(blueprint.repairs ?? [])]) {
     const node = milestone.nodes.find((n) => n.id === nodeId);
     if (node) return { node, milestone };
   }

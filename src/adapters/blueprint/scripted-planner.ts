@@ -39,12 +39,20 @@ function detailed(m: BlueprintMilestone): ProposedMilestone {
  * The proposal for `input` (pure). seal: the first detailedWindow milestones in detail, the next
  * coarseWindow as coarse. renew: the first min(detailedWindow, |coarse|) milestones of the current
  * coarse list (located in the blueprint by the first coarse id) in detail, then the following
- * blueprint milestones, up to coarseWindow, as coarse.
+ * blueprint milestones, up to coarseWindow, as coarse. repair: the blueprint's next repair window
+ * (the one after the repair the horizon in force holds), nothing when none is left.
  */
-export function scriptedProposal(blueprint: Blueprint, input: Pick<PlannerInput, 'purpose' | 'horizon'>): ProposalShape {
+export function scriptedProposal(blueprint: Blueprint, input: Pick<PlannerInput, 'purpose' | 'horizon' | 'callId'>): ProposalShape {
   const ms = blueprint.milestones;
   const dw = blueprint.detailedWindow;
   const cw = blueprint.coarseWindow;
+  if (input.purpose === 'repair') {
+    // The blueprint's repair windows in order: the one after the repair the horizon in force holds.
+    const repairs = blueprint.repairs ?? [];
+    const current = repairs.findIndex((r) => input.horizon?.detailed.some((m) => m.id === r.id) ?? false);
+    const next = repairs[current + 1];
+    return { detailed: next === undefined ? [] : [detailed(next)], coarse: [] };
+  }
   if (input.purpose === 'seal' || input.horizon === null) {
     return { detailed: ms.slice(0, dw).map(detailed), coarse: ms.slice(dw, dw + cw).map(ref) };
   }

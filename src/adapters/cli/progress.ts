@@ -51,7 +51,7 @@ export function defaultProgressMode(json: boolean, isTty: boolean): ProgressMode
 
 const OUTCOME_COLOR: Record<string, number> = {
   planned: 36, renewed: 36, dispatched: 34, integrated: 32, checkpointed: 35, compacted: 35,
-  revising: 33, recovered: 33, horizon_complete: 32, blocked: 31,
+  revising: 33, recovered: 33, horizon_complete: 32, blocked: 31, acceptance: 35, verified: 34, discarded: 33,
 };
 
 /** What the controller is about to do, in a few words (the line shown while a call runs). */
@@ -64,6 +64,8 @@ export function describeAction(a: NextAction): string {
     case 'settle-attempt': return `settling ${a.attemptId}`;
     case 'checkpoint': return `checkpoint ${a.milestoneId}`;
     case 'compact': return `compacting ${a.milestoneId}`;
+    case 'accept': return `acceptance ${a.runId} on ${a.head.slice(0, 12)}`;
+    case 'settle-acceptance': return `settling ${a.runId}`;
     default: return a.kind;
   }
 }

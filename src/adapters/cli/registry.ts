@@ -64,9 +64,14 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     help: 'longbuild cancel NODE [--reason TEXT]\n  The node and every node that depends on it and is not accepted yet are never worked on again,\n  recorded as one NodeCanceled event naming the operator. A milestone whose nodes are all accepted\n  or canceled is complete (its checkpoint lists the accepted ones); a build they blocked goes on\n  with `longbuild run`. Refused for accepted work and while the node is in flight. Holds the\n  controller lease (exit 3 while a run runs).\nexample: longbuild cancel flaky-e2e --reason "out of scope for this release"',
     load: () => import('./commands/cancel.js'),
   },
+  accept: {
+    summary: 'run the acceptance commands again on the integration head (and unblock the build)',
+    help: 'longbuild accept [--reason TEXT]\n  A build with acceptance commands (config "acceptance") runs them on the head of every milestone\n  checkpoint and completes only when they pass on its result; a failing run goes to the planner as\n  evidence. accept asks for a new run on the head as it is (after fixing what failed outside the\n  code, say), recorded as AcceptanceRequested naming the operator; `longbuild run` makes it.\n  Holds the controller lease (exit 3 while a run runs).\nexample: longbuild accept --reason "the staging database is back"',
+    load: () => import('./commands/accept.js'),
+  },
   evidence: {
-    summary: 'the recorded stdout/stderr of an attempt (NODE.N) or a job\'s verification (job-N)',
-    help: 'longbuild evidence ATTEMPT|JOB\n  What an attempt\'s worker printed, or every verification command of a job with its exit code and\n  output, from the evidence files the log names (content-addressed in the build directory).\nexample: longbuild evidence api.2',
+    summary: 'the recorded stdout/stderr of an attempt (NODE.N), a job\'s verification (job-N) or an acceptance run (accept-N)',
+    help: 'longbuild evidence ATTEMPT|JOB|RUN\n  What an attempt\'s worker printed, or every verification command of a job (or acceptance command of\n  a run) with its exit code and output, from the evidence files the log names (content-addressed in\n  the build directory).\nexample: longbuild evidence api.2',
     load: () => import('./commands/evidence.js'),
   },
   diff: {

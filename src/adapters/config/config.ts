@@ -40,6 +40,8 @@ export const ConfigSchema = z.strictObject({
   }).refine(oneWay, ONE_WAY),
   setup: z.array(Argv).default([]).describe('trusted commands run in the verification workspace before `verify` (e.g. ["npm", "ci"]); their output is evidence, a failure fails verification'),
   verify: z.array(Argv).default([]).describe('trusted verification commands, each an argv array (no shell)'),
+  acceptance: z.array(Argv).default([]).describe('trusted system-level acceptance commands (argv arrays), run on the integration head of every milestone checkpoint; the build completes only when they pass on its result'),
+  acceptanceRepairs: z.number().int().min(0).max(10).default(2).describe('repair windows the planner may plan for a failing acceptance once no coarse milestone is left; then the build blocks'),
   ignoredFiles: z.enum(['allowed', 'dirty']).default('allowed').describe("git-ignored files left by setup or verification (node_modules/, __pycache__/, coverage): allowed, or counted as a dirty workspace"),
   verifyTimeoutSeconds: z.number().int().positive().max(86_400).default(600).describe('timeout of each verification command (its whole process tree is killed and the job fails), seconds'),
   env: z.strictObject({
@@ -103,6 +105,7 @@ export function loadConfig(path: string): LongbuildConfig {
     worker: fixCall(config.worker),
     verify: config.verify.map(fix),
     setup: config.setup.map(fix),
+    acceptance: config.acceptance.map(fix),
     cache: { ...config.cache, ...(config.cache.path !== undefined ? { path: resolve(base, config.cache.path) } : {}) },
   };
 }

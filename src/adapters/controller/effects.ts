@@ -12,8 +12,8 @@ import type { Planner, Worker } from '../../commands/ports.js';
 import { ATTEMPT_REF_PREFIX } from '../../commands/refs.js';
 import type { FaultInjector } from '../faults.js';
 import type { CallMarks } from './call-marks.js';
-import { withDependencyFiles, withFailureEvidence } from './packet-context.js';
-import type { EvidenceStore, GitPort } from './ports.js';
+import { withAcceptanceOutput, withDependencyFiles, withFailureEvidence } from './packet-context.js';
+import type { EvidenceStore, GitPort, VerificationRun } from './ports.js';
 
 export interface EffectDeps {
   readonly planner: Planner;
@@ -42,7 +42,7 @@ export type RunEffect = <R extends EffectRequest>(request: R) => Promise<EffectR
 export function effectRunner(deps: EffectDeps): RunEffect {
   const { git, faults, calls } = deps;
   /** A call to a process: its fault points, and its mark, durable before it starts. */
-  const call = async <T>(name: 'planner' | 'worker' | 'verify' | 'promote', run: () => Promise<T>, mark?: { key: string; invocation: number }, shown?: { key: string; label: string }): Promise<T> => {
+  const call = async <T>(name: 'planner' | 'worker' | 'verify' | 'accept' | 'promote', run: () => Promise<T>, mark?: { key: string; invocation: number }, shown?: { key: string; label: string }): Promise<T> => {
     faults.reach(`before-effect:${name}`);
     if (mark !== undefined) calls?.mark(mark.key, mark.invocation);
     if (shown !== undefined) deps.board?.begin(shown.key, shown.label);
@@ -68,7 +68,8 @@ export function effectRunner(deps: EffectDeps): RunEffect {
       case 'recall-planner':
         return { kept: calls?.kept(r.callId, r.invocation) ?? null, started: calls?.started(r.callId, r.invocation) ?? true };
       case 'planner': {
-        const answer = await call('planner', () => deps.planner.propose(r.input), { key: r.callId, invocation: r.invocation }, { key: r.callId, label: `planner (${r.purpose}, ${r.callId})` });
+        const input = withAcceptanceOutput(r.input, deps.evidence);
+        const answer = await call('planner', () => deps.planner.propose(input), { key: r.callId, invocation: r.invocation }, { key: r.callId, label: `planner (${r.purpose}, ${r.callId})` });
         // Kept until it is recorded (only a canonical answer: anything else is re-asked after a crash).
         if (isCanonical(answer)) {
           calls?.keep(r.callId, r.invocation, { answer: answer as JsonValue });
@@ -114,6 +115,10 @@ export function effectRunner(deps: EffectDeps): RunEffect {
         return { problem: await git.candidateProblem(r.base, r.commit) };
       case 'verify':
         return verify(r);
+      case 'accept': {
+        const out = await call('accept', () => git.checkHead(r.runId, r.head, r.commands), undefined, { key: r.runId, label: `acceptance ${r.runId} on ${r.head.slice(0, 12)}` });
+        return { tree: out.tree, passed: out.verification.passed, ...(out.verification.reason !== undefined ? { reason: out.verification.reason } : {}), evidence: storedEvidence(out.verification) };
+      }
       case 'read-ref':
         return { commit: await git.readRef(r.ref) };
       case 'publish':
@@ -135,13 +140,14 @@ export function effectRunner(deps: EffectDeps): RunEffect {
       const c = out.conflict;
       return { ok: false, reason: out.reason, evidence: [{ argv: [...c.argv], exitCode: 1, stdoutSha256: deps.evidence.put(c.output), stderrSha256: deps.evidence.put(Buffer.alloc(0)), durationMs: Math.round(c.durationMs), cacheHit: false }] };
     }
-    const evidence: CommandEvidence[] = out.verification.commands.map((c) => ({
-      argv: [...c.argv], exitCode: c.exitCode, stdoutSha256: deps.evidence.put(c.stdout), stderrSha256: deps.evidence.put(c.stderr),
-      durationMs: Math.round(c.durationMs), cacheHit: c.cacheHit,
-    }));
     const v = out.verification;
-    return { ok: true, resultCommit: out.resultCommit, tree: out.tree, passed: v.passed, ...(v.reason !== undefined ? { reason: v.reason } : {}), evidence };
+    return { ok: true, resultCommit: out.resultCommit, tree: out.tree, passed: v.passed, ...(v.reason !== undefined ? { reason: v.reason } : {}), evidence: storedEvidence(v) };
   };
+  /** Every command's output bytes stored; the evidence names them. */
+  const storedEvidence = (v: VerificationRun): CommandEvidence[] => v.commands.map((c) => ({
+    argv: [...c.argv], exitCode: c.exitCode, stdoutSha256: deps.evidence.put(c.stdout), stderrSha256: deps.evidence.put(c.stderr),
+    durationMs: Math.round(c.durationMs), cacheHit: c.cacheHit,
+  }));
   return run as RunEffect;
 }
 

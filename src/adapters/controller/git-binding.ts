@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  ATTEMPT_BRANCH_PREFIX, candidateProblem, commitAttempt, findAttemptCommit, git, integrateCandidates, prepareAttemptWorktree, promote, publishRef, readRef,
-  removeWorkspace, type CandidateLimits,
+  addDetachedWorkspace, ATTEMPT_BRANCH_PREFIX, candidateProblem, commitAttempt, findAttemptCommit, git, integrateCandidates, prepareAttemptWorktree, promote, publishRef, readRef,
+  removeWorkspace, treeOf, workspaceGitDir, type CandidateLimits,
 } from '../git/git.js';
 import { verifyWithCache, type VerificationRunner } from '../cache/cached-verification.js';
 import { updateOwnRef } from '../git/own-refs.js';
@@ -96,6 +96,20 @@ export function gitBinding(o: GitBindingOptions): GitPort {
           retested: true,
         },
       };
+    },
+    async checkHead(runId, head, commands) {
+      const workspace = join(o.workspacesDir, runId);
+      await addDetachedWorkspace(I, workspace, head);
+      try {
+        const tree = await treeOf(I, head);
+        const run = await verifyWithCache({
+          workspace, gitDir: workspaceGitDir(workspace), tree, commands, env: o.verifyEnv, timeoutMs: o.verifyTimeoutMs,
+          cache: o.cache ?? null, run: o.runVerification, ignoredFiles: o.ignoredFiles ?? 'dirty', fresh: true,
+        });
+        return { tree, verification: run as VerificationRun };
+      } finally {
+        await removeWorkspace(I, workspace);
+      }
     },
     readRef: (ref) => readRef(I, ref),
     async promote(ref, newCommit, expectedOld) {

@@ -1,4 +1,4 @@
-import type { WorkPacket } from '../../commands/ports.js';
+import type { PlannerInput, WorkPacket } from '../../commands/ports.js';
 import type { EvidenceStore } from './ports.js';
 
 /** How much of a failure's output a retry's packet carries (its end: where test runners report). */
@@ -14,16 +14,33 @@ export const FAILURE_OUTPUT_CHARS = 6000;
 export function withFailureEvidence(packet: WorkPacket, evidence: readonly string[] | undefined, store: EvidenceStore, reworks: string | undefined, conflicts: readonly string[] = []): WorkPacket {
   const failure = packet.previousFailure;
   if (failure === undefined) return packet;
-  const texts = (evidence ?? []).map((sha) => store.get?.(sha) ?? null).filter((b): b is Uint8Array => b !== null && b.length > 0)
-    .map((b) => Buffer.from(b).toString('utf8'));
-  const all = texts.join('\n');
-  const output = all.length > FAILURE_OUTPUT_CHARS ? `[…${all.length - FAILURE_OUTPUT_CHARS} characters before]\n${all.slice(-FAILURE_OUTPUT_CHARS)}` : all;
+  const output = outputTail(evidence, store);
   return {
     ...packet,
     previousFailure: {
       ...failure, ...(output !== '' ? { output } : {}), ...(reworks !== undefined ? { reworks } : {}),
       ...(reworks !== undefined && conflicts.length > 0 ? { conflicts: [...conflicts] } : {}),
     },
+  };
+}
+
+/** The tail of what a failure's evidence files hold (stdout, then stderr), at most FAILURE_OUTPUT_CHARS. */
+function outputTail(evidence: readonly string[] | undefined, store: EvidenceStore): string {
+  const texts = (evidence ?? []).map((sha) => store.get?.(sha) ?? null).filter((b): b is Uint8Array => b !== null && b.length > 0)
+    .map((b) => Buffer.from(b).toString('utf8'));
+  const all = texts.join('\n');
+  return all.length > FAILURE_OUTPUT_CHARS ? `[…${all.length - FAILURE_OUTPUT_CHARS} characters before]\n${all.slice(-FAILURE_OUTPUT_CHARS)}` : all;
+}
+
+/** A planner's input with the output tail of each failed acceptance run (issue 16), its evidence files read. */
+export function withAcceptanceOutput(input: PlannerInput, store: EvidenceStore): PlannerInput {
+  if (input.acceptance === undefined) return input;
+  return {
+    ...input,
+    acceptance: input.acceptance.map(({ evidence, ...run }) => {
+      const output = outputTail(evidence, store);
+      return output === '' ? run : { ...run, output };
+    }),
   };
 }
 

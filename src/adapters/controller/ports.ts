@@ -64,6 +64,11 @@ export interface GitPort {
    */
   integrateAndVerify(jobId: string, head: string, candidates: readonly string[], date: string, commands: readonly (readonly string[])[], opts?: { retestOnFailure?: boolean; layers?: readonly IntegrationLayer[] }):
     Promise<{ ok: true; resultCommit: string; tree: string; verification: VerificationRun } | { ok: false; reason: string; conflict?: ConflictEvidence }>;
+  /**
+   * Check out `head` in a clean detached workspace named `runId`, run `commands` there (the
+   * verification pipeline: the cache first, sandboxed, clean before and after), clean up.
+   */
+  checkHead(runId: string, head: string, commands: readonly (readonly string[])[]): Promise<{ tree: string; verification: VerificationRun }>;
   /** The integration ref in the integrator's repository. */
   readRef(ref: string): Promise<string | null>;
   /** One compare-and-set ref update in the integrator's repository (R-24), then published to the user's. */

@@ -1,8 +1,6 @@
-import { userInfo } from 'node:os';
 import { decideCancel } from '../../../commands/operator.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { withBuild } from '../with-build.js';
-import { withControl } from '../with-control.js';
+import { operate } from '../operate.js';
 
 export const flags: Record<string, FlagSpec> = { reason: { type: 'string' }, 'signing-key': { type: 'string' } };
 export const positionals = { min: 1, max: 1 };
@@ -19,23 +17,9 @@ export interface CancelOutput {
 export async function run(ctx: CommandContext): Promise<CancelOutput> {
   const nodeId = ctx.positionals[0]!;
   const reason = typeof ctx.flags.reason === 'string' ? ctx.flags.reason : undefined;
-  let user: string | undefined;
-  try {
-    user = userInfo().username;
-  } catch {
-    user = undefined;
-  }
-  return withControl(ctx, (lease) => withBuild(ctx, async (s) => {
-    const wasBlocked = s.controller.current.blocked !== null;
-    let canceled: string[] = [];
-    await s.operate((state) => {
-      const verdict = decideCancel(state, nodeId, reason, user);
-      if (verdict.ok && verdict.event.type === 'NodeCanceled') canceled = [...verdict.event.data.nodeIds];
-      return verdict;
-    }, `cancel.${nodeId}`);
-    const st = s.controller.current;
-    return { nodeId, canceled, position: st.position, unblocked: wasBlocked && st.blocked === null };
-  }, { appendFence: lease.appendFence, ...(lease.assertHeld ? { beforeAppend: lease.assertHeld } : {}) }));
+  return operate(ctx, `cancel.${nodeId}`, (state, user) => decideCancel(state, nodeId, reason, user), (before, after, event) => ({
+    nodeId, canceled: event.type === 'NodeCanceled' ? [...event.data.nodeIds] : [], position: after.position, unblocked: before.blocked !== null && after.blocked === null,
+  }));
 }
 
 export function render(d: CancelOutput): string {

@@ -16,7 +16,7 @@ export interface EvidenceStream {
 
 export interface EvidenceOutput {
   readonly id: string;
-  readonly kind: 'attempt' | 'job';
+  readonly kind: 'attempt' | 'job' | 'acceptance';
   readonly position: number;
   /** For an attempt: committed, recorded or failed (and why); for a job: passed or failed. */
   readonly outcome: string;
@@ -24,7 +24,7 @@ export interface EvidenceOutput {
   readonly streams: EvidenceStream[];
 }
 
-/** `longbuild evidence ATTEMPT|JOB`: the recorded stdout/stderr of an attempt or of a job's verification commands. */
+/** `longbuild evidence ATTEMPT|JOB|RUN`: the recorded stdout/stderr of an attempt, a job's verification commands or an acceptance run's commands. */
 export async function run(ctx: CommandContext): Promise<EvidenceOutput> {
   const id = ctx.positionals[0]!;
   const paths = pathsOf(ctx);
@@ -34,10 +34,11 @@ export async function run(ctx: CommandContext): Promise<EvidenceOutput> {
   try {
     for await (const page of readPages(log)) {
       for (const e of page) {
-        const d = e.data as { attemptId?: string; jobId?: string };
-        if (e.type === 'AttemptFinished' && d.attemptId !== undefined) ids.add(d.attemptId);
-        if (e.type === 'VerificationFinished' && d.jobId !== undefined) ids.add(d.jobId);
-        if ((e.type === 'AttemptFinished' && d.attemptId === id) || (e.type === 'VerificationFinished' && d.jobId === id)) found = e; // the last one counts
+        const d = e.data as { attemptId?: string; jobId?: string; runId?: string };
+        const key = e.type === 'AttemptFinished' ? d.attemptId : e.type === 'VerificationFinished' ? d.jobId : e.type === 'AcceptanceFinished' ? d.runId : undefined;
+        if (key === undefined) continue;
+        ids.add(key);
+        if (key === id) found = e; // the last one counts
       }
     }
   } finally {
@@ -45,7 +46,7 @@ export async function run(ctx: CommandContext): Promise<EvidenceOutput> {
   }
   if (found === undefined) {
     const known = [...ids].slice(-8).join(', ');
-    throw new NotFoundError(`evidence: no finished attempt or verified job '${id}' in the log (attempts are NODE.N, jobs job-N${known ? `; recent: ${known}` : ''})`);
+    throw new NotFoundError(`evidence: no finished attempt, verified job or acceptance run '${id}' in the log (attempts are NODE.N, jobs job-N, acceptance runs accept-N${known ? `; recent: ${known}` : ''})`);
   }
   const store = new FileEvidenceStore(paths.evidence);
   const stream = (name: string, sha256: string): EvidenceStream => ({ name, sha256, text: store.get(sha256)?.toString('utf8') ?? null });
@@ -60,7 +61,8 @@ export async function run(ctx: CommandContext): Promise<EvidenceOutput> {
     const cmd = `${c.argv.join(' ')} (exit ${c.exitCode ?? 'none'})`;
     return [stream(`${cmd} stdout`, c.stdoutSha256), stream(`${cmd} stderr`, c.stderrSha256)];
   });
-  return { id, kind: 'job', position: found.position, outcome: d.passed ? 'passed' : 'failed', ...(d.reason !== undefined ? { reason: d.reason } : {}), streams };
+  const kind = found.type === 'AcceptanceFinished' ? 'acceptance' : 'job';
+  return { id, kind, position: found.position, outcome: d.passed ? 'passed' : 'failed', ...(d.reason !== undefined ? { reason: d.reason } : {}), streams };
 }
 
 export function render(d: EvidenceOutput): string {

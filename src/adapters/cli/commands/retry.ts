@@ -1,9 +1,7 @@
-import { userInfo } from 'node:os';
 import { decideRetry } from '../../../commands/operator.js';
 import { UsageError } from '../../../events/errors.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { withBuild } from '../with-build.js';
-import { withControl } from '../with-control.js';
+import { operate } from '../operate.js';
 
 export const flags: Record<string, FlagSpec> = { attempts: { type: 'int' }, 'signing-key': { type: 'string' } };
 export const positionals = { min: 1, max: 1 };
@@ -21,22 +19,10 @@ export async function run(ctx: CommandContext): Promise<RetryOutput> {
   const nodeId = ctx.positionals[0]!;
   const attempts = ctx.flags.attempts;
   if (attempts !== undefined && (typeof attempts !== 'number' || attempts < 1 || attempts > 100)) throw new UsageError('retry: --attempts must be a whole number from 1 to 100');
-  const user = safeUser();
-  return withControl(ctx, (lease) => withBuild(ctx, async (s) => {
-    const wasBlocked = s.controller.current.blocked !== null;
-    await s.operate((state) => decideRetry(state, nodeId, attempts as number | undefined, user), `retry.${nodeId}`);
-    const st = s.controller.current;
-    const node = st.nodes[nodeId]!;
-    return { nodeId, attempts: node.attemptLimit! - node.attempts, attemptLimit: node.attemptLimit!, position: st.position, unblocked: wasBlocked && st.blocked === null };
-  }, { appendFence: lease.appendFence, ...(lease.assertHeld ? { beforeAppend: lease.assertHeld } : {}) }));
-}
-
-function safeUser(): string | undefined {
-  try {
-    return userInfo().username;
-  } catch {
-    return undefined;
-  }
+  return operate(ctx, `retry.${nodeId}`, (state, user) => decideRetry(state, nodeId, attempts as number | undefined, user), (before, after) => {
+    const node = after.nodes[nodeId]!;
+    return { nodeId, attempts: node.attemptLimit! - node.attempts, attemptLimit: node.attemptLimit!, position: after.position, unblocked: before.blocked !== null && after.blocked === null };
+  });
 }
 
 export function render(d: RetryOutput): string {

@@ -3,6 +3,8 @@ import type { BuildState } from '../../../projections/build-state.js';
 import type { SandboxSettings } from '../../../events/catalogue.js';
 import { nextAction } from '../../../commands/next-action.js';
 import { activeMilestone, graphSha256, inFlightNodes, rankReadyWave } from '../../../projections/graph.js';
+import { criticalPath, type CriticalPath } from '../../../projections/critical-path.js';
+import { hasAcceptance, latestAcceptance } from '../../../commands/acceptance.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { pause } from '../../interrupt.js';
 import { withBuild } from '../with-build.js';
@@ -28,6 +30,15 @@ export interface StatusOutput {
   readonly nodes: Record<string, number>;
   /** How untrusted processes run (R-30): "bwrap (bubblewrap 0.8.0)", or "off (reason)". */
   readonly sandbox: string;
+  /** The longest chain of unfinished planned work and its estimated remaining time (issue 16). */
+  readonly criticalPath: CriticalPath;
+  /** System-level acceptance (issue 16): null when the build has no acceptance commands. */
+  readonly acceptance: {
+    readonly runs: number;
+    readonly latest: { readonly runId: string; readonly milestoneId: string | null; readonly head: string; readonly passed: boolean; readonly reason?: string } | null;
+    readonly inFlight: string | null;
+    readonly requested: boolean;
+  } | null;
 }
 
 function blockedReason(st: BuildState): string | null {
@@ -63,7 +74,47 @@ export function statusOf(st: BuildState): StatusOutput {
     nodes: counts,
     work,
     sandbox: sandboxLine(st),
+    criticalPath: criticalPath(st),
+    acceptance: acceptanceOf(st),
   };
+}
+
+function acceptanceOf(st: BuildState): StatusOutput['acceptance'] {
+  if (!hasAcceptance(st)) return null;
+  const last = latestAcceptance(st);
+  return {
+    runs: st.acceptance?.count ?? 0,
+    latest: last === null ? null : { runId: last.runId, milestoneId: last.milestoneId, head: last.head, passed: last.status === 'passed', ...(last.reason !== undefined ? { reason: last.reason } : {}) },
+    inFlight: st.acceptance?.open ?? null,
+    requested: st.acceptance?.requested ?? false,
+  };
+}
+
+function acceptanceLine(a: NonNullable<StatusOutput['acceptance']>): string {
+  const last = a.latest === null ? 'no run finished yet'
+    : `${a.latest.runId} ${a.latest.passed ? 'passed' : `FAILED (${a.latest.reason ?? 'a command failed'}; \`longbuild evidence ${a.latest.runId}\`)`} on ${a.latest.head.slice(0, 12)}${a.latest.milestoneId !== null ? ` (milestone ${a.latest.milestoneId})` : ''}`;
+  return `${last}${a.inFlight !== null ? `; ${a.inFlight} running` : ''}${a.requested ? '; a run is asked for' : ''}`;
+}
+
+/** `a -> b -> c (3 nodes; about 12 min left, from 4 worker calls of 2.5 min and 3 verifications of 40 s on average)`. */
+export function criticalPathLine(c: CriticalPath): string {
+  if (c.nodes.length === 0) return '-';
+  const shown = c.nodes.length > 8 ? [...c.nodes.slice(0, 4), '…', ...c.nodes.slice(-3)] : c.nodes;
+  const count = `${c.nodes.length} node${c.nodes.length === 1 ? '' : 's'}`;
+  if (c.remainingMs === null) return `${shown.join(' -> ')} (${count}; no recorded call durations to estimate from)`;
+  const b = c.basis;
+  const from = [
+    ...(b.workerMeanMs !== null ? [`${b.workerCalls} worker call${b.workerCalls === 1 ? '' : 's'} of ${duration(b.workerMeanMs)}`] : []),
+    ...(b.verifyMeanMs !== null ? [`${b.verifications} verification${b.verifications === 1 ? '' : 's'} of ${duration(b.verifyMeanMs)}`] : []),
+  ].join(' and ');
+  return `${shown.join(' -> ')} (${count}; about ${duration(c.remainingMs)} left, from ${from} on average)`;
+}
+
+function duration(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 3_600_000) return `${(ms / 60_000).toFixed(1)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
 }
 
 /** How many planned nodes a live summary stands for, through the summaries it absorbed. */
@@ -134,6 +185,8 @@ export function render(d: StatusOutput, ctx?: CommandContext): string {
     `active milestone: ${d.activeMilestone ?? '-'}`,
     `ready (ranked): ${d.ready.join(', ') || '-'}`,
     `in flight: ${d.inFlight.join(', ') || '-'}`,
+    `critical path: ${criticalPathLine(d.criticalPath)}`,
+    ...(d.acceptance !== null ? [`acceptance: ${acceptanceLine(d.acceptance)}`] : []),
     `checkpoints: ${d.checkpoints.join(', ') || '-'}`,
     `summaries: ${d.summaries.join(', ') || '-'}`,
     `calls: planner ${d.calls.planner}, worker ${d.calls.worker}`,
