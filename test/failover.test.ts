@@ -69,14 +69,15 @@ function spawnCli(args: readonly string[], cwd: string, env: Record<string, stri
  * Everything an exact resume must reproduce (the canary's checks, and then some): accepted nodes,
  * checkpoints, calls, integration commits and tree, the event sequence. Summary ids are content
  * hashes over verification evidence (test-runner timings), so they differ between any two runs —
- * as `longbuild fuzz` does, summaries are compared by milestone.
+ * as `longbuild fuzz` does, summaries are compared by milestone. The critical path's estimate is
+ * made of measured durations (verification times), so only its nodes are compared.
  */
 function outcomeOf(repo: string) {
-  const { graphSha256: _g, summaries, ...status } = cliJson(['status'], { cwd: repo });
+  const { graphSha256: _g, summaries, criticalPath, ...status } = cliJson(['status'], { cwd: repo });
   const verify = cliJson(['verify'], { cwd: repo });
   const alias = (id: string, milestone: string) => (id.startsWith('summary-') ? `summary@${milestone}` : id);
   return {
-    status: { ...status, summaries: summaries.length },
+    status: { ...status, summaries: summaries.length, criticalPath: criticalPath.nodes },
     nodes: cliJson(['show'], { cwd: repo }).nodes.map((n: { id: string; milestone: string }) => ({ ...n, id: alias(n.id, n.milestone) })),
     tree: git(repo, 'ls-tree', '-r', 'refs/heads/longbuild/integration'),
     verify: { ok: verify.ok, events: verify.events },

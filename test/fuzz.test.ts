@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { auditCalls, auditSegments, choosePoints, effectStarts, enumeratePoints } from '../src/commands/fuzz-compare.js';
 import { shrinkCandidates } from '../src/adapters/fuzz/runner.js';
 import { parseFault } from '../src/adapters/faults.js';
@@ -142,13 +142,42 @@ describe('fuzz comparison core (pure)', () => {
     const all = enumeratePoints(['a', 'b', 'a', '', 'c', 'a']);
     expect(all).toEqual([
       { point: 'a', occurrence: 1 }, { point: 'b', occurrence: 1 }, { point: 'a', occurrence: 2 }, { point: 'c', occurrence: 1 }, { point: 'a', occurrence: 3 },
-    ]);
+    ].map((p) => ({ ...p, inFlight: [] })));
     expect(choosePoints(all, 3, 5)).toEqual(choosePoints(all, 3, 5));
     expect(choosePoints(all, 'all', 5)).toEqual(all);
     const pick = choosePoints(all, 3, 5);
     expect(pick).toHaveLength(3);
     expect(pick.map((p) => all.indexOf(p))).toEqual([...pick.map((p) => all.indexOf(p))].sort((x, y) => x - y));
   });
+
+  it('issue 16 with several calls in flight, a sample covers every distinct set of calls in flight of two or more before sampling the rest', () => {
+    const lines = ['p', 'q\tx.1', 'r\tx.1 y.1', 's\tx.1 y.1', 't\tjob-1 x.1 y.1', 'u\tjob-1 y.1', 'v', 'w\ty.1', 'x\tjob-2'];
+    const all = enumeratePoints(lines);
+    expect(all[4]).toEqual({ point: 't', occurrence: 1, inFlight: ['job-1', 'x.1', 'y.1'] });
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const pick = choosePoints(all, 3, seed);
+      const sets = new Set(pick.map((p) => p.inFlight.join(' ')));
+      expect(sets).toEqual(new Set(['x.1 y.1', 'job-1 x.1 y.1', 'job-1 y.1'])); // the three sets of two or more
+    }
+    expect(effectStarts(['before-effect:worker\tx.1', 'before-effect:verify'])).toMatchObject({ worker: 1, verify: 1 });
+  });
+
+  it('issue 16 a build with several workers in flight is fuzzed at points where several calls are in flight; every resume ends with the clean run\'s work and tree', () => {
+    const dir = tempDir();
+    const bp = join(dir, 'parallel.json');
+    writeFileSync(bp, JSON.stringify({
+      request: { goal: 'four modules at once' }, verify: [['node', '-e', 'setTimeout(() => {}, 150)']], detailedWindow: 1, concurrency: 3,
+      milestones: [{ id: 'm1', title: 'modules', nodes: [0, 1, 2, 3].map((i) => ({ id: `mod-${i}`, kind: 'writable', deps: [], files: { [`src/mod-${i}.txt`]: `module ${i}\n` } })) }],
+    }));
+    const { code, report, stderr } = fuzzJson(['--blueprint', bp, '--points', '5', '--seed', '3', '--jobs', '2']);
+    expect(report?.failed ?? stderr, stderr).toEqual([]);
+    expect(code).toBe(0);
+    expect(report.inFlight.combinations).toBeGreaterThanOrEqual(3);
+    // Blueprint workers write their files at once; the verifications of stacked jobs overlap (speculation = 3).
+    expect(report.inFlight.kinds).toContain('2 verifications');
+    expect(report.cases.filter((c: { inFlight?: string[] }) => (c.inFlight?.length ?? 0) >= 2).length).toBeGreaterThanOrEqual(2);
+    expect(report.duplicateCalls).toBe(0);
+  }, 300_000);
 
   it('R-19 a call made again after its result was recorded is a duplicate; an in-doubt one is counted once', () => {
     const clean = [{ kind: 'planner' as const, key: 'plan.seal.0' }, { kind: 'worker' as const, key: 'b:x.1' }];

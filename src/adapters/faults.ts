@@ -4,7 +4,8 @@ import { StorageError } from '../events/errors.js';
 /**
  * Fault injection (docs/cli.md): `LONGBUILD_CRASH_AT=POINT:K` kills this process with a real SIGKILL
  * the K-th time it reaches interruption point POINT. `LONGBUILD_POINTS_FILE=PATH` records every
- * point reached (one per line), which is how `fuzz` enumerates them from a clean run.
+ * point reached (one per line, then a tab and the calls in flight there when there are any), which
+ * is how `fuzz` enumerates them from a clean run.
  * `LONGBUILD_PAUSE_AT=POINT:K:MS` freezes the whole process (event loop included, like SIGSTOP or
  * a partition: no lease renewal) for MS ms there, after printing `longbuild: paused at POINT` on
  * stderr — how the failover tests catch a controller at a known point (issue 8).
@@ -24,6 +25,11 @@ export function parseFault(spec: string): { kind: FaultKind; point: string; k: n
 }
 export interface FaultInjector {
   reach(point: string): void;
+  /**
+   * What the host is doing, for the points file: the calls in flight when a point is reached
+   * (several workers, issue 16), so the fuzzer can choose points by the combination in flight.
+   */
+  describeWith?(context: () => string): void;
 }
 
 export const noFaults: FaultInjector = { reach() {} };
@@ -45,11 +51,19 @@ export function faultsFromEnv(env: NodeJS.ProcessEnv = process.env): FaultInject
     target = { point: spec.slice(0, idx), k };
   }
   const counts = new Map<string, number>();
+  let context: (() => string) | null = null;
   return {
+    describeWith(c: () => string) {
+      context = c;
+    },
     reach(point: string) {
       const n = (counts.get(point) ?? 0) + 1;
       counts.set(point, n);
-      if (pointsFile) appendFileSync(pointsFile, `${point}\n`);
+      // The calls in flight, after a tab, when there are any (the points file stays one point a line).
+      if (pointsFile) {
+        const flight = context?.() ?? '';
+        appendFileSync(pointsFile, flight === '' ? `${point}\n` : `${point}\t${flight}\n`);
+      }
       if (target && target.point === point && target.k === n) {
         process.kill(process.pid, 'SIGKILL');
       }

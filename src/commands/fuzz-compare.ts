@@ -146,6 +146,8 @@ export interface Divergence {
 /** Facts about a finished build that only the adapters can observe. */
 export interface ObservedBuild {
   readonly fingerprint: BuildFingerprint;
+  /** Worker calls the build keeps in flight (settings.concurrency): above 1, results arrive in the machine's order. */
+  readonly concurrency: number;
   /** The integration head's tree SHA (git). */
   readonly integrationTree: string | null;
   /** `longbuild verify`: chain and projections. */
@@ -160,7 +162,7 @@ const show = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify
  * tree, checkpoints (content minus createdAt), summaries, the ready list at every graph revision,
  * a verified chain; commit SHAs too (the logical clock makes them reproducible).
  */
-export function compareBuilds(clean: ObservedBuild, resumed: ObservedBuild, options: { readonly exactCommits?: boolean } = {}): Divergence[] {
+export function compareBuilds(clean: ObservedBuild, resumed: ObservedBuild, options: { readonly exactCommits?: boolean; readonly concurrent?: boolean } = {}): Divergence[] {
   const out: Divergence[] = [];
   const a = clean.fingerprint;
   const b = resumed.fingerprint;
@@ -172,8 +174,12 @@ export function compareBuilds(clean: ObservedBuild, resumed: ObservedBuild, opti
   differ('integration head tree', 'R-19', clean.integrationTree, resumed.integrationTree);
   differ('checkpoint milestones', 'R-19', a.checkpoints.map((c) => c.milestoneId), b.checkpoints.map((c) => c.milestoneId));
   // A build on the system clock (a command-driven one) dates its commits, so their SHAs, and the
-  // checkpoints and summaries naming them, differ between any two runs: only the logical clock's are compared.
-  const exact = options.exactCommits !== false;
+  // checkpoints and summaries naming them, differ between any two runs: only the logical clock's
+  // are compared. With several calls in flight (concurrency, issue 16) the order results arrive in
+  // is the machine's: which job stacks on which, the positions (so the logical dates) and the
+  // order of events differ between two clean runs too; what the work is must not.
+  const concurrent = options.concurrent === true;
+  const exact = options.exactCommits !== false && !concurrent;
   for (const ca of exact ? a.checkpoints : []) {
     const cb = b.checkpoints.find((c) => c.milestoneId === ca.milestoneId);
     if (cb && cb.content !== ca.content) out.push({ what: `checkpoint ${ca.milestoneId}`, rule: 'R-20', clean: ca.content, resumed: cb.content });
@@ -184,7 +190,7 @@ export function compareBuilds(clean: ObservedBuild, resumed: ObservedBuild, opti
       out.push({ what: `${name} content`, rule: 'R-21', clean: a.summaryContents[name] ?? '', resumed: b.summaryContents[name] ?? '' });
     }
   }
-  const n = Math.max(a.readySequence.length, b.readySequence.length);
+  const n = concurrent ? 0 : Math.max(a.readySequence.length, b.readySequence.length);
   for (let i = 0; i < n; i++) {
     const x = a.readySequence[i];
     const y = b.readySequence[i];
@@ -200,8 +206,8 @@ export function compareBuilds(clean: ObservedBuild, resumed: ObservedBuild, opti
     differ('accepted commits', 'R-19', a.acceptedCommits, b.acceptedCommits);
   }
   differ('ref repairs', 'R-33', a.refRepairs, b.refRepairs);
-  const firstType = a.eventTypes.findIndex((t, i) => b.eventTypes[i] !== t);
-  if (firstType >= 0 || a.eventTypes.length !== b.eventTypes.length) {
+  const firstType = concurrent ? -1 : a.eventTypes.findIndex((t, i) => b.eventTypes[i] !== t);
+  if (!concurrent && (firstType >= 0 || a.eventTypes.length !== b.eventTypes.length)) {
     const i = firstType >= 0 ? firstType : Math.min(a.eventTypes.length, b.eventTypes.length);
     out.push({ what: `event types from the ${i + 1}th (recovery events aside)`, rule: 'R-19', clean: a.eventTypes.slice(i, i + 4).join(', ') || '(end)', resumed: b.eventTypes.slice(i, i + 4).join(', ') || '(end)' });
   }
@@ -212,7 +218,7 @@ export function compareBuilds(clean: ObservedBuild, resumed: ObservedBuild, opti
 export function effectStarts(lines: readonly string[]): Record<'planner' | 'worker' | 'verify' | 'promote', number> {
   const n = { planner: 0, worker: 0, verify: 0, promote: 0 };
   for (const l of lines) {
-    const m = /^before-effect:(planner|worker|verify|promote)$/.exec(l.trim());
+    const m = /^before-effect:(planner|worker|verify|promote)$/.exec((l.split('\t')[0] ?? '').trim());
     if (m) n[m[1] as keyof typeof n] += 1;
   }
   return n;
@@ -309,18 +315,32 @@ export function recordedCallKeys(state: BuildState): Set<string> {
 
 // ---- choosing points ------------------------------------------------------------------
 
-/** Every (point, occurrence) of a clean run's points file, in the order reached. */
-export function enumeratePoints(lines: readonly string[]): PointOccurrence[] {
+/** Every (point, occurrence) of a clean run's points file, in the order reached, with the calls in flight there (several workers, issue 16). */
+export function enumeratePoints(lines: readonly string[]): (PointOccurrence & { readonly inFlight: readonly string[] })[] {
   const seen = new Map<string, number>();
-  const out: PointOccurrence[] = [];
+  const out: (PointOccurrence & { inFlight: string[] })[] = [];
   for (const raw of lines) {
-    const point = raw.trim();
+    const [name, flight] = raw.split('\t');
+    const point = name!.trim();
     if (point === '') continue;
     const k = (seen.get(point) ?? 0) + 1;
     seen.set(point, k);
-    out.push({ point, occurrence: k });
+    out.push({ point, occurrence: k, inFlight: (flight ?? '').trim().split(' ').filter((x) => x !== '') });
   }
   return out;
+}
+
+/** The kinds of calls in flight, as a combination: `2 workers, 1 verification` (the calls' keys tell their kind). */
+export function flightCombination(inFlight: readonly string[]): string {
+  const kinds = { planner: 0, worker: 0, verification: 0, acceptance: 0 };
+  for (const k of inFlight) {
+    if (k.startsWith('plan.')) kinds.planner += 1;
+    else if (k.startsWith('job-')) kinds.verification += 1;
+    else if (k.startsWith('accept-')) kinds.acceptance += 1;
+    else kinds.worker += 1;
+  }
+  const parts = Object.entries(kinds).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}${n === 1 ? '' : 's'}`);
+  return parts.length === 0 ? 'nothing' : parts.join(', ');
 }
 
 /** mulberry32: a small seeded generator, so a sample is reproducible from its seed. */
@@ -334,8 +354,13 @@ export function seeded(seed: number): () => number {
   };
 }
 
-/** `--points all` or N occurrences sampled with `seed` (deterministic), kept in run order. */
-export function choosePoints(all: readonly PointOccurrence[], count: number | 'all', seed: number): PointOccurrence[] {
+/**
+ * `--points all` or N occurrences sampled with `seed` (deterministic), kept in run order. When
+ * the clean run had several calls in flight (issue 16), the sample covers the combinations it
+ * passed through first: a point of every distinct set of calls in flight of two or more (then of
+ * one), as far as N allows, then the rest at random.
+ */
+export function choosePoints<P extends PointOccurrence & { readonly inFlight?: readonly string[] }>(all: readonly P[], count: number | 'all', seed: number): P[] {
   if (count === 'all' || count >= all.length) return [...all];
   const rand = seeded(seed);
   const idx = all.map((_, i) => i);
@@ -343,7 +368,24 @@ export function choosePoints(all: readonly PointOccurrence[], count: number | 'a
     const j = Math.floor(rand() * (i + 1));
     [idx[i], idx[j]] = [idx[j]!, idx[i]!];
   }
-  return idx.slice(0, count).sort((x, y) => x - y).map((i) => all[i]!);
+  const key = (i: number): string => [...(all[i]!.inFlight ?? [])].sort().join(' ');
+  const size = (i: number): number => all[i]!.inFlight?.length ?? 0;
+  const picked = new Set<number>();
+  const covered = new Set<string>();
+  // Most calls in flight first; one point per distinct set, in the shuffled order.
+  for (const min of [2, 1]) {
+    for (const i of [...idx].sort((a, b) => size(b) - size(a))) {
+      if (picked.size >= count) break;
+      if (size(i) < min || covered.has(key(i))) continue;
+      covered.add(key(i));
+      picked.add(i);
+    }
+  }
+  for (const i of idx) {
+    if (picked.size >= count) break;
+    picked.add(i);
+  }
+  return [...picked].sort((x, y) => x - y).map((i) => all[i]!);
 }
 
 /** Parse `POINT:K` (the `--only` flag and LONGBUILD_CRASH_AT share this form). */

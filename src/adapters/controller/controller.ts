@@ -35,6 +35,7 @@ export class Controller {
       },
     });
     this.cursor = new LogCursor(deps);
+    deps.faults.describeWith?.(() => this.callsInFlight().map((c) => c.key).sort().join(' '));
   }
 
   /** The calls running now, oldest first: what each is and since when (epoch ms). */

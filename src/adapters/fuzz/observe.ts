@@ -33,7 +33,7 @@ export async function observeBuild(repo: string): Promise<ObservedBuild> {
   const ctx: CommandContext = { dir: paths.dir, repo, cwd: repo, json: true, verbose: false, flags: {}, positionals: [], env: {}, stderr: () => {}, stdout: () => {} };
   const v = await verify.run(ctx);
   const first = v.problems[0];
-  return { fingerprint, integrationTree, verifyOk: v.ok, ...(first ? { verifyProblem: `position ${first.position}: ${first.problem}` } : {}) };
+  return { fingerprint, concurrency: state.build?.settings.concurrency ?? 1, integrationTree, verifyOk: v.ok, ...(first ? { verifyProblem: `position ${first.position}: ${first.problem}` } : {}) };
 }
 
 /** Right after a SIGKILL: the calls with recorded results, and attempt commits observable on their branches. */

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  auditSegments, choosePoints, compareBuilds, effectStarts, enumeratePoints, seeded, type CallProblem, type Divergence, type ObservedBuild, type PointOccurrence,
+  auditSegments, choosePoints, compareBuilds, effectStarts, enumeratePoints, flightCombination, seeded, type CallProblem, type Divergence, type ObservedBuild, type PointOccurrence,
 } from '../../commands/fuzz-compare.js';
 import { observeBuild, observeCrash, readLedgerCalls } from './observe.js';
 import { OutageProxy } from './outage-proxy.js';
@@ -125,6 +125,8 @@ export interface CaseReport extends FuzzCase {
   readonly repeats: EffectCounts;
   readonly inDoubt: number;
   readonly durationMs: number;
+  /** The calls in flight where the fault struck (several workers, issue 16); absent: none. */
+  readonly inFlight?: readonly string[];
 }
 
 export interface FuzzReport {
@@ -140,6 +142,11 @@ export interface FuzzReport {
   readonly duplicateCalls: number;
   readonly inDoubtReinvocations: number;
   readonly inDoubtByPoint: Record<string, number>;
+  /**
+   * With several calls in flight (issue 16): the distinct sets of calls in flight the clean run
+   * passed through (two or more at once, and one), and how many the struck cases covered.
+   */
+  readonly inFlight?: { readonly combinations: number; readonly covered: number; readonly kinds: readonly string[] };
   /** Effects started again across all cases, by kind (in-doubt re-invocations and idempotent re-verification included). */
   readonly repeatedEffects: EffectCounts;
   readonly faults: readonly string[];
@@ -231,7 +238,7 @@ export function reproduceCommand(driver: FuzzDriver, c: FuzzCase, log?: string):
 interface CleanRun {
   readonly observed: ObservedBuild;
   readonly ledger: ReturnType<typeof readLedgerCalls>;
-  readonly points: PointOccurrence[];
+  readonly points: (PointOccurrence & { readonly inFlight: readonly string[] })[];
   readonly effects: EffectCounts;
   readonly code: number | null;
   readonly events: number;
@@ -280,6 +287,8 @@ interface CaseResult {
   readonly resumePoints: PointOccurrence[];
   readonly durationMs: number;
   readonly keptAt?: string;
+  /** The calls in flight where the fault struck (the last point the interrupted run reached). */
+  readonly inFlight?: readonly string[];
 }
 
 const noRepeats = (): EffectCounts => ({ planner: 0, worker: 0, verify: 0, promote: 0 });
@@ -408,7 +417,7 @@ async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, r
     }
   }
   const observed = await observeBuild(repo);
-  divergences.push(...compareBuilds(clean.observed, observed, { exactCommits: 'blueprint' in opts.driver }));
+  divergences.push(...compareBuilds(clean.observed, observed, { exactCommits: 'blueprint' in opts.driver, concurrent: clean.observed.concurrency > 1 }));
   const audit = auditSegments(clean.ledger, segments.map(readLedgerCalls), crashes);
   if (audit.missing.length > 0) divergences.push({ what: 'calls never made', rule: 'R-19', clean: audit.missing.join(', '), resumed: '(not called)' });
   if (audit.extra.length > 0) divergences.push({ what: 'calls the clean run did not make', rule: 'R-19', clean: '(not called)', resumed: audit.extra.join(', ') });
@@ -421,7 +430,8 @@ async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, r
     divergences.push({ what: 'recorded re-invocations', rule: 'R-18', clean: `${allowed} call(s) in doubt`, resumed: `${observed.fingerprint.reinvocations} EffectReinvoked` });
   }
   const resumePoints = enumeratePoints(readLines(pointFiles[2]!));
-  return { divergences, duplicates: audit.duplicates, inDoubt: audit.inDoubtReinvocations.length, repeats, notInterrupted: false, resumePoints };
+  const struck = enumeratePoints(readLines(pointFiles[0]!)).at(-1)?.inFlight ?? [];
+  return { divergences, duplicates: audit.duplicates, inDoubt: audit.inDoubtReinvocations.length, repeats, notInterrupted: false, resumePoints, ...(struck.length > 0 ? { inFlight: struck } : {}) };
 }
 
 /** Run `tasks` with at most `jobs` in flight, in order of submission. */
@@ -524,7 +534,10 @@ async function campaign(o: FuzzOptions, t0: number): Promise<FuzzReport> {
     for (const k of Object.keys(repeatedEffects) as (keyof EffectCounts)[]) repeatedEffects[k] += r.repeats[k];
     if (r.inDoubt > 0 && r.c.point !== undefined && r.c.fault === 'kill' && !r.c.second) inDoubtByPoint[`${r.c.point}:${r.c.occurrence}`] = r.inDoubt;
     const bad = r.divergences.length > 0 || r.duplicates.length > 0;
-    reports.push({ ...r.c, result: r.notInterrupted ? 'not-interrupted' : bad ? 'failed' : 'passed', ...(bad ? { divergence: summarize(r) } : {}), repeats: r.repeats, inDoubt: r.inDoubt, durationMs: r.durationMs });
+    reports.push({
+      ...r.c, result: r.notInterrupted ? 'not-interrupted' : bad ? 'failed' : 'passed', ...(bad ? { divergence: summarize(r) } : {}), repeats: r.repeats, inDoubt: r.inDoubt, durationMs: r.durationMs,
+      ...(r.inFlight !== undefined ? { inFlight: r.inFlight } : {}),
+    });
     if (!bad) continue;
     const keptAt = r.keptAt;
     failed.push({
@@ -552,6 +565,7 @@ async function campaign(o: FuzzOptions, t0: number): Promise<FuzzReport> {
     duplicateCalls,
     inDoubtReinvocations: inDoubt,
     inDoubtByPoint,
+    ...inFlightCoverage(clean, results),
     repeatedEffects,
     faults: [...faults, ...(opts.randomKills !== undefined ? ['random-kill'] : []), ...(opts.double !== undefined ? ['double'] : [])],
     notInterrupted,
@@ -561,6 +575,15 @@ async function campaign(o: FuzzOptions, t0: number): Promise<FuzzReport> {
     durationMs: Math.round(performance.now() - t0),
     clean: { events: clean.events, outcome: clean.observed.fingerprint.outcome, durationMs: Math.round(clean.durationMs), plannerCalls: cleanCalls.planner, workerCalls: cleanCalls.worker, effects: clean.effects },
   };
+}
+
+/** The sets of calls in flight the clean run passed through, and how many the struck cases covered (issue 16). */
+function inFlightCoverage(clean: CleanRun, results: readonly CaseResult[]): Pick<FuzzReport, 'inFlight'> {
+  const sets = new Set(clean.points.filter((p) => p.inFlight.length > 0).map((p) => [...p.inFlight].sort().join(' ')));
+  if (sets.size === 0) return {};
+  const covered = new Set(results.filter((r) => r.inFlight !== undefined).map((r) => [...r.inFlight!].sort().join(' ')));
+  const kinds = [...new Set(clean.points.filter((p) => p.inFlight.length > 1).map((p) => flightCombination(p.inFlight)))].sort();
+  return { inFlight: { combinations: sets.size, covered: [...covered].filter((k) => sets.has(k)).length, kinds } };
 }
 
 interface BlueprintShape {

@@ -95,6 +95,7 @@ export function render(d: FuzzReport): string {
   const lines = [
     `${d.failed.length === 0 ? 'ok' : 'FAILED'}: ${d.passed}/${d.points - d.notInterrupted} cases passed (faults ${d.faults.join(', ')}; ${d.enumerated} points enumerated by the clean run, seed ${d.seed}, ${d.jobs} job${d.jobs === 1 ? '' : 's'}, ${(d.durationMs / 1000).toFixed(1)} s)${d.notInterrupted ? `; ${d.notInterrupted} random kill(s) came after the build ended` : ''}`,
     `clean run: ${d.clean.outcome}, ${d.clean.events} events, ${d.clean.plannerCalls} planner and ${d.clean.workerCalls} worker calls`,
+    ...(d.inFlight !== undefined ? [`calls in flight: the clean run passed through ${d.inFlight.combinations} distinct sets of calls in flight (${d.inFlight.kinds.join('; ') || 'one call at a time'}); the faults struck ${d.inFlight.covered} of them`] : []),
     `duplicate calls: ${d.duplicateCalls}; in-doubt re-invocations: ${d.inDoubtReinvocations}${d.inDoubtReinvocations ? ` (${Object.keys(d.inDoubtByPoint).join(', ')})` : ''}; effects started again: planner ${d.repeatedEffects.planner}, worker ${d.repeatedEffects.worker}, verify ${d.repeatedEffects.verify}, promote ${d.repeatedEffects.promote}`,
   ];
   for (const f of d.failed) {
