@@ -337,12 +337,31 @@ export class ProjectionStore {
     }
   }
 
-  /** Write rows changed since `base` (the state the tables mirror) and record the position. */
+  /**
+   * Write rows changed since `base` (the state the tables mirror) and record the position. Runs
+   * inside a write transaction, so the stored position read here is the one the tables have: when
+   * another process (a reading command catching up while a run writes) moved them since this store
+   * last wrote, a diff from `base` would be wrong — tables already at or past this state are left
+   * as they are, tables between are written whole.
+   */
   private writeUpTo(r: Runtime, base: unknown): void {
+    const onDisk = this.stmts.getPosition.get(r.projection.name) as { position: number; hash: string } | undefined;
+    let whole = false;
+    if (onDisk !== undefined && (onDisk.position !== r.storedPosition || onDisk.hash !== r.storedHash)) {
+      if (onDisk.position >= r.memPosition) {
+        // Written by someone else up to here or beyond: this state (a fold of the same log) is not
+        // newer. Nothing is written; the next write of this store compares with the file again.
+        r.storedPosition = r.memPosition;
+        r.storedHash = r.memHash;
+        return;
+      }
+      whole = true;
+      for (const t of r.projection.tables) this.db.exec(`DELETE FROM ${quoteIdent(t.name)}`);
+    }
     // Tables that hold nothing yet are written whole: diffing against the initial state would skip
     // every row whose value the initial state already had (then a value that returns to it later,
     // e.g. `blocked` cleared by a retry, is written by a catch-up and not by a rebuild).
-    const from = r.storedPosition === 0 ? null : base;
+    const from = r.storedPosition === 0 || whole ? null : base;
     for (const w of r.writers) w.writeDiff(from, r.state);
     r.storedPosition = r.memPosition;
     r.storedHash = r.memHash;
