@@ -20,7 +20,7 @@
  * exists (state != Z) and falls back to `kill(-pgid, 0)` elsewhere.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { execa } from 'execa';
+import type { execa as Execa } from 'execa';
 import { ValidationError } from '../../events/errors.js';
 import { onInterrupt, throwIfInterrupted } from '../interrupt.js';
 
@@ -53,6 +53,13 @@ export interface ProcessResult {
   readonly report?: Buffer;
 }
 
+/**
+ * execa, loaded on the first spawn: its ~100 modules cost a CLI process ~0.25 s at start, and most
+ * commands (status, show, log, verify…) never spawn anything.
+ */
+let execaModule: Promise<typeof Execa> | null = null;
+const loadExeca = (): Promise<typeof Execa> => (execaModule ??= import('execa').then((m) => m.execa));
+
 /** Time we wait for a SIGKILLed group to disappear before giving up (reported, not thrown). */
 const REAP_WAIT_MS = 2_000;
 
@@ -67,6 +74,7 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessResult
     env[k] = v;
   }
   const [file, ...args] = argv as [string, ...string[]];
+  const execa = await loadExeca();
   throwIfInterrupted();
   const started = performance.now();
   let timedOut = false;
