@@ -17,11 +17,20 @@ export interface OracleReading {
   readonly plannedDeps: ReadonlyMap<string, readonly string[]>;
   /** Compacted node or absorbed summary -> the summary that holds it now (after the last event). */
   readonly heldBy: ReadonlyMap<string, string>;
+  /**
+   * The live graph after the last event (issue 18): every node no summary holds, its planned
+   * dependencies each replaced by the summary that holds it now (once each).
+   */
+  readonly live: ReadonlyMap<string, readonly string[]>;
+  /** The horizon after the last event: detailed milestone ids, coarse ones, and the checkpointed ones. */
+  readonly horizon: { readonly detailed: readonly string[]; readonly coarse: readonly string[]; readonly checkpointed: readonly string[] } | null;
 }
 
 export function readLog(events: readonly StoredEvent[]): OracleReading {
   const nodes: Record<string, OracleNode> = {};
   let detailed: string[] = [];
+  let coarse: string[] = [];
+  let sealed = false;
   const checkpointed = new Set<string>();
   const heldBy = new Map<string, string>();
   const waves: string[][] = [];
@@ -35,6 +44,8 @@ export function readLog(events: readonly StoredEvent[]): OracleReading {
       case 'HorizonSealed':
       case 'HorizonRenewed':
         detailed = d.detailed.map((m: { id: string }) => m.id);
+        coarse = d.coarse.map((m: { id: string }) => m.id);
+        sealed = true;
         plans += 1;
         for (const n of d.nodes) if (!nodes[n.id] && !heldBy.has(n.id)) nodes[n.id] = { deps: [...n.deps], milestone: n.milestone, state: n.accepted === true ? 'accepted' : 'queued', plan: plans };
         break;
@@ -69,5 +80,9 @@ export function readLog(events: readonly StoredEvent[]): OracleReading {
   // What a node held by an absorbed summary is held by now: follow absorptions to the live summary.
   const live = (id: string): string => (heldBy.has(id) ? live(heldBy.get(id)!) : id);
   const now = new Map([...heldBy.keys()].map((id) => [id, live(id)]));
-  return { waves, plannedDeps: new Map(Object.entries(nodes).map(([id, n]) => [id, n.deps])), heldBy: now };
+  const liveGraph = new Map(Object.entries(nodes).filter(([id]) => !heldBy.has(id)).map(([id, n]) => [id, [...new Set(n.deps.map(live))]]));
+  return {
+    waves, plannedDeps: new Map(Object.entries(nodes).map(([id, n]) => [id, n.deps])), heldBy: now, live: liveGraph,
+    horizon: sealed ? { detailed, coarse, checkpointed: [...checkpointed] } : null,
+  };
 }

@@ -21,7 +21,7 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   },
   demo: {
     summary: 'the built-in example build (a small JS library, 4 milestones, 16 nodes), end to end',
-    help: 'longbuild demo [DIR]\n  Builds "textkit" in DIR (default: a new temporary directory): horizon sealed, nodes\n  implemented and integrated with real `node --test` verification, one failed attempt revised,\n  checkpoints, compaction, one renewal, horizon_complete. Deterministic: same tree every time.\nexample: longbuild demo ./textkit && cd textkit && longbuild status',
+    help: 'longbuild demo [DIR]\n  Builds "textkit" in DIR (default: a new temporary directory): horizon sealed, nodes\n  implemented and integrated with real node:test verification, one failed attempt revised,\n  checkpoints, compaction, one renewal, horizon_complete. Deterministic: same tree every time.\nexample: longbuild demo ./textkit && cd textkit && longbuild status',
     load: () => import('./commands/demo.js'),
   },
   init: {
@@ -46,7 +46,7 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   },
   show: {
     summary: 'time travel: the graph as of a position, graph revision or checkpoint',
-    help: 'longbuild show [--at POSITION | --revision N | --checkpoint MILESTONE]\n  The graph, ready wave and integration head as of that point (default: now).\nexample: longbuild show --revision 3 --json',
+    help: 'longbuild show [--at POSITION | --revision N | --checkpoint MILESTONE]\n  The graph (each node\'s state, dependencies and attempts; a summary with what it compacted), the\n  ranked ready wave, the horizon with each milestone\'s status, and the integration head as of that\n  point (default: now).\nexample: longbuild show --revision 3 --json',
     load: () => import('./commands/show.js'),
   },
   land: {
@@ -74,9 +74,14 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     help: 'longbuild evidence ATTEMPT|JOB|RUN\n  What an attempt\'s worker printed, or every verification command of a job (or acceptance command of\n  a run) with its exit code and output, from the evidence files the log names (content-addressed in\n  the build directory).\nexample: longbuild evidence api.2',
     load: () => import('./commands/evidence.js'),
   },
+  ui: {
+    summary: 'a local, read-only web viewer of the build: timeline, graph, horizon, events, diffs',
+    help: 'longbuild ui [--port N] [--host HOST] [--open]\n  Serves a viewer of the build in this directory at http://127.0.0.1:4177/ (--port 0: any free\n  port) until Ctrl-C: a timeline over log positions (arrow keys step event by event), the work\n  graph at the selected point, its horizon, the event list with each event\'s canonical JSON, hash\n  and evidence, a diff between two points, the chain check, and new events as a run appends them.\n  The point, comparison and node are in the URL. Read-only; answers 127.0.0.1/localhost only\n  unless --host is given. --open starts a browser (xdg-open). --json prints {"url"} first.\nexample: longbuild ui --open',
+    load: () => import('./commands/ui.js'),
+  },
   diff: {
-    summary: 'what changed between two log positions',
-    help: 'longbuild diff A B\n  Nodes added, removed and changed state between positions A and B.\nexample: longbuild diff 5 20 --json',
+    summary: 'what changed between two points of the log',
+    help: 'longbuild diff A B [--revision | --checkpoint]\n  Everything that changed from A to B: nodes added, removed, compacted into a summary, state\n  changes, dependencies rewired, attempts, the ready wave, the horizon and checkpoints. A and B are\n  log positions, or graph revisions with --revision, or checkpointed milestones with --checkpoint.\nexamples: longbuild diff 25 26\n          longbuild diff --revision 3 7 --json\n          longbuild diff --checkpoint core release',
     load: () => import('./commands/diff.js'),
   },
   audit: {

@@ -1,61 +1,67 @@
-import { compareCodePoints } from '../../../events/canonical.js';
 import { UsageError } from '../../../events/errors.js';
-import { stateAsOf } from '../time-travel.js';
-import type { CommandContext } from '../types.js';
+import { diffViews, viewOf, type ViewDiff } from '../../../projections/view.js';
+import { stateAsOf, type TimePoint } from '../time-travel.js';
+import type { CommandContext, FlagSpec } from '../types.js';
 import { withBuild } from '../with-build.js';
 
 export const positionals = { min: 2, max: 2 };
+export const flags: Record<string, FlagSpec> = { revision: { type: 'boolean' }, checkpoint: { type: 'boolean' } };
 
-export interface DiffOutput {
+export interface DiffOutput extends Omit<ViewDiff, 'from' | 'to'> {
+  /** The two log positions compared (a revision or checkpoint is named by the position that made it). */
   readonly from: number;
   readonly to: number;
-  readonly added: string[];
-  readonly removed: string[];
-  readonly changed: { id: string; from: string; to: string }[];
   readonly events: number;
-  readonly graphRevision: { from: number; to: number };
-  readonly integrationHead: { from: string | null; to: string | null };
+  readonly graphRevision: { readonly from: number; readonly to: number };
+  readonly integrationHead: { readonly from: string | null; readonly to: string | null };
 }
 
-function position(arg: string): number {
-  if (!/^\d+$/.test(arg)) throw new UsageError(`diff: positions must be whole numbers, got '${arg}'`);
+function whole(arg: string, what: string): number {
+  if (!/^\d+$/.test(arg)) throw new UsageError(`diff: ${what} must be whole numbers, got '${arg}'`);
   return Number(arg);
 }
 
-/** What changed in the graph between two log positions. */
+/** The two points to compare: positions (default), graph revisions (--revision) or checkpoints (--checkpoint). */
+export function diffPoints(flags: Readonly<Record<string, unknown>>, a: string, b: string): [TimePoint, TimePoint] {
+  if (flags.revision === true && flags.checkpoint === true) throw new UsageError('diff: give --revision or --checkpoint, not both');
+  if (flags.revision === true) return [{ revision: whole(a, 'graph revisions') }, { revision: whole(b, 'graph revisions') }];
+  if (flags.checkpoint === true) return [{ checkpoint: a }, { checkpoint: b }];
+  return [{ at: whole(a, 'positions') }, { at: whole(b, 'positions') }];
+}
+
+/** Everything that changed in the build between two points of its log (nodes, compaction, dependencies, ready wave, horizon). */
 export async function run(ctx: CommandContext): Promise<DiffOutput> {
-  const a = position(ctx.positionals[0]!);
-  const b = position(ctx.positionals[1]!);
+  const [pa, pb] = diffPoints(ctx.flags, ctx.positionals[0]!, ctx.positionals[1]!);
   return withBuild(ctx, async (s) => {
-    const from = await stateAsOf(s, { at: a });
-    const to = await stateAsOf(s, { at: b });
-    const ids = new Set([...Object.keys(from.nodes), ...Object.keys(to.nodes)]);
-    const added: string[] = [];
-    const removed: string[] = [];
-    const changed: DiffOutput['changed'] = [];
-    for (const id of [...ids].sort(compareCodePoints)) {
-      const x = from.nodes[id];
-      const y = to.nodes[id];
-      if (!x) added.push(id);
-      else if (!y) removed.push(id);
-      else if (x.state !== y.state) changed.push({ id, from: x.state, to: y.state });
-    }
+    const d = diffViews(viewOf(await stateAsOf(s, pa)), viewOf(await stateAsOf(s, pb)));
+    const { from, to, ...rest } = d;
     return {
-      from: a, to: b, added, removed, changed, events: Math.abs(b - a),
+      ...rest,
+      from: from.position, to: to.position, events: Math.abs(to.position - from.position),
       graphRevision: { from: from.graphRevision, to: to.graphRevision },
       integrationHead: { from: from.integrationHead, to: to.integrationHead },
     };
   });
 }
 
+const list = (xs: readonly string[]): string => xs.join(', ') || '-';
+
 export function render(d: DiffOutput): string {
   return [
     `positions ${d.from} → ${d.to} (${d.events} events), graph revision ${d.graphRevision.from} → ${d.graphRevision.to}`,
     `integration head ${d.integrationHead.from ?? '-'} → ${d.integrationHead.to ?? '-'}`,
-    `added: ${d.added.join(', ') || '-'}`,
-    `removed: ${d.removed.join(', ') || '-'}`,
+    `added: ${list(d.added)}`,
+    `removed: ${list(d.removed)}`,
+    ...(d.compacted.length > 0 ? ['compacted:', ...d.compacted.map((c) => `  ${c.nodes.join(', ')} → ${c.summary} (milestone ${c.milestone})`)] : []),
     'changed:',
     ...(d.changed.length ? d.changed.map((c) => `  ${c.id}: ${c.from} → ${c.to}`) : ['  -']),
+    ...(d.rewired.length > 0 ? ['dependencies:', ...d.rewired.map((r) => `  ${r.id}: ${[...r.added.map((x) => `+${x}`), ...r.removed.map((x) => `-${x}`)].join(' ')}`)] : []),
+    ...(d.attempts.length > 0 ? [`attempts: ${d.attempts.map((a) => `${a.id} ${a.from} → ${a.to}`).join(', ')}`] : []),
+    ...(d.ready !== null ? [`ready: ${list(d.ready.from)} → ${list(d.ready.to)}`] : []),
+    ...(d.horizon !== null ? [
+      `horizon: ${d.horizon.from ?? '-'} → ${d.horizon.to ?? '-'}${d.horizon.milestones.length > 0 ? `; ${d.horizon.milestones.map((m) => `${m.id} ${m.from ?? '-'} → ${m.to ?? '-'}`).join(', ')}` : ''}`,
+    ] : []),
+    ...(d.checkpointed.length > 0 ? [`checkpointed: ${d.checkpointed.join(', ')}`] : []),
     '',
   ].join('\n');
 }

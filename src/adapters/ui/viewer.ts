@@ -1,0 +1,384 @@
+/**
+ * `longbuild ui` (issue 18): a local, read-only web viewer of one build. A plain node:http server:
+ * the page's assets ship in the package (`ui/`), the API reads the log through the log port in
+ * pages, and the state at a point comes from `stateAsOf` (snapshots, R-6), shared with `show` and
+ * `diff` through `projections/view.ts`.
+ *
+ * Read-only by construction: GET and HEAD only, nothing here appends or writes the build directory.
+ * Bound to 127.0.0.1 unless a host is given; a request whose Host header names another host is
+ * refused (a web page elsewhere cannot reach the viewer through DNS rebinding).
+ *
+ * API (JSON unless said otherwise):
+ *   GET /api/meta                 build id, title, head position, timeline marks, chain check
+ *   GET /api/view?at=N            the view at position N (default: head) with its DAG layout
+ *   GET /api/diff?from=A&to=B     diffViews between two positions
+ *   GET /api/events?from=&limit=&type=&node=&q=   a page of the event index (filters optional)
+ *   GET /api/event?position=N     one stored event: canonical JSON, hash, previous hash, git SHAs, evidence
+ *   GET /api/evidence?sha256=H    the recorded bytes of one evidence file (text/plain)
+ *   GET /api/stream               server-sent events: `{"position":N}` each time the log grows
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { existsSync, readFileSync } from 'node:fs';
+import { extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import dagre from '@dagrejs/dagre';
+import { canonicalJson, type JsonValue } from '../../events/canonical.js';
+import type { StoredEvent } from '../../events/envelope.js';
+import { LongbuildError, NotFoundError } from '../../events/errors.js';
+import { diffViews, viewOf, type GraphView } from '../../projections/view.js';
+import { FileEvidenceStore } from '../evidence-store.js';
+import { readPages } from '../log/paging.js';
+import type { BuildPaths } from '../build-dir.js';
+import { stateAsOf } from '../cli/time-travel.js';
+import type { BuildSession } from '../session.js';
+
+/** Where the page's files are: `ui/` at the package's root (dist/adapters/ui -> ../../../ui). */
+export const ASSETS = fileURLToPath(new URL('../../../ui/', import.meta.url));
+
+export interface ViewerOptions {
+  readonly host: string;
+  readonly port: number;
+  /** Host names the Host header may carry besides the bound address (`localhost` for 127.0.0.1). */
+  readonly allowAnyHost: boolean;
+  readonly paths: BuildPaths;
+  /** Open the build for one request (the CLI's withBuild); closed when `fn` returns. */
+  readonly withSession: <T>(fn: (s: BuildSession) => Promise<T>) => Promise<T>;
+  /** How often the event index looks for new events (live mode). */
+  readonly pollMs?: number;
+  /** The chain check for the badge (the `verify` command's run), started once in the background. */
+  readonly verify?: () => Promise<{ ok: boolean; events: number; checkpoints?: number; problem?: string }>;
+}
+
+/** One row of the event index the page lists and filters (the full event is fetched on demand). */
+export interface IndexRow {
+  readonly position: number;
+  readonly type: string;
+  readonly at: string;
+  readonly nodes: readonly string[];
+  readonly text: string;
+}
+
+export type MarkKind = 'revision' | 'checkpoint' | 'compaction' | 'renewal' | 'failure' | 'completed';
+export interface Mark { readonly position: number; readonly kind: MarkKind; readonly label: string }
+
+const HEX64 = /^[0-9a-f]{64}$/;
+const GIT_SHA = /^[0-9a-f]{40}$/;
+
+/** The node ids an event is about (for the node filter and the list's text). */
+export function nodesOf(e: StoredEvent): string[] {
+  const d = e.data as Record<string, unknown>;
+  const out = new Set<string>();
+  if (typeof d.nodeId === 'string') out.add(d.nodeId);
+  if (Array.isArray(d.nodeIds)) for (const id of d.nodeIds) if (typeof id === 'string') out.add(id);
+  if (Array.isArray(d.nodes)) for (const n of d.nodes) if (n && typeof (n as { id?: unknown }).id === 'string') out.add((n as { id: string }).id);
+  if (typeof d.summaryId === 'string') out.add(d.summaryId);
+  const receipt = d.receipt as { nodeIds?: unknown } | undefined;
+  if (receipt && Array.isArray(receipt.nodeIds)) for (const id of receipt.nodeIds) if (typeof id === 'string') out.add(id);
+  return [...out];
+}
+
+/** The marks of one event on the timeline. */
+export function marksOf(e: StoredEvent): Mark[] {
+  const d = e.data as Record<string, any>;
+  const out: Mark[] = [];
+  const graph = (e.metadata as { graph?: { revision: number } }).graph;
+  if (graph !== undefined) out.push({ position: e.position, kind: 'revision', label: `graph revision ${graph.revision}` });
+  switch (e.type) {
+    case 'CheckpointWritten': out.push({ position: e.position, kind: 'checkpoint', label: `checkpoint ${d.checkpoint?.milestoneId ?? ''}` }); break;
+    case 'MilestoneCompacted': out.push({ position: e.position, kind: 'compaction', label: `${d.summary?.milestoneId ?? ''} compacted into ${d.summaryId}` }); break;
+    case 'HorizonRenewed': out.push({ position: e.position, kind: 'renewal', label: `horizon renewed (revision ${d.revision})` }); break;
+    case 'AttemptFinished': if (d.outcome === 'failed') out.push({ position: e.position, kind: 'failure', label: `attempt ${d.attemptId} failed` }); break;
+    case 'VerificationFinished': if (d.passed === false) out.push({ position: e.position, kind: 'failure', label: `${d.jobId} failed verification` }); break;
+    case 'IntegrationFailed': out.push({ position: e.position, kind: 'failure', label: `${d.jobId} failed` }); break;
+    case 'AcceptanceFinished': if (d.passed === false) out.push({ position: e.position, kind: 'failure', label: `${d.runId} failed` }); break;
+    case 'BuildBlocked': out.push({ position: e.position, kind: 'failure', label: 'build blocked' }); break;
+    case 'BuildCompleted': out.push({ position: e.position, kind: 'completed', label: 'build completed' }); break;
+  }
+  return out;
+}
+
+/** A short line for the list: what happened, to what. */
+function textOf(e: StoredEvent, nodes: readonly string[]): string {
+  const d = e.data as Record<string, any>;
+  const bits = [
+    d.attemptId, d.jobId, d.runId, d.callId, d.outcome, d.passed === true ? 'passed' : d.passed === false ? 'failed' : undefined, d.reason,
+  ].filter((x): x is string => typeof x === 'string');
+  return [...bits, ...nodes.slice(0, 6)].join(' ').slice(0, 200);
+}
+
+/** Every SHA-256 in an event that names a file of the evidence store, with where it sits. */
+export function evidenceRefs(e: StoredEvent): { path: string; sha256: string }[] {
+  const out: { path: string; sha256: string }[] = [];
+  const walk = (v: unknown, path: string): void => {
+    if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${path}[${i}]`));
+    else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, path === '' ? k : `${path}.${k}`);
+    else if (typeof v === 'string' && HEX64.test(v) && /(stdout|stderr)Sha256$/.test(path)) out.push({ path, sha256: v });
+  };
+  walk(e.data, '');
+  // stdout before stderr of the same command
+  const prefix = (p: string): string => p.replace(/std(out|err)Sha256$/, '');
+  const order = [...new Set(out.map((r) => prefix(r.path)))];
+  const key = (r: { path: string }): number => order.indexOf(prefix(r.path)) * 2 + (r.path.endsWith('stdoutSha256') ? 0 : 1);
+  return out.sort((a, b) => key(a) - key(b));
+}
+
+/** Git SHAs an event names (commits, trees, heads), with where they sit. */
+export function gitRefs(e: StoredEvent): { path: string; sha: string }[] {
+  const out: { path: string; sha: string }[] = [];
+  const walk = (v: unknown, path: string): void => {
+    if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${path}[${i}]`));
+    else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, path === '' ? k : `${path}.${k}`);
+    else if (typeof v === 'string' && GIT_SHA.test(v)) out.push({ path, sha: v });
+  };
+  walk(e.data, '');
+  return out;
+}
+
+export interface LaidOut extends GraphView {
+  readonly layout: { readonly width: number; readonly height: number; readonly nodes: Record<string, { x: number; y: number; w: number; h: number }>; readonly edges: { from: string; to: string; points: { x: number; y: number }[] }[] };
+}
+
+/** A left-to-right DAG layout of the view's graph (dagre), in SVG units. */
+export function layoutOf(v: GraphView): LaidOut {
+  const g = new dagre.graphlib.Graph();
+  g.setGraph({ rankdir: 'LR', nodesep: 18, ranksep: 56, marginx: 12, marginy: 12 });
+  g.setDefaultEdgeLabel(() => ({}));
+  // Room for the id, and for the attempt count or what a summary stands for at the right.
+  for (const n of v.nodes) g.setNode(n.id, { width: Math.round(Math.max(96, 18 + 7.4 * n.id.length + (n.attempts > 1 || n.summary !== undefined ? 34 : 0))), height: 34 });
+  const ids = new Set(v.nodes.map((n) => n.id));
+  for (const n of v.nodes) for (const d of n.deps) if (ids.has(d)) g.setEdge(d, n.id);
+  dagre.layout(g);
+  const nodes: LaidOut['layout']['nodes'] = {};
+  for (const id of g.nodes()) {
+    const p = g.node(id);
+    nodes[id] = { x: Math.round(p.x - p.width / 2), y: Math.round(p.y - p.height / 2), w: p.width, h: p.height };
+  }
+  const edges = g.edges().map((e: { v: string; w: string }) => ({ from: e.v, to: e.w, points: (g.edge(e).points ?? []).map((p: { x: number; y: number }) => ({ x: Math.round(p.x), y: Math.round(p.y) })) }));
+  const graph = g.graph();
+  return { ...v, layout: { width: Math.ceil(graph.width ?? 0), height: Math.ceil(graph.height ?? 0), nodes, edges } };
+}
+
+const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
+
+/** A query parameter as a whole number ≥ 0, or undefined; anything else is a 400. */
+function intParam(u: URL, name: string): number | undefined {
+  const v = u.searchParams.get(name);
+  if (v === null || v === '') return undefined;
+  if (!/^\d{1,12}$/.test(v)) throw new HttpError(400, `${name} must be a whole number ≥ 0, got '${v.slice(0, 40)}'`);
+  return Number(v);
+}
+
+class HttpError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+/** The viewer: an event index kept current, views cached by position (a past position never changes). */
+export class Viewer {
+  private readonly index: IndexRow[] = [];
+  private readonly marks: Mark[] = [];
+  private readonly views = new Map<number, LaidOut>();
+  private readonly clients = new Set<ServerResponse>();
+  private meta: { buildId: string; title: string; completed: boolean } = { buildId: '', title: '', completed: false };
+  private verified: { state: 'running' } | { state: 'done'; ok: boolean; events: number; checkpoints?: number; problem?: string } = { state: 'running' };
+  private timer: NodeJS.Timeout | null = null;
+  private server: Server | null = null;
+  private reading: Promise<void> = Promise.resolve();
+  private checking = false;
+  private checkAgain = false;
+
+  constructor(private readonly o: ViewerOptions) {}
+
+  get head(): number {
+    return this.index.at(-1)?.position ?? 0;
+  }
+
+  /** Read the log's new events into the index (page by page, through the port). */
+  private async readNew(): Promise<void> {
+    const before = this.head;
+    await this.o.withSession(async (s) => {
+      for await (const page of readPages(s.log, before + 1)) {
+        for (const e of page) {
+          if (e.type === 'BuildInitialized') {
+            const d = e.data as { buildId: string; request?: { title?: unknown; goal?: unknown } };
+            this.meta.buildId = d.buildId;
+            this.meta.title = typeof d.request?.title === 'string' ? d.request.title : typeof d.request?.goal === 'string' ? d.request.goal : d.buildId;
+          }
+          if (e.type === 'BuildCompleted') this.meta.completed = true;
+          const nodes = nodesOf(e);
+          this.index.push({ position: e.position, type: e.type, at: e.metadata.recordedAt, nodes, text: textOf(e, nodes) });
+          this.marks.push(...marksOf(e));
+        }
+      }
+    });
+    if (this.head !== before) {
+      this.checkChain();
+      this.views.delete(before); // "head" may have been cached as the then-current state; positions never change, but keep memory bounded
+      for (const c of this.clients) c.write(`data: ${JSON.stringify({ position: this.head })}\n\n`);
+    }
+  }
+
+  /** Run the chain check for the badge; once at a time, again when the log grew while it ran. */
+  private checkChain(): void {
+    if (!this.o.verify) return;
+    if (this.checking) {
+      this.checkAgain = true;
+      return;
+    }
+    this.checking = true;
+    this.o.verify().then((r) => { this.verified = { state: 'done', ...r }; }, (err: unknown) => {
+      this.verified = { state: 'done', ok: false, events: 0, problem: err instanceof Error ? err.message : String(err) };
+    }).finally(() => {
+      this.checking = false;
+      if (this.checkAgain) {
+        this.checkAgain = false;
+        this.checkChain();
+      } else for (const c of this.clients) c.write(`data: ${JSON.stringify({ position: this.head, verified: true })}\n\n`);
+    });
+  }
+
+  private refresh(): Promise<void> {
+    this.reading = this.reading.then(() => this.readNew()).catch(() => {});
+    return this.reading;
+  }
+
+  async start(): Promise<{ url: string }> {
+    await this.readNew();
+    this.checkChain();
+    this.timer = setInterval(() => void this.refresh(), this.o.pollMs ?? 500);
+    this.timer.unref();
+    const server = createServer((req, res) => void this.handle(req, res));
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.o.port, this.o.host, () => resolve());
+    });
+    const addr = server.address();
+    const port = typeof addr === 'object' && addr !== null ? addr.port : this.o.port;
+    const host = this.o.host.includes(':') ? `[${this.o.host}]` : this.o.host;
+    return { url: `http://${host}:${port}/` };
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    for (const c of this.clients) c.end();
+    this.clients.clear();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.server?.closeAllConnections?.();
+  }
+
+  /** The Host header names this server (or any host was allowed explicitly). */
+  private hostAllowed(req: IncomingMessage): boolean {
+    if (this.o.allowAnyHost) return true;
+    const host = (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '');
+    return host === '127.0.0.1' || host === 'localhost' || host === '[::1]';
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'the viewer is read-only: GET only');
+      if (!this.hostAllowed(req)) throw new HttpError(403, 'this viewer answers requests for 127.0.0.1 or localhost only (start it with --host to serve others)');
+      const u = new URL(req.url ?? '/', 'http://viewer.invalid');
+      if (u.pathname.startsWith('/api/')) return await this.api(u, res);
+      return this.asset(u.pathname, res);
+    } catch (err) {
+      const status = err instanceof HttpError ? err.status : err instanceof NotFoundError ? 404 : err instanceof LongbuildError ? 400 : 500;
+      const message = err instanceof Error ? err.message : String(err);
+      if (!res.headersSent) {
+        res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+        res.end(JSON.stringify({ error: message }));
+      } else res.end();
+    }
+  }
+
+  private asset(pathname: string, res: ServerResponse): void {
+    if (pathname === '/favicon.ico') {
+      res.writeHead(204);
+      res.end();
+      return;
+    }
+    const name = pathname === '/' ? 'index.html' : pathname.slice(1);
+    if (!/^[a-z0-9-]+\.(html|js|css|svg)$/.test(name)) throw new HttpError(404, `no such page: ${pathname}`);
+    const file = join(ASSETS, name);
+    if (!existsSync(file)) throw new HttpError(404, `no such page: ${pathname}`);
+    res.writeHead(200, { 'content-type': TYPES[extname(name)] ?? 'application/octet-stream', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:" });
+    res.end(readFileSync(file));
+  }
+
+  private json(res: ServerResponse, body: unknown): void {
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+    res.end(JSON.stringify(body));
+  }
+
+  private position(u: URL, name: string): number {
+    const p = intParam(u, name) ?? this.head;
+    if (p > this.head) throw new HttpError(404, `position ${p} is beyond the end of the log (${this.head})`);
+    return p;
+  }
+
+  /** The view at a position, laid out; cached (the log below a position never changes). */
+  async viewAt(at: number): Promise<LaidOut> {
+    const hit = this.views.get(at);
+    if (hit) return hit;
+    const view = layoutOf(await this.o.withSession(async (s) => viewOf(await stateAsOf(s, { at }))));
+    if (this.views.size > 256) this.views.delete(this.views.keys().next().value!);
+    this.views.set(at, view);
+    return view;
+  }
+
+  private async api(u: URL, res: ServerResponse): Promise<void> {
+    switch (u.pathname) {
+      case '/api/meta':
+        return this.json(res, { ...this.meta, head: this.head, events: this.index.length, marks: this.marks, verify: this.verified, types: [...new Set(this.index.map((r) => r.type))].sort() });
+      case '/api/view':
+        return this.json(res, await this.viewAt(this.position(u, 'at')));
+      case '/api/diff': {
+        const from = this.position(u, 'from');
+        const to = this.position(u, 'to');
+        return this.json(res, diffViews(await this.viewAt(from), await this.viewAt(to)));
+      }
+      case '/api/events': {
+        const type = u.searchParams.get('type') || null;
+        const node = u.searchParams.get('node') || null;
+        const q = (u.searchParams.get('q') ?? '').toLowerCase();
+        const rows = type === null && node === null && q === '' ? this.index
+          : this.index.filter((r) => (type === null || r.type === type) && (node === null || r.nodes.includes(node)) && (q === '' || `${r.type} ${r.text}`.toLowerCase().includes(q)));
+        const from = intParam(u, 'offset') ?? 0;
+        const limit = Math.min(intParam(u, 'limit') ?? 200, 1000);
+        return this.json(res, { total: rows.length, offset: from, rows: rows.slice(from, from + limit) });
+      }
+      case '/api/event': {
+        const p = intParam(u, 'position');
+        if (p === undefined || p < 1) throw new HttpError(400, 'position must be given, a whole number ≥ 1');
+        const e = await this.o.withSession(async (s) => (await s.log.readAll({ from: p, limit: 1 }))[0]);
+        if (e === undefined || e.position !== p) throw new HttpError(404, `no event at position ${p} (the log ends at ${this.head})`);
+        return this.json(res, {
+          position: e.position, type: e.type, streamId: e.streamId, revision: e.revision, schemaVersion: e.schemaVersion,
+          hash: e.hash, prevHash: e.prevHash, metadata: e.metadata,
+          // The exact bytes the event's hash is the SHA-256 of (the page recomputes it).
+          canonical: canonicalJson({ data: e.data as JsonValue, metadata: e.metadata as unknown as JsonValue, position: e.position, prevHash: e.prevHash, revision: e.revision, schemaVersion: e.schemaVersion, streamId: e.streamId, type: e.type }),
+          data: e.data, git: gitRefs(e), evidence: evidenceRefs(e),
+        });
+      }
+      case '/api/evidence': {
+        const sha = u.searchParams.get('sha256') ?? '';
+        if (!HEX64.test(sha)) throw new HttpError(400, 'sha256 must be 64 lower-case hex digits');
+        const bytes = new FileEvidenceStore(this.o.paths.evidence).get(sha);
+        if (bytes === null || bytes === undefined) throw new HttpError(404, `no evidence file ${sha} in this build (or it does not match its SHA-256)`);
+        res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+        res.end(bytes);
+        return;
+      }
+      case '/api/stream': {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
+        res.write(`data: ${JSON.stringify({ position: this.head })}\n\n`);
+        this.clients.add(res);
+        res.on('close', () => this.clients.delete(res));
+        return;
+      }
+      default:
+        throw new HttpError(404, `no such API: ${u.pathname}`);
+    }
+  }
+}
