@@ -78,7 +78,11 @@ function outcomeOf(repo: string) {
   const alias = (id: string, milestone: string) => (id.startsWith('summary-') ? `summary@${milestone}` : id);
   return {
     status: { ...status, summaries: summaries.length, criticalPath: criticalPath.nodes },
-    nodes: cliJson(['show'], { cwd: repo }).nodes.map((n: { id: string; milestone: string }) => ({ ...n, id: alias(n.id, n.milestone) })),
+    nodes: cliJson(['show'], { cwd: repo }).nodes.map((n: { id: string; milestone: string; summary?: { milestoneId: string; compacted: string[] } }) => ({
+      ...n, id: alias(n.id, n.milestone),
+      // What a summary stands for, by the nodes it compacted (absorbed summaries have content-hash ids too).
+      ...(n.summary ? { summary: { milestoneId: n.summary.milestoneId, compacted: n.summary.compacted } } : {}),
+    })),
     tree: git(repo, 'ls-tree', '-r', 'refs/heads/longbuild/integration'),
     verify: { ok: verify.ok, events: verify.events },
     events: runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => {
