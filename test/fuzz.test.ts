@@ -169,7 +169,7 @@ describe('fuzz comparison core (pure)', () => {
       request: { goal: 'four modules at once' }, verify: [['node', '-e', 'setTimeout(() => {}, 150)']], detailedWindow: 1, concurrency: 3,
       milestones: [{ id: 'm1', title: 'modules', nodes: [0, 1, 2, 3].map((i) => ({ id: `mod-${i}`, kind: 'writable', deps: [], files: { [`src/mod-${i}.txt`]: `module ${i}\n` } })) }],
     }));
-    const { code, report, stderr } = fuzzJson(['--blueprint', bp, '--points', '5', '--seed', '3', '--jobs', '2']);
+    const { code, report, stderr } = fuzzJson(['--blueprint', bp, '--points', '3', '--seed', '3', '--jobs', '2']);
     expect(report?.failed ?? stderr, stderr).toEqual([]);
     expect(code).toBe(0);
     expect(report.inFlight.combinations).toBeGreaterThanOrEqual(3);

@@ -31,7 +31,9 @@ export async function syntheticBuild(root, name, n, { signEvery = 1000, snapshot
   const paths = buildPaths({ repo });
   mkdirSync(paths.dir, { recursive: true });
   execFileSync('git', ['clone', '-q', '--bare', repo, paths.integrator]);
-  const driver = canonicalJson({ kind: 'blueprint', blueprint: { bench: true } });
+  // A valid blueprint of the same nodes, so commands that open the build's driver (the viewer) can.
+  const blueprint = { request: {}, verify: [], detailedWindow: 1, milestones: [{ id: 'm1', title: 'M1', nodes: Array.from({ length: NODES }, (_, i) => ({ id: `n${i}`, kind: 'read-only', deps: i === 0 ? [] : [`n${i - 1}`], decision: 'bench' })) }] };
+  const driver = canonicalJson({ kind: 'blueprint', blueprint });
   writeFileSync(paths.driver, driver);
   const key = generateSigningKey();
   const buildId = `b-bench${name}`;

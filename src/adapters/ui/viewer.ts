@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import dagre from '@dagrejs/dagre';
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
 import type { StoredEvent } from '../../events/envelope.js';
+import type { EventLog } from '../../events/log.js';
 import { LongbuildError, NotFoundError } from '../../events/errors.js';
 import { diffViews, viewOf, type GraphView } from '../../projections/view.js';
 import { FileEvidenceStore } from '../evidence-store.js';
@@ -41,8 +42,10 @@ export interface ViewerOptions {
   /** Host names the Host header may carry besides the bound address (`localhost` for 127.0.0.1). */
   readonly allowAnyHost: boolean;
   readonly paths: BuildPaths;
-  /** Open the build for one request (the CLI's withBuild); closed when `fn` returns. */
-  readonly withSession: <T>(fn: (s: BuildSession) => Promise<T>) => Promise<T>;
+  /** Open the build's log for reading (the event index). */
+  readonly openLog: () => Promise<EventLog>;
+  /** Open the build (read-only use: no lease, nothing appended); the viewer keeps one open and reopens it when the log grew. */
+  readonly openSession: () => Promise<BuildSession>;
   /** How often the event index looks for new events (live mode). */
   readonly pollMs?: number;
   /** The chain check for the badge (the `verify` command's run), started once in the background. */
@@ -95,6 +98,25 @@ export function marksOf(e: StoredEvent): Mark[] {
     case 'BuildCompleted': out.push({ position: e.position, kind: 'completed', label: 'build completed' }); break;
   }
   return out;
+}
+
+/** While a build runs, the chain check runs again at most this often. */
+const CHECK_SPACING_MS = 3000;
+
+/** The timeline is drawn this many buckets wide: more marks than that cannot be told apart. */
+export const MARK_BUCKETS = 2000;
+
+/** At most one mark of each kind per bucket of positions (the first), so a 100k-event log's timeline stays small. */
+export function sampleMarks(marks: readonly Mark[], head: number, buckets: number): Mark[] {
+  if (marks.length <= buckets) return [...marks];
+  const width = Math.max(1, head / buckets);
+  const seen = new Set<string>();
+  return marks.filter((m) => {
+    const key = `${m.kind}:${Math.floor(m.position / width)}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 /** A short line for the list: what happened, to what. */
@@ -178,6 +200,7 @@ class HttpError extends Error {
 export class Viewer {
   private readonly index: IndexRow[] = [];
   private readonly marks: Mark[] = [];
+  private readonly types = new Set<string>();
   private readonly views = new Map<number, LaidOut>();
   private readonly clients = new Set<ServerResponse>();
   private meta: { buildId: string; title: string; completed: boolean } = { buildId: '', title: '', completed: false };
@@ -186,6 +209,10 @@ export class Viewer {
   private server: Server | null = null;
   private reading: Promise<void> = Promise.resolve();
   private checking = false;
+  private session: { s: BuildSession; head: number } | null = null;
+  /** The log, read by the event index (polled); the session is opened only for states at a point. */
+  private log: EventLog | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
   private checkAgain = false;
 
   constructor(private readonly o: ViewerOptions) {}
@@ -197,8 +224,9 @@ export class Viewer {
   /** Read the log's new events into the index (page by page, through the port). */
   private async readNew(): Promise<void> {
     const before = this.head;
-    await this.o.withSession(async (s) => {
-      for await (const page of readPages(s.log, before + 1)) {
+    const log = (this.log ??= await this.o.openLog());
+    {
+      for await (const page of readPages(log, before + 1)) {
         for (const e of page) {
           if (e.type === 'BuildInitialized') {
             const d = e.data as { buildId: string; request?: { title?: unknown; goal?: unknown } };
@@ -208,15 +236,37 @@ export class Viewer {
           if (e.type === 'BuildCompleted') this.meta.completed = true;
           const nodes = nodesOf(e);
           this.index.push({ position: e.position, type: e.type, at: e.metadata.recordedAt, nodes, text: textOf(e, nodes) });
+          this.types.add(e.type);
           this.marks.push(...marksOf(e));
         }
       }
-    });
+    }
     if (this.head !== before) {
       this.checkChain();
       this.views.delete(before); // "head" may have been cached as the then-current state; positions never change, but keep memory bounded
       for (const c of this.clients) c.write(`data: ${JSON.stringify({ position: this.head })}\n\n`);
     }
+  }
+
+  /**
+   * Run `fn` on the open session, one at a time; reopened first when it was opened before the log
+   * reached position `needs` (its state at its head is what time travel starts from). Opening a big build
+   * costs seconds; each request does not pay it.
+   */
+  private withSession<T>(needs: number, fn: (s: BuildSession) => Promise<T>): Promise<T> {
+    const run = async (): Promise<T> => {
+      if (this.session === null || this.session.head < needs) {
+        const old = this.session;
+        this.session = null;
+        await old?.s.close({ sign: false });
+        const s = await this.o.openSession();
+        this.session = { s, head: s.controller.current.position };
+      }
+      return fn(this.session.s);
+    };
+    const next = this.queue.then(run, run);
+    this.queue = next.catch(() => {});
+    return next;
   }
 
   /** Run the chain check for the badge; once at a time, again when the log grew while it ran. */
@@ -232,8 +282,9 @@ export class Viewer {
     }).finally(() => {
       this.checking = false;
       if (this.checkAgain) {
+        // The log grew while it ran (a live build): again, but not back to back.
         this.checkAgain = false;
-        this.checkChain();
+        setTimeout(() => this.checkChain(), CHECK_SPACING_MS).unref();
       } else for (const c of this.clients) c.write(`data: ${JSON.stringify({ position: this.head, verified: true })}\n\n`);
     });
   }
@@ -262,6 +313,11 @@ export class Viewer {
 
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    await this.queue;
+    await this.session?.s.close({ sign: false });
+    this.session = null;
+    await this.log?.close();
+    this.log = null;
     for (const c of this.clients) c.end();
     this.clients.clear();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
@@ -321,7 +377,7 @@ export class Viewer {
   async viewAt(at: number): Promise<LaidOut> {
     const hit = this.views.get(at);
     if (hit) return hit;
-    const view = layoutOf(await this.o.withSession(async (s) => viewOf(await stateAsOf(s, { at }))));
+    const view = layoutOf(await this.withSession(at, async (s) => viewOf(await stateAsOf(s, { at }))));
     if (this.views.size > 256) this.views.delete(this.views.keys().next().value!);
     this.views.set(at, view);
     return view;
@@ -330,7 +386,7 @@ export class Viewer {
   private async api(u: URL, res: ServerResponse): Promise<void> {
     switch (u.pathname) {
       case '/api/meta':
-        return this.json(res, { ...this.meta, head: this.head, events: this.index.length, marks: this.marks, verify: this.verified, types: [...new Set(this.index.map((r) => r.type))].sort() });
+        return this.json(res, { ...this.meta, head: this.head, events: this.index.length, marks: sampleMarks(this.marks, this.head, MARK_BUCKETS), verify: this.verified, types: [...this.types].sort() });
       case '/api/view':
         return this.json(res, await this.viewAt(this.position(u, 'at')));
       case '/api/diff': {
@@ -351,7 +407,7 @@ export class Viewer {
       case '/api/event': {
         const p = intParam(u, 'position');
         if (p === undefined || p < 1) throw new HttpError(400, 'position must be given, a whole number ≥ 1');
-        const e = await this.o.withSession(async (s) => (await s.log.readAll({ from: p, limit: 1 }))[0]);
+        const e = (await this.log!.readAll({ from: p, limit: 1 }))[0];
         if (e === undefined || e.position !== p) throw new HttpError(404, `no event at position ${p} (the log ends at ${this.head})`);
         return this.json(res, {
           position: e.position, type: e.type, streamId: e.streamId, revision: e.revision, schemaVersion: e.schemaVersion,

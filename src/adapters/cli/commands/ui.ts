@@ -1,13 +1,17 @@
 import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { EffectError, UsageError } from '../../../events/errors.js';
 import { pause } from '../../interrupt.js';
 import { Viewer } from '../../ui/viewer.js';
-import { pathsOf } from '../open-build.js';
+import { openBuildLog, pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { withBuild } from '../with-build.js';
-import * as verify from './verify.js';
+import { sessionOptions } from '../with-build.js';
+import { openBuild } from '../../session.js';
 
 export const flags: Record<string, FlagSpec> = { port: { type: 'int' }, host: { type: 'string' }, open: { type: 'boolean' } };
+
+/** bin/longbuild.js, four levels above this module in both src/ and dist/. */
+const BIN_PATH = fileURLToPath(new URL('../../../../bin/longbuild.js', import.meta.url));
 
 /** The port `longbuild ui` listens on unless --port says otherwise (0: any free port). */
 export const DEFAULT_PORT = 4177;
@@ -31,12 +35,11 @@ export async function run(ctx: CommandContext): Promise<UiOutput> {
   const quiet: CommandContext = { ...ctx, json: true, stderr: () => {}, stdout: () => {} };
   const viewer = new Viewer({
     host, port, allowAnyHost: explicitHost, paths,
-    withSession: (fn) => withBuild(quiet, fn),
-    verify: async () => {
-      const r = await verify.run({ ...quiet, flags: {}, positionals: [] });
-      const first = r.problems[0];
-      return { ok: r.ok, events: r.events, checkpoints: r.checkpoints, ...(first ? { problem: `position ${first.position}: ${first.problem}` } : {}) };
-    },
+    openLog: () => openBuildLog(paths),
+    openSession: () => openBuild({ ...sessionOptions(quiet) }),
+    // `longbuild verify` in a process of its own: on a big log it folds every event again, which
+    // would stall the server's event loop for as long.
+    verify: () => verifyInChild(ctx),
   });
   let started: { url: string };
   try {
@@ -70,4 +73,20 @@ export function render(): string {
 }
 export function renderJson(): string {
   return '';
+}
+
+/** `longbuild verify --json` on this build, in a child process; its result for the badge. */
+function verifyInChild(ctx: CommandContext): Promise<{ ok: boolean; events: number; checkpoints?: number; problem?: string }> {
+  const args = [BIN_PATH, 'verify', '--json', '--repo', ctx.repo, ...(ctx.flags.dir !== undefined ? ['--dir', ctx.dir] : [])];
+  return new Promise((resolve) => {
+    execFile(process.execPath, args, { cwd: ctx.cwd, env: { ...process.env, ...ctx.env } as NodeJS.ProcessEnv, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      try {
+        const r = JSON.parse(stdout) as { ok: boolean; events: number; checkpoints: number; problems: { position: number; problem: string }[] };
+        const first = r.problems[0];
+        resolve({ ok: r.ok, events: r.events, checkpoints: r.checkpoints, ...(first ? { problem: `position ${first.position}: ${first.problem}` } : {}) });
+      } catch {
+        resolve({ ok: false, events: 0, problem: (stderr || (err?.message ?? 'verify printed nothing')).trim().split('\n')[0]!.replace(/^longbuild: /, '') });
+      }
+    });
+  });
 }
