@@ -31,7 +31,7 @@ describe('longbuild demo (issue 6)', () => {
     expect(r.stdout + r.stderr).not.toMatch(ANSI);
     expect(r.stderr).not.toContain('\r');
     // `longbuild` when it is on PATH, else the exact node command that ran the demo.
-    for (const cmd of ['status', 'show --revision', 'diff', 'log', 'verify']) expect(r.stdout).toMatch(new RegExp(`longbuild(\\.js)? ${cmd}`));
+    for (const cmd of ['status', 'show --revision', 'diff', 'ui', 'log', 'verify']) expect(r.stdout).toMatch(new RegExp(`longbuild(\\.js)? ${cmd}`));
   });
 });
 

@@ -161,6 +161,15 @@ describe.skipIf(CHROMIUM === undefined)('longbuild ui (issue 18)', () => {
     for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowLeft');
     await page.waitForSelector(`body[data-rendered="${head - 3}"]`);
     expect(page.url()).toContain(`at=${head - 3}`);
+    // Dragging the slider: the page follows the value it is moved to.
+    const box = (await page.locator('[data-testid=slider]').boundingBox())!;
+    await page.mouse.move(box.x + box.width - 4, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2, { steps: 6 });
+    await page.mouse.up();
+    const dragged = Number(await page.locator('[data-testid=slider]').inputValue());
+    expect(dragged).toBeLessThan(head * 0.5);
+    await page.waitForSelector(`body[data-rendered="${dragged}"]`);
     // Jump to a point by its URL: the nodes shown are those of `show --at` in the same states.
     await page.goto(`${ui.url}?at=26`);
     await page.waitForSelector('body[data-rendered="26"]');

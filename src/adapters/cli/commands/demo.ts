@@ -86,6 +86,7 @@ export function render(d: DemoOutput): string {
     [`${lb} show --revision ${mid}`, `time travel to graph revision ${mid}`],
     [`${lb} show --checkpoint ${d.checkpoints[0] ?? 'core'}`, 'the graph as it was checkpointed'],
     [`${lb} diff 1 ${d.position}`, 'what changed'],
+    [`${lb} ui --open`, 'the viewer: timeline, graph, events, diffs in a browser'],
     [`${lb} log --type IntegrationPromoted`, 'the integration receipts'],
     [`${lb} verify`, 'chain, signed checkpoints, graph records, projections'],
     [`${lb} audit export --to audit && node audit/verify.mjs`, 'an offline audit bundle, checked with plain node'],
