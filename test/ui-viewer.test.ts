@@ -94,8 +94,9 @@ describe.skipIf(CHROMIUM === undefined)('longbuild ui (issue 18)', () => {
     expect(new Set(meta.marks.map((m: { kind: string }) => m.kind))).toEqual(new Set(['revision', 'checkpoint', 'compaction', 'renewal', 'failure', 'completed']));
     for (const at of [0, 12, 26, meta.head]) {
       const view = (await get(`${ui.url}api/view?at=${at}`)).json();
-      const { layout, ...rest } = view;
+      const { layout, criticalPath, ...rest } = view;
       expect(rest).toEqual(cliJson(['show', '--at', String(at)], { cwd: demo }));
+      expect(criticalPath.nodes.every((id: string) => view.nodes.some((n: { id: string; state: string }) => n.id === id && n.state !== 'accepted'))).toBe(true);
       expect(Object.keys(layout.nodes).sort()).toEqual(view.nodes.map((n: { id: string }) => n.id).sort());
     }
     const diff = (await get(`${ui.url}api/diff?from=25&to=26`)).json();
@@ -176,6 +177,11 @@ describe.skipIf(CHROMIUM === undefined)('longbuild ui (issue 18)', () => {
     const shown = await page.$$eval('[data-testid=graph-svg] .node', (gs) => gs.map((g) => `${(g as SVGGElement).dataset.id}:${(g as SVGGElement).dataset.state}`).sort());
     const want = cliJson(['show', '--at', '26'], { cwd: demo }).nodes.map((n: { id: string; state: string }) => `${n.id}:${n.state}`).sort();
     expect(shown).toEqual(want);
+    // The critical path (issue 16) is outlined: the nodes `status` would name at that point.
+    const critical = await page.$$eval('[data-testid=graph-svg] .node.critical', (gs) => gs.map((g) => (g as SVGGElement).dataset.id));
+    expect(critical.length).toBeGreaterThan(0);
+    expect([...critical].sort()).toEqual([...(await get(`${ui.url}api/view?at=26`)).json().criticalPath.nodes].sort());
+    expect(await page.locator('[data-testid=critical]').textContent()).toMatch(/^critical path: \d+ nodes?/);
     await snap(page, 'demo-at-26');
     // The summary expands into what it compacted.
     await page.locator('[data-testid=graph-svg] .node[data-id^="summary-"]').click();

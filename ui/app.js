@@ -73,16 +73,24 @@ async function setAt(p, opts = {}) {
 
 // ---- graph ------------------------------------------------------------------------------
 
+function duration(ms) {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 3_600_000) return `${(ms / 60_000).toFixed(1)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
+}
+
 function drawGraph(v) {
   const L = v.layout;
   const ready = new Map(v.ready.map((id, i) => [id, i + 1]));
+  const critical = new Set(v.criticalPath?.nodes ?? []);
   const edges = L.edges.map((e) => `<path class="edge" d="M${e.points.map((p) => `${p.x},${p.y}`).join(' L')}"/>`).join('');
   const nodes = v.nodes.map((n) => {
     const b = L.nodes[n.id];
     const fill = n.summary ? 'var(--summary)' : `var(--${n.state})`;
     const rank = ready.get(n.id);
     const extra = [n.attempts > 1 ? `×${n.attempts}` : '', n.summary ? `+${n.summary.holds.length}` : ''].filter(Boolean).join(' ');
-    return `<g class="node${n.id === ui.node ? ' sel' : ''}" data-id="${esc(n.id)}" data-state="${n.state}" transform="translate(${b.x},${b.y})">
+    return `<g class="node${n.id === ui.node ? ' sel' : ''}${critical.has(n.id) ? ' critical' : ''}" data-id="${esc(n.id)}" data-state="${n.state}" transform="translate(${b.x},${b.y})">
       <rect width="${b.w}" height="${b.h}" fill="${fill}"/>
       <text x="8" y="${b.h / 2}">${esc(n.id)}</text>
       ${extra ? `<text x="${b.w - 6}" y="${b.h / 2}" text-anchor="end" class="muted">${esc(extra)}</text>` : ''}
@@ -94,6 +102,8 @@ function drawGraph(v) {
   const counts = {};
   for (const n of v.nodes) counts[n.state] = (counts[n.state] ?? 0) + 1;
   $('graph-meta').textContent = `revision ${v.graphRevision} · ${v.nodes.length} nodes · ${Object.entries(counts).map(([s, k]) => `${k} ${s}`).join(', ')}${v.completed ? ' · completed' : v.blocked ? ` · blocked: ${v.blocked}` : ''}`;
+  const cp = v.criticalPath;
+  $('critical').textContent = cp && cp.nodes.length ? `critical path: ${cp.nodes.length} node${cp.nodes.length === 1 ? '' : 's'}${cp.remainingMs !== null ? `, about ${duration(cp.remainingMs)} left (from recorded call durations)` : ''} — outlined in red` : '';
   for (const g of $('graph').querySelectorAll('.node')) g.addEventListener('click', () => selectNode(g.dataset.id));
 }
 

@@ -27,6 +27,7 @@ import type { StoredEvent } from '../../events/envelope.js';
 import type { EventLog } from '../../events/log.js';
 import { LongbuildError, NotFoundError } from '../../events/errors.js';
 import { diffViews, viewOf, type GraphView } from '../../projections/view.js';
+import { criticalPath, type CriticalPath } from '../../projections/critical-path.js';
 import { FileEvidenceStore } from '../evidence-store.js';
 import { readPages } from '../log/paging.js';
 import type { BuildPaths } from '../build-dir.js';
@@ -157,6 +158,8 @@ export function gitRefs(e: StoredEvent): { path: string; sha: string }[] {
 }
 
 export interface LaidOut extends GraphView {
+  /** The longest chain of unfinished work at that point, with its estimate (issue 16; what `status` shows). */
+  readonly criticalPath?: CriticalPath;
   readonly layout: { readonly width: number; readonly height: number; readonly nodes: Record<string, { x: number; y: number; w: number; h: number }>; readonly edges: { from: string; to: string; points: { x: number; y: number }[] }[] };
 }
 
@@ -377,7 +380,10 @@ export class Viewer {
   async viewAt(at: number): Promise<LaidOut> {
     const hit = this.views.get(at);
     if (hit) return hit;
-    const view = layoutOf(await this.withSession(at, async (s) => viewOf(await stateAsOf(s, { at }))));
+    const view = await this.withSession(at, async (s) => {
+      const st = await stateAsOf(s, { at });
+      return { ...layoutOf(viewOf(st)), criticalPath: criticalPath(st) };
+    });
     if (this.views.size > 256) this.views.delete(this.views.keys().next().value!);
     this.views.set(at, view);
     return view;
