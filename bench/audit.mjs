@@ -8,23 +8,20 @@
 // BENCH_EVENTS (default 100000) sizes `bundle`; BENCH_REVISION_EVENTS (default 1000000) `revision`
 // (making the 1M-event synthetic build with its projections and snapshots takes about 55 minutes
 // on a 2-core box; the measurement itself, seconds).
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteEventLog } from '../dist/adapters/log/sqlite-log.js';
 import { buildPaths } from '../dist/adapters/build-dir.js';
 import { Notary } from '../dist/adapters/transparency/notary.js';
 import { buildVerifierKey, generateSigningKey } from '../dist/adapters/transparency/keys.js';
-import { canonicalJson } from '../dist/events/canonical.js';
-import { sha256Hex } from '../dist/events/hash.js';
 import { parseVerifierKey } from '../dist/events/signed-note.js';
 import { syntheticBuild } from './lib/synthetic-build.mjs';
 import { ProjectionStore } from '../dist/projections/engine.js';
 import { allProjections } from '../dist/projections/registry.js';
 import { buildProjection } from '../dist/projections/build-projection.js';
-import { initialBuildState, evolveBuild, positionOfRevision } from '../dist/projections/build-state.js';
-import { graphRecords } from '../dist/projections/graph-record.js';
+import { positionOfRevision } from '../dist/projections/build-state.js';
 import { graphSha256 } from '../dist/projections/graph.js';
 import { SqliteSnapshotStore } from '../dist/projections/snapshots.js';
 import { stateAt } from '../dist/projections/time-travel.js';
@@ -34,7 +31,6 @@ const N_BUNDLE = Number(process.env.BENCH_EVENTS ?? 100_000);
 const N_REVISION = Number(process.env.BENCH_REVISION_EVENTS ?? 1_000_000);
 const root = mkdtempSync(join(tmpdir(), 'lb-bench-audit-'));
 const BIN = join(import.meta.dirname, '..', 'bin', 'longbuild.js');
-const NODES = 30;
 const ms = (t) => `${(performance.now() - t).toFixed(0)} ms`;
 
 

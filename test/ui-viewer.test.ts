@@ -261,6 +261,39 @@ describe.skipIf(CHROMIUM === undefined)('longbuild ui (issue 18)', () => {
     }
   }, 300_000);
 
+  it('text an agent controls (a request title, milestone and node titles, a decision) is shown as text in the page, never run as markup', async () => {
+    const payload = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
+    const dir = tempDir();
+    const bp = join(dir, 'hostile.json');
+    writeFileSync(bp, JSON.stringify({
+      request: { title: payload }, verify: [], detailedWindow: 1,
+      milestones: [{ id: 'm1', title: payload, nodes: [{ id: 'decide', kind: 'read-only', deps: [], title: payload, decision: payload }] }],
+    }));
+    const repo = join(dir, 'hostile');
+    mkdirSync(repo);
+    cliJson(['init', '--blueprint', bp], { cwd: repo });
+    cliJson(['run'], { cwd: repo });
+    const hostile = await startUi(repo);
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${hostile.url}?at=1`);
+      await page.waitForSelector('body[data-ready="true"]');
+      expect(await page.locator('[data-testid=title]').textContent()).toBe(payload);
+      const decided = (await get(`${hostile.url}api/events?type=AttemptFinished`)).json().rows[0].position;
+      await page.goto(`${hostile.url}?event=${decided}`);
+      await page.waitForSelector('[data-testid=hash-ok]');
+      expect(await page.locator('[data-testid=event-json]').textContent()).toContain('onerror=\\"window.__pwned=1\\"');
+      await page.locator('[data-testid=graph-svg] .node[data-id="decide"]').click();
+      expect(await page.locator('[data-testid=details]').textContent()).toContain(payload);
+      expect(await page.locator('[data-testid=horizon]').textContent()).toContain(payload);
+      expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+      expect(await page.locator('img, script:not([type=module])').count()).toBe(0);
+      await page.close();
+    } finally {
+      await stop(hostile.child);
+    }
+  }, 120_000);
+
   it('usage: a port in use is refused in one line; --host must name an address', async () => {
     const port = new URL(ui.url).port;
     const r = runCli(['ui', '--port', port], { cwd: demo, timeoutMs: 30_000 });

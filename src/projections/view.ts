@@ -50,7 +50,7 @@ export interface GraphView {
 }
 
 /** Everything a summary stands for: its nodes, the summaries it absorbed and, through them, theirs. */
-function holdings(st: BuildState, summaryId: string, seen = new Set<string>()): string[] {
+export function holdings(st: BuildState, summaryId: string, seen = new Set<string>()): string[] {
   const s = st.summaries[summaryId]?.summary;
   if (s === undefined || seen.has(summaryId)) return [];
   seen.add(summaryId);

@@ -21,13 +21,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { existsSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import dagre from '@dagrejs/dagre';
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
-import type { StoredEvent } from '../../events/envelope.js';
 import type { EventLog } from '../../events/log.js';
 import { LongbuildError, NotFoundError } from '../../events/errors.js';
-import { diffViews, viewOf, type GraphView } from '../../projections/view.js';
-import { criticalPath, type CriticalPath } from '../../projections/critical-path.js';
+import { diffViews, viewOf } from '../../projections/view.js';
+import { criticalPath } from '../../projections/critical-path.js';
+import { evidenceRefs, gitRefs, HEX64, marksOf, MARK_BUCKETS, nodesOf, sampleMarks, textOf, type IndexRow, type Mark } from './event-index.js';
+import { layoutOf, type LaidOut } from './layout.js';
 import { FileEvidenceStore } from '../evidence-store.js';
 import { readPages } from '../log/paging.js';
 import type { BuildPaths } from '../build-dir.js';
@@ -53,135 +53,8 @@ export interface ViewerOptions {
   readonly verify?: () => Promise<{ ok: boolean; events: number; checkpoints?: number; problem?: string }>;
 }
 
-/** One row of the event index the page lists and filters (the full event is fetched on demand). */
-export interface IndexRow {
-  readonly position: number;
-  readonly type: string;
-  readonly at: string;
-  readonly nodes: readonly string[];
-  readonly text: string;
-}
-
-export type MarkKind = 'revision' | 'checkpoint' | 'compaction' | 'renewal' | 'failure' | 'completed';
-export interface Mark { readonly position: number; readonly kind: MarkKind; readonly label: string }
-
-const HEX64 = /^[0-9a-f]{64}$/;
-const GIT_SHA = /^[0-9a-f]{40}$/;
-
-/** The node ids an event is about (for the node filter and the list's text). */
-export function nodesOf(e: StoredEvent): string[] {
-  const d = e.data as Record<string, unknown>;
-  const out = new Set<string>();
-  if (typeof d.nodeId === 'string') out.add(d.nodeId);
-  if (Array.isArray(d.nodeIds)) for (const id of d.nodeIds) if (typeof id === 'string') out.add(id);
-  if (Array.isArray(d.nodes)) for (const n of d.nodes) if (n && typeof (n as { id?: unknown }).id === 'string') out.add((n as { id: string }).id);
-  if (typeof d.summaryId === 'string') out.add(d.summaryId);
-  const receipt = d.receipt as { nodeIds?: unknown } | undefined;
-  if (receipt && Array.isArray(receipt.nodeIds)) for (const id of receipt.nodeIds) if (typeof id === 'string') out.add(id);
-  return [...out];
-}
-
-/** The marks of one event on the timeline. */
-export function marksOf(e: StoredEvent): Mark[] {
-  const d = e.data as Record<string, any>;
-  const out: Mark[] = [];
-  const graph = (e.metadata as { graph?: { revision: number } }).graph;
-  if (graph !== undefined) out.push({ position: e.position, kind: 'revision', label: `graph revision ${graph.revision}` });
-  switch (e.type) {
-    case 'CheckpointWritten': out.push({ position: e.position, kind: 'checkpoint', label: `checkpoint ${d.checkpoint?.milestoneId ?? ''}` }); break;
-    case 'MilestoneCompacted': out.push({ position: e.position, kind: 'compaction', label: `${d.summary?.milestoneId ?? ''} compacted into ${d.summaryId}` }); break;
-    case 'HorizonRenewed': out.push({ position: e.position, kind: 'renewal', label: `horizon renewed (revision ${d.revision})` }); break;
-    case 'AttemptFinished': if (d.outcome === 'failed') out.push({ position: e.position, kind: 'failure', label: `attempt ${d.attemptId} failed` }); break;
-    case 'VerificationFinished': if (d.passed === false) out.push({ position: e.position, kind: 'failure', label: `${d.jobId} failed verification` }); break;
-    case 'IntegrationFailed': out.push({ position: e.position, kind: 'failure', label: `${d.jobId} failed` }); break;
-    case 'AcceptanceFinished': if (d.passed === false) out.push({ position: e.position, kind: 'failure', label: `${d.runId} failed` }); break;
-    case 'BuildBlocked': out.push({ position: e.position, kind: 'failure', label: 'build blocked' }); break;
-    case 'BuildCompleted': out.push({ position: e.position, kind: 'completed', label: 'build completed' }); break;
-  }
-  return out;
-}
-
 /** While a build runs, the chain check runs again at most this often. */
 const CHECK_SPACING_MS = 3000;
-
-/** The timeline is drawn this many buckets wide: more marks than that cannot be told apart. */
-export const MARK_BUCKETS = 2000;
-
-/** At most one mark of each kind per bucket of positions (the first), so a 100k-event log's timeline stays small. */
-export function sampleMarks(marks: readonly Mark[], head: number, buckets: number): Mark[] {
-  if (marks.length <= buckets) return [...marks];
-  const width = Math.max(1, head / buckets);
-  const seen = new Set<string>();
-  return marks.filter((m) => {
-    const key = `${m.kind}:${Math.floor(m.position / width)}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
-}
-
-/** A short line for the list: what happened, to what. */
-function textOf(e: StoredEvent, nodes: readonly string[]): string {
-  const d = e.data as Record<string, any>;
-  const bits = [
-    d.attemptId, d.jobId, d.runId, d.callId, d.outcome, d.passed === true ? 'passed' : d.passed === false ? 'failed' : undefined, d.reason,
-  ].filter((x): x is string => typeof x === 'string');
-  return [...bits, ...nodes.slice(0, 6)].join(' ').slice(0, 200);
-}
-
-/** Every SHA-256 in an event that names a file of the evidence store, with where it sits. */
-export function evidenceRefs(e: StoredEvent): { path: string; sha256: string }[] {
-  const out: { path: string; sha256: string }[] = [];
-  const walk = (v: unknown, path: string): void => {
-    if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${path}[${i}]`));
-    else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, path === '' ? k : `${path}.${k}`);
-    else if (typeof v === 'string' && HEX64.test(v) && /(stdout|stderr)Sha256$/.test(path)) out.push({ path, sha256: v });
-  };
-  walk(e.data, '');
-  // stdout before stderr of the same command
-  const prefix = (p: string): string => p.replace(/std(out|err)Sha256$/, '');
-  const order = [...new Set(out.map((r) => prefix(r.path)))];
-  const key = (r: { path: string }): number => order.indexOf(prefix(r.path)) * 2 + (r.path.endsWith('stdoutSha256') ? 0 : 1);
-  return out.sort((a, b) => key(a) - key(b));
-}
-
-/** Git SHAs an event names (commits, trees, heads), with where they sit. */
-export function gitRefs(e: StoredEvent): { path: string; sha: string }[] {
-  const out: { path: string; sha: string }[] = [];
-  const walk = (v: unknown, path: string): void => {
-    if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${path}[${i}]`));
-    else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, path === '' ? k : `${path}.${k}`);
-    else if (typeof v === 'string' && GIT_SHA.test(v)) out.push({ path, sha: v });
-  };
-  walk(e.data, '');
-  return out;
-}
-
-export interface LaidOut extends GraphView {
-  /** The longest chain of unfinished work at that point, with its estimate (issue 16; what `status` shows). */
-  readonly criticalPath?: CriticalPath;
-  readonly layout: { readonly width: number; readonly height: number; readonly nodes: Record<string, { x: number; y: number; w: number; h: number }>; readonly edges: { from: string; to: string; points: { x: number; y: number }[] }[] };
-}
-
-/** A left-to-right DAG layout of the view's graph (dagre), in SVG units. */
-export function layoutOf(v: GraphView): LaidOut {
-  const g = new dagre.graphlib.Graph();
-  g.setGraph({ rankdir: 'LR', nodesep: 18, ranksep: 56, marginx: 12, marginy: 12 });
-  g.setDefaultEdgeLabel(() => ({}));
-  // Room for the id, and for the attempt count or what a summary stands for at the right.
-  for (const n of v.nodes) g.setNode(n.id, { width: Math.round(Math.max(96, 18 + 7.4 * n.id.length + (n.attempts > 1 || n.summary !== undefined ? 34 : 0))), height: 34 });
-  const ids = new Set(v.nodes.map((n) => n.id));
-  for (const n of v.nodes) for (const d of n.deps) if (ids.has(d)) g.setEdge(d, n.id);
-  dagre.layout(g);
-  const nodes: LaidOut['layout']['nodes'] = {};
-  for (const id of g.nodes()) {
-    const p = g.node(id);
-    nodes[id] = { x: Math.round(p.x - p.width / 2), y: Math.round(p.y - p.height / 2), w: p.width, h: p.height };
-  }
-  const edges = g.edges().map((e: { v: string; w: string }) => ({ from: e.v, to: e.w, points: (g.edge(e).points ?? []).map((p: { x: number; y: number }) => ({ x: Math.round(p.x), y: Math.round(p.y) })) }));
-  const graph = g.graph();
-  return { ...v, layout: { width: Math.ceil(graph.width ?? 0), height: Math.ceil(graph.height ?? 0), nodes, edges } };
-}
 
 const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
 
@@ -228,25 +101,22 @@ export class Viewer {
   private async readNew(): Promise<void> {
     const before = this.head;
     const log = (this.log ??= await this.o.openLog());
-    {
-      for await (const page of readPages(log, before + 1)) {
-        for (const e of page) {
-          if (e.type === 'BuildInitialized') {
-            const d = e.data as { buildId: string; request?: { title?: unknown; goal?: unknown } };
-            this.meta.buildId = d.buildId;
-            this.meta.title = typeof d.request?.title === 'string' ? d.request.title : typeof d.request?.goal === 'string' ? d.request.goal : d.buildId;
-          }
-          if (e.type === 'BuildCompleted') this.meta.completed = true;
-          const nodes = nodesOf(e);
-          this.index.push({ position: e.position, type: e.type, at: e.metadata.recordedAt, nodes, text: textOf(e, nodes) });
-          this.types.add(e.type);
-          this.marks.push(...marksOf(e));
+    for await (const page of readPages(log, before + 1)) {
+      for (const e of page) {
+        if (e.type === 'BuildInitialized') {
+          const d = e.data as { buildId: string; request?: { title?: unknown; goal?: unknown } };
+          this.meta.buildId = d.buildId;
+          this.meta.title = typeof d.request?.title === 'string' ? d.request.title : typeof d.request?.goal === 'string' ? d.request.goal : d.buildId;
         }
+        if (e.type === 'BuildCompleted') this.meta.completed = true;
+        const nodes = nodesOf(e);
+        this.index.push({ position: e.position, type: e.type, at: e.metadata.recordedAt, nodes, text: textOf(e, nodes) });
+        this.types.add(e.type);
+        this.marks.push(...marksOf(e));
       }
     }
     if (this.head !== before) {
       this.checkChain();
-      this.views.delete(before); // "head" may have been cached as the then-current state; positions never change, but keep memory bounded
       for (const c of this.clients) c.write(`data: ${JSON.stringify({ position: this.head })}\n\n`);
     }
   }

@@ -4,6 +4,7 @@ import type { SandboxSettings } from '../../../events/catalogue.js';
 import { nextAction } from '../../../commands/next-action.js';
 import { activeMilestone, graphSha256, inFlightNodes, rankReadyWave } from '../../../projections/graph.js';
 import { criticalPath, type CriticalPath } from '../../../projections/critical-path.js';
+import { holdings } from '../../../projections/view.js';
 import { hasAcceptance, latestAcceptance } from '../../../commands/acceptance.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { pause } from '../../interrupt.js';
@@ -119,9 +120,7 @@ function duration(ms: number): string {
 
 /** How many planned nodes a live summary stands for, through the summaries it absorbed. */
 function countCompacted(st: BuildState, summaryId: string): number {
-  const s = st.summaries[summaryId]?.summary;
-  if (!s) return 0;
-  return s.compactedNodeIds.filter((id) => st.summaries[id] === undefined).length + s.absorbedSummaryIds.reduce((k, id) => k + countCompacted(st, id), 0);
+  return new Set(holdings(st, summaryId).filter((id) => st.summaries[id] === undefined)).size;
 }
 
 function sandboxLine(st: BuildState): string {
