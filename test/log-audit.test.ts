@@ -9,6 +9,7 @@ import { GENESIS_HASH } from '../src/events/hash.js';
 import { hashLeaves, eventLeafHash } from '../src/events/merkle.js';
 import { checkpointText, formatVerifierKey, ED25519, rawPublicKey, signNote } from '../src/events/signed-note.js';
 import { runCli } from './support/cli.js';
+import { rewrite, rows, type Row } from './support/rewrite-log.js';
 import { generateSigningKey } from '../src/adapters/transparency/keys.js';
 import { signedHeadPath } from '../src/adapters/transparency/keys.js';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
@@ -34,40 +35,6 @@ function build(steps?: number): { repo: string; db: string; dir: string } {
   const run = runCli(['run', '--repo', repo, ...(steps === undefined ? [] : ['--max-steps', String(steps)])], { cwd: root });
   expect(run.code, run.stderr).toBe(0);
   return { repo, dir: join(repo, '.longbuild'), db: join(repo, '.longbuild', 'events.db') };
-}
-
-interface Row { position: number; stream_id: string; revision: number; type: string; schema_version: number; data: string; metadata: string; prev_hash: string; hash: string }
-
-function rows(db: string): Row[] {
-  const d = new Database(db, { readonly: true });
-  try {
-    return d.prepare('SELECT * FROM events ORDER BY position').all() as Row[];
-  } finally {
-    d.close();
-  }
-}
-
-/** Rewrite the log consistently from position 1: every hash recomputed, the anchor moved. */
-function rewrite(db: string, edit: (r: Row[]) => Row[]): void {
-  const edited = edit(rows(db));
-  let prev = GENESIS_HASH;
-  for (const r of edited) {
-    r.prev_hash = prev;
-    r.hash = computeEventHash({ position: r.position, streamId: r.stream_id, revision: r.revision, type: r.type, schemaVersion: r.schema_version, data: JSON.parse(r.data) as JsonValue, metadata: JSON.parse(r.metadata), prevHash: prev });
-    prev = r.hash;
-  }
-  const d = new Database(db);
-  try {
-    d.transaction(() => {
-      d.prepare('DELETE FROM events').run();
-      const ins = d.prepare('INSERT INTO events (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)');
-      for (const r of edited) ins.run(r.position, r.stream_id, r.revision, r.type, r.schema_version, r.data, r.metadata, r.prev_hash, r.hash);
-      const last = edited[edited.length - 1]!;
-      d.prepare('UPDATE chain_head SET position = ?, hash = ?').run(last.position, last.hash);
-    })();
-  } finally {
-    d.close();
-  }
 }
 
 /** Append one event chained properly to the head; the anchor moved too unless `keepAnchor`. */

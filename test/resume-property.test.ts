@@ -10,29 +10,9 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fuzz } from '../src/adapters/fuzz/runner.js';
-import { dagArb, type RandomDag } from './support/arbitraries.js';
+import { dagArb } from './support/arbitraries.js';
+import { blueprintOf } from './support/random-blueprint.js';
 import { tempDir } from './support/cli.js';
-
-/**
- * A blueprint of the DAG: mostly read-only work nodes (no git, cheap), the writable ones (at most
- * two) with no verification commands, so a run takes a second or two.
- */
-function blueprintOf(dag: RandomDag, writable: readonly number[], detailedWindow: 1 | 2): unknown {
-  return {
-    request: { title: 'random dag', nodes: dag.nodes.length },
-    verify: [],
-    detailedWindow,
-    milestones: dag.milestones.map((m, mi) => ({
-      id: m,
-      title: `Milestone ${m}`,
-      nodes: dag.listing.map((i) => ({ i, n: dag.nodes[i]! })).filter(({ n }) => n.milestone === mi).map(({ i, n }) => (
-        writable.includes(i)
-          ? { id: n.id, kind: 'writable', deps: n.deps, files: { [`src/${n.id}.txt`]: `${n.id}\n` } }
-          : { id: n.id, kind: 'read-only', deps: n.deps, decision: `decided ${n.id}` }
-      )),
-    })),
-  };
-}
 
 const caseArb = dagArb({ minNodes: 2, maxNodes: 7, maxMilestones: 3, idPrefix: 'n' }).chain((dag) => fc.record({
   dag: fc.constant(dag),

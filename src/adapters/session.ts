@@ -28,7 +28,10 @@ import { ProcessSlots } from './process/slots.js';
 import type { SandboxedRun } from './sandbox/sandbox.js';
 import type { ProcessResult } from './process/run-process.js';
 import { blueprintSha256, loadBlueprint, parseBlueprint, type Blueprint } from './blueprint/blueprint.js';
-import { ScriptedPlanner } from './blueprint/scripted-planner.js';
+import { proposedNode, ScriptedPlanner } from './blueprint/scripted-planner.js';
+import { findBlueprintNode } from './blueprint/blueprint.js';
+import type { CallDrivers } from './controller/effects.js';
+import { parentResults } from './fork/parent-results.js';
 import { ScriptedWorker } from './blueprint/scripted-worker.js';
 import { loadConfig, parseConfig, type LongbuildConfig } from './config/config.js';
 import { CommandPlanner } from './command/command-planner.js';
@@ -50,7 +53,7 @@ export const INTEGRATION_REF = 'refs/heads/longbuild/integration';
  * How the build is driven, stored as `<dir>/driver.json` when it is initialised; its SHA-256 is
  * pinned in BuildInitialized, so a changed driver file is refused on open.
  */
-type DriverFile =
+export type DriverFile =
   | { readonly kind: 'blueprint'; readonly blueprint: Blueprint }
   | { readonly kind: 'command'; readonly config: LongbuildConfig; readonly request: JsonValue };
 
@@ -149,11 +152,57 @@ function configSettings(c: LongbuildConfig): BuildSettings {
   };
 }
 
+/** What a driver sets in the log: the request, verification, acceptance and settings it gives (BuildInitialized, a fork's ForkedFrom). */
+export interface DriverRecord {
+  readonly request: JsonValue;
+  readonly verify: readonly (readonly string[])[];
+  /** Empty: none. */
+  readonly acceptance: readonly (readonly string[])[];
+  readonly settings: BuildSettings;
+}
+
+export function driverRecord(driver: DriverFile): DriverRecord {
+  if (driver.kind === 'blueprint') {
+    const bp = driver.blueprint;
+    return withRepairs({ request: bp.request as JsonValue, verify: bp.verify, acceptance: bp.acceptance ?? [], settings: blueprintSettings(bp) });
+  }
+  const config = driver.config;
+  // Acceptance runs after the same setup as verification (an install), in a workspace of its own.
+  const acceptance = config.acceptance.length > 0 ? [...config.setup, ...config.acceptance] : [];
+  return withRepairs({ request: driver.request, verify: [...config.setup, ...config.verify], acceptance, settings: configSettings(config) });
+}
+
+/** A build with acceptance commands records its repair windows (default 2). */
+const withRepairs = (r: DriverRecord): DriverRecord =>
+  r.acceptance.length > 0 ? { ...r, settings: { ...r.settings, acceptanceRepairs: r.settings.acceptanceRepairs ?? 2 } } : r;
+
+/** The driver of a blueprint file. */
+export function blueprintDriver(path: string): DriverFile {
+  return { kind: 'blueprint', blueprint: loadBlueprint(path) };
+}
+
+/** The driver of a request file and a config file, each checked with one clear line on failure. */
+export function requestDriver(requestPath: string, configPath: string): DriverFile {
+  if (!existsSync(requestPath)) throw new ValidationError(`request file ${requestPath} does not exist`);
+  let request: unknown;
+  try {
+    request = JSON.parse(readFileSync(requestPath, 'utf8'));
+  } catch (err) {
+    throw new ValidationError(`request file ${requestPath} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (request === null || typeof request !== 'object' || Array.isArray(request)) {
+    throw new ValidationError(`request file ${requestPath} must hold a JSON object (the project request)`);
+  }
+  canonicalJson(request); // refuses non-canonical numbers early, with the path
+  return { kind: 'command', config: loadConfig(configPath), request: request as JsonValue };
+}
+
 /** `longbuild init --blueprint FILE`: a build driven by the scripted planner and worker. */
 export async function initFromBlueprint(blueprintPath: string, opts: OpenOptions = {}): Promise<InitResult> {
-  const blueprint = loadBlueprint(blueprintPath);
+  const driver = blueprintDriver(blueprintPath);
+  const blueprint = (driver as Extract<DriverFile, { kind: 'blueprint' }>).blueprint;
   const sandbox = decideSandbox(blueprint.sandbox, blueprint.maxFileBytes, opts.env ?? process.env, 'blueprint');
-  return initBuild({ kind: 'blueprint', blueprint }, blueprint.request as JsonValue, blueprint.verify, blueprint.acceptance ?? [], blueprintSettings(blueprint), logicalClock(), sandbox, opts);
+  return initBuild(driver, driverRecord(driver), logicalClock(), sandbox, opts);
 }
 
 /**
@@ -178,28 +227,14 @@ function decideSandbox(setting: SandboxSetting | undefined, maxFileBytes: number
 
 /** `longbuild init --request FILE [--config FILE]`: a build driven by configured commands. */
 export async function initFromRequest(requestPath: string, configPath: string, opts: OpenOptions = {}): Promise<InitResult> {
-  if (!existsSync(requestPath)) throw new ValidationError(`request file ${requestPath} does not exist`);
-  let request: unknown;
-  try {
-    request = JSON.parse(readFileSync(requestPath, 'utf8'));
-  } catch (err) {
-    throw new ValidationError(`request file ${requestPath} is not valid JSON: ${(err as Error).message}`);
-  }
-  if (request === null || typeof request !== 'object' || Array.isArray(request)) {
-    throw new ValidationError(`request file ${requestPath} must hold a JSON object (the project request)`);
-  }
-  canonicalJson(request); // refuses non-canonical numbers early, with the path
-  const config = loadConfig(configPath);
+  const driver = requestDriver(requestPath, configPath);
+  const config = (driver as Extract<DriverFile, { kind: 'command' }>).config;
   const sandbox = decideSandbox(config.sandbox, config.maxFileBytes, opts.env ?? process.env, 'command');
-  // Acceptance runs after the same setup as verification (an install), in a workspace of its own.
-  const acceptance = config.acceptance.length > 0 ? [...config.setup, ...config.acceptance] : [];
-  return initBuild({ kind: 'command', config, request: request as JsonValue }, request as JsonValue, [...config.setup, ...config.verify], acceptance, configSettings(config), systemClock, sandbox, { ...opts, log: opts.log ?? config.log });
+  return initBuild(driver, driverRecord(driver), systemClock, sandbox, { ...opts, log: opts.log ?? config.log });
 }
 
-async function initBuild(
-  driver: DriverFile, request: JsonValue, verify: readonly (readonly string[])[], acceptance: readonly (readonly string[])[], settings: BuildSettings, clock: Clock,
-  sandbox: { settings: SandboxSettings; notice?: string }, opts: OpenOptions,
-): Promise<InitResult> {
+async function initBuild(driver: DriverFile, record: DriverRecord, clock: Clock, sandbox: { settings: SandboxSettings; notice?: string }, opts: OpenOptions): Promise<InitResult> {
+  const { request, verify, acceptance, settings } = record;
   const paths = buildPaths(opts);
   const logSpec = opts.log ?? 'sqlite';
   if (buildExists(paths)) {
@@ -245,7 +280,7 @@ async function initBuild(
   try {
     const first = buildInitialized({
       buildId, request, integrationRef: INTEGRATION_REF, baseHead: integrationHead, verify, acceptance,
-      settings: acceptance.length > 0 ? { ...settings, acceptanceRepairs: settings.acceptanceRepairs ?? 2 } : settings, driver: { kind: driver.kind, sourceSha256 }, sandbox: sandbox.settings, vkey,
+      settings, driver: { kind: driver.kind, sourceSha256 }, sandbox: sandbox.settings, vkey,
     });
     const result = await log.append(`build-${buildId}`, [{ type: first.type, data: first.data as JsonValue, metadata: { recordedAt: clock.now(1), correlationId: buildId } }], 'no-stream');
     const store = openBuildProjections(paths);
@@ -292,7 +327,10 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     await catchUpFromLog(store, log);
     const first = (await log.readAll({ from: 1, limit: 1 }))[0];
     if (!first || first.type !== 'BuildInitialized') throw new CorruptLogError(1, 'the log does not start with BuildInitialized');
-    const initData = first.data as { buildId: string; driver: { sourceSha256: string }; sandbox?: SandboxSettings; verify: string[][]; integrationRef: string; signing?: { vkey: string }; settings?: { ignoredFiles?: 'allowed' | 'dirty' } };
+    const firstData = first.data as { buildId: string; driver: { sourceSha256: string }; sandbox?: SandboxSettings; verify: string[][]; integrationRef: string; signing?: { vkey: string }; settings?: { ignoredFiles?: 'allowed' | 'dirty' } };
+    // A fork (R-48) goes on under the driver, verification and settings its ForkedFrom names.
+    const folded = store.state<BuildState>(buildProjection.name);
+    const initData = folded?.build ? { ...firstData, driver: folded.build.driver, verify: folded.build.verify, settings: folded.build.settings } : firstData;
     const driver = readDriver(paths, initData.driver.sourceSha256);
     const allow = driver.kind === 'command' ? [...driver.config.env.allow, ...driver.config.env.secret] : [];
     const secretNames = driver.kind === 'command' ? [...driver.config.env.secret, ...agentSecretNames([driver.config.planner.agent, driver.config.worker.agent])] : [];
@@ -312,6 +350,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     // tree store, and still read builds from before signed checkpoints.
     let notary: Notary | null = null;
     const warn = opts.warn ?? ((line: string) => void process.stderr.write(`longbuild: ${line}\n`));
+    const evidence = new FileEvidenceStore(paths.evidence);
     // The controller starts from the state the projection store restored and caught up (R-1).
     const controller = await Controller.open({
       log,
@@ -324,8 +363,10 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
         runVerification: (o) => run(sandbox.verify)({ ...o, rw: [o.cwd] }), ignoredFiles: initData.settings?.ignoredFiles ?? 'dirty',
         limits: { maxFileBytes: initData.sandbox?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, protectedPaths, verify: initData.verify },
       }),
-      evidence: new FileEvidenceStore(paths.evidence),
+      evidence,
       calls: new FileCallMarks(paths.calls),
+      drivers: callDrivers(driver),
+      ...(folded?.fork !== undefined ? { reuse: parentResults(folded.fork, evidence, warn) } : {}),
       faults: opts.faults ?? faultsFromEnv(env),
       ...(opts.beforeAppend ? { beforeAppend: opts.beforeAppend } : {}),
       // R-35: a checkpoint signed at every promotion, milestone checkpoint and end, as it is appended.
@@ -452,6 +493,25 @@ function plannerFor(driver: DriverFile, paths: BuildPaths, env: NodeJS.ProcessEn
     style: styleFor('planner', c.planner, env, [...c.env.allow, ...c.env.secret]),
     route: c.planner.route ?? defaultRoute(c.planner), timeoutMs: c.planner.timeoutSeconds * 1000, repo: paths.integrator, answers: paths.answers, run,
   });
+}
+
+/**
+ * The driver of each planner and worker call (R-48): a blueprint's plan (what the scripted planner
+ * proposes from) and a node's entry; a command build's planner or worker configuration and the
+ * environment names it passes. Part of every call's input digest.
+ */
+export function callDrivers(driver: DriverFile): CallDrivers {
+  const plain = (v: unknown): JsonValue => JSON.parse(JSON.stringify(v ?? null)) as JsonValue;
+  if (driver.kind === 'blueprint') {
+    const bp = driver.blueprint;
+    const planned = (ms: Blueprint['milestones']) => ms.map((m) => ({ id: m.id, title: m.title, ...(m.intent !== undefined ? { intent: m.intent } : {}), nodes: m.nodes.map(proposedNode) }));
+    const plan = plain({ kind: 'blueprint', detailedWindow: bp.detailedWindow, coarseWindow: bp.coarseWindow, milestones: planned(bp.milestones), repairs: planned(bp.repairs ?? []) });
+    return { planner: () => plan, worker: (nodeId) => plain({ kind: 'blueprint', node: findBlueprintNode(bp, nodeId)?.node ?? null }) };
+  }
+  const c = driver.config;
+  const planner = plain({ kind: 'command', planner: c.planner, env: c.env });
+  const worker = plain({ kind: 'command', worker: c.worker, env: c.env });
+  return { planner: () => planner, worker: () => worker };
 }
 
 function workerFor(driver: DriverFile, env: NodeJS.ProcessEnv, run: Runner): Worker {

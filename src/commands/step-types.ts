@@ -49,6 +49,10 @@ export interface KeptWorkerOutcome {
   readonly reason?: string;
   readonly decision?: string;
   readonly durationMs?: number;
+  /** The call's input digest, when the host could compute it. */
+  readonly inputSha256?: string;
+  /** Adopted from a fork's parent instead of calling the worker: the parent's event. */
+  readonly reused?: { readonly position: number; readonly hash: string };
 }
 
 /** A verification as the runner reports it: applied and verified (evidence stored), or not applicable (the conflict's evidence stored). */
@@ -111,7 +115,7 @@ export interface EffectResults {
   'delete-branches': null;
   'repair-refs': null;
   'recall-planner': { readonly kept: JsonValue | null; readonly started: boolean };
-  planner: { readonly answer: unknown };
+  planner: { readonly answer: unknown; readonly inputSha256?: string; readonly reused?: { readonly position: number; readonly hash: string } };
   'recall-attempt': { readonly found: { readonly commit: string; readonly tree: string } | null; readonly kept: KeptWorkerOutcome | null; readonly clone: string | null; readonly started: boolean };
   worker: { readonly kept: KeptWorkerOutcome; readonly worktree: string };
   'finish-clone': CloneCommit;

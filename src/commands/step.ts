@@ -181,13 +181,13 @@ export function settle<K extends keyof EffectResults>(state: BuildState, ctx: St
     case 'recall-planner': {
       const recalled = result as EffectResults['recall-planner'];
       // An answer kept before the crash is the call's result: it is recorded now, the planner not asked again.
-      if (recalled.kept !== null) return answered(state, ctx, r.callId, r.purpose, (recalled.kept as { answer: unknown }).answer);
+      if (recalled.kept !== null) return answered(state, ctx, r.callId, r.purpose, recalled.kept as EffectResults['planner']);
       // The call was made and left no result: make it again, same key (R-18). A call the crash came before is simply made now.
       const then: Focus = { kind: 'call-planner', callId: r.callId, purpose: r.purpose };
       return recalled.started ? go(then, [{ type: 'EffectReinvoked', data: { effect: 'planner', key: r.callId } }], r.callId) : decideStep(state, ctx, then);
     }
     case 'planner':
-      return answered(state, ctx, r.callId, r.purpose, (result as EffectResults['planner']).answer);
+      return answered(state, ctx, r.callId, r.purpose, result as EffectResults['planner']);
     case 'recall-attempt':
       return recalled(state, ctx, attemptOf(state, r.attemptId)!, r, result as EffectResults['recall-attempt']);
     case 'worker': {
@@ -196,13 +196,13 @@ export function settle<K extends keyof EffectResults>(state: BuildState, ctx: St
     }
     case 'finish-clone': {
       const made = result as EffectResults['finish-clone'];
-      if (made.kind === 'refused') return finished(r.draft, { outcome: 'failed', reason: `${made.rule}: ${made.reason}` }, r.report);
-      if (made.kind === 'unchanged') return finished(r.draft, { outcome: 'failed', reason: r.noCommitReason }, r.report);
+      if (made.kind === 'refused') return finished(hostJudged(r.draft), { outcome: 'failed', reason: `${made.rule}: ${made.reason}` }, r.report);
+      if (made.kind === 'unchanged') return finished(r.commit === null ? r.draft : hostJudged(r.draft), { outcome: 'failed', reason: r.noCommitReason }, r.report);
       return go({ kind: 'check-candidate', base: r.commit!.baseHead, commit: made.commit, tree: made.tree, removeClone: null, draft: r.draft, report: r.report });
     }
     case 'check-candidate': {
       const { problem } = result as EffectResults['check-candidate'];
-      if (problem !== null) return finished(r.draft, { outcome: 'failed', reason: `${problem.rule}: ${problem.reason}` }, r.report);
+      if (problem !== null) return finished(hostJudged(r.draft), { outcome: 'failed', reason: `${problem.rule}: ${problem.reason}` }, r.report);
       return finished(r.draft, { outcome: 'committed', commit: r.commit, tree: r.tree }, r.report);
     }
     case 'verify':
@@ -234,7 +234,8 @@ export function settle<K extends keyof EffectResults>(state: BuildState, ctx: St
 }
 
 /** A planner's answer (R-13..R-16, R-28): the horizon it seals or renews, or its refusal. */
-function answered(state: BuildState, ctx: StepContext, callId: string, purpose: PlannerPurpose, raw: unknown): Decision {
+function answered(state: BuildState, ctx: StepContext, callId: string, purpose: PlannerPurpose, returned_: EffectResults['planner']): Decision {
+  const raw = returned_.answer;
   let proposal: JsonValue = null;
   let proposalSha256 = sha256Hex('null');
   let canonical: Refusal | null = null;
@@ -245,7 +246,8 @@ function answered(state: BuildState, ctx: StepContext, callId: string, purpose: 
     canonical = refuse('R-28', `proposal is not canonical JSON: ${(err as Error).message}`);
   }
   const graphRevision = state.graphRevision;
-  const returned: DomainEvent = { type: 'PlannerReturned', data: { callId, proposal, proposalSha256, graphRevision } };
+  const reuse = { ...(returned_.inputSha256 !== undefined ? { inputSha256: returned_.inputSha256 } : {}), ...(returned_.reused !== undefined ? { reused: returned_.reused } : {}) };
+  const returned: DomainEvent = { type: 'PlannerReturned', data: { callId, proposal, proposalSha256, ...reuse, graphRevision } };
   const reject = (no: Refusal): Decision =>
     go({ kind: 'done', outcome: { kind: 'rejected', rule: no.rule, reason: no.reason } }, [returned, { type: 'ProposalRejected', data: { callId, rule: no.rule, reason: no.reason, graphRevision } }], callId);
   if (canonical) return reject(canonical);
@@ -310,12 +312,23 @@ function finishAttempt(state: BuildState, a: AttemptRecord, out: KeptWorkerOutco
   return go({ kind: 'finish-clone', attemptId: a.attemptId, draft, noCommitReason: 'worker produced no change', report, commit });
 }
 
-/** The evidence fields of an AttemptFinished for what a worker call returned. */
-function evidenceOf(out: KeptWorkerOutcome): Pick<FinishDraft, 'evidenceSha256' | 'stdoutSha256' | 'stderrSha256' | 'durationMs'> {
+/** The evidence fields of an AttemptFinished for what a worker call returned (its input digest and reuse too, R-48). */
+function evidenceOf(out: KeptWorkerOutcome): Pick<FinishDraft, 'evidenceSha256' | 'stdoutSha256' | 'stderrSha256' | 'durationMs' | 'inputSha256' | 'reused'> {
   return {
     evidenceSha256: canonicalSha256({ stdout: out.stdoutSha256, stderr: out.stderrSha256 }), stdoutSha256: out.stdoutSha256, stderrSha256: out.stderrSha256,
     ...(out.durationMs !== undefined ? { durationMs: out.durationMs } : {}),
+    ...(out.inputSha256 !== undefined ? { inputSha256: out.inputSha256 } : {}), ...(out.reused !== undefined ? { reused: out.reused } : {}),
   };
+}
+
+/**
+ * A result the host refused (or found empty) after the worker said it committed: what decided it
+ * is the host's check of the files, not the worker's outcome alone, so it carries no input digest
+ * and no fork adopts it (R-48); a fork redoes that call.
+ */
+function hostJudged(draft: FinishDraft): FinishDraft {
+  const { inputSha256: _input, ...rest } = draft;
+  return rest;
 }
 
 function finished(draft: FinishDraft, result: Pick<DataOf<'AttemptFinished'>, 'outcome' | 'reason' | 'commit' | 'tree' | 'decision'>, report: Outcome): Decision {

@@ -165,10 +165,25 @@ export const PlannerInvoked = e('PlannerInvoked', z.strictObject({
   graphRevision: z.number().int().nonnegative(),
 }));
 
+/**
+ * A result adopted from the parent build of a fork (R-48) instead of making the call: the
+ * parent's event at `position`, whose hash is `hash`, recorded the same input digest.
+ */
+const ReusedSchema = z.strictObject({ position: z.number().int().positive(), hash: Sha256Schema });
+
+/**
+ * The SHA-256 of a planner or worker call's input as the call received it (R-48): its packet or
+ * planner input, commit ids replaced by the content they name, recording times left out, and the
+ * driver of that call. Present when the result may stand for any call with the same input.
+ */
+const InputSha256Schema = Sha256Schema.optional();
+
 export const PlannerReturned = e('PlannerReturned', z.strictObject({
   callId: z.string(),
   proposal: z.json(),
   proposalSha256: Sha256Schema,
+  inputSha256: InputSha256Schema,
+  reused: ReusedSchema.optional(),
   graphRevision: z.number().int().nonnegative(),
 }));
 
@@ -217,6 +232,8 @@ export const AttemptFinished = e('AttemptFinished', z.strictObject({
   /** How long the worker's process ran, ms (a command or agent worker; absent when adopted or scripted). */
   durationMs: z.number().int().nonnegative().optional(),
   adopted: z.boolean(),
+  inputSha256: InputSha256Schema,
+  reused: ReusedSchema.optional(),
   graphRevision: z.number().int().nonnegative(),
 }));
 
@@ -405,6 +422,31 @@ export const AcceptanceRequested = e('AcceptanceRequested', z.strictObject({
   graphRevision: z.number().int().nonnegative(),
 }));
 
+/**
+ * A fork (R-48): the events before this one are the parent build's, verbatim, up to `parent.position`
+ * (whose hash is `parent.headHash`); the build goes on from there under `driver`, with the request,
+ * verification, acceptance and settings that driver gives (the same as the parent's when unchanged).
+ */
+export const ForkedFrom = e('ForkedFrom', z.strictObject({
+  parent: z.strictObject({
+    buildId: z.string().min(1),
+    /** Where the parent lived when forked: its repository and build directory (verify follows them when reachable). */
+    repo: z.string().min(1),
+    dir: z.string().min(1),
+    position: z.number().int().positive(),
+    headHash: Sha256Schema,
+    /** The parent's newest signed checkpoint at or after the fork point, when it had one (R-35). */
+    checkpoint: z.strictObject({ size: z.number().int().positive(), rootHash: Sha256Schema, note: z.string() }).optional(),
+  }),
+  driver: z.strictObject({ kind: z.enum(['blueprint', 'command']), sourceSha256: Sha256Schema }),
+  request: z.json(),
+  requestSha256: Sha256Schema,
+  verify: z.array(z.array(z.string()).min(1)),
+  acceptance: z.array(z.array(z.string()).min(1)).min(1).optional(),
+  settings: BuildSettingsSchema,
+  graphRevision: z.number().int().nonnegative(),
+}));
+
 /** Every domain event, one discriminated union (one source of truth for every type). */
 export const DomainEventSchema = z.discriminatedUnion('type', [
   BuildInitialized,
@@ -432,6 +474,7 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   AcceptanceStarted,
   AcceptanceFinished,
   AcceptanceRequested,
+  ForkedFrom,
 ]);
 export type DomainEvent = z.infer<typeof DomainEventSchema>;
 export type DomainEventType = DomainEvent['type'];
@@ -465,6 +508,7 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   AcceptanceStarted: 1,
   AcceptanceFinished: 1,
   AcceptanceRequested: 1,
+  ForkedFrom: 1,
 };
 
 /**

@@ -60,6 +60,19 @@ export interface BuildState {
   readonly pendingCompactions: readonly string[];
   /** System-level acceptance runs (issue 16); absent until the first one. */
   readonly acceptance?: AcceptanceState;
+  /** The parent of a fork (R-48), from its newest ForkedFrom; `at`: that event's position. */
+  readonly fork?: ForkRecord;
+  /** Planner and worker results adopted from a fork's parent instead of calling (R-48); absent: none. */
+  readonly reused?: { readonly planner: number; readonly worker: number };
+}
+
+export interface ForkRecord {
+  readonly buildId: string;
+  readonly repo: string;
+  readonly dir: string;
+  readonly position: number;
+  readonly headHash: string;
+  readonly at: number;
 }
 
 export const initialBuildState: BuildState = {
@@ -224,6 +237,7 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
     case 'PlannerReturned': {
       const call = draft.plannerCalls[event.data.callId];
       if (call) call.status = 'returned';
+      if (event.data.reused !== undefined) (draft.reused ??= { planner: 0, worker: 0 }).planner += 1;
       return;
     }
     case 'ProposalRejected': {
@@ -267,6 +281,7 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
         attempt.adopted = d.adopted;
         attempt.evidenceSha256 = d.evidenceSha256;
       }
+      if (d.reused !== undefined) (draft.reused ??= { planner: 0, worker: 0 }).worker += 1;
       if (d.durationMs !== undefined) {
         draft.durations ??= { worker: { calls: 0, ms: 0 }, verify: { jobs: 0, ms: 0 } };
         draft.durations.worker.calls += 1;
@@ -443,6 +458,25 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
     }
     case 'AcceptanceRequested': {
       (draft.acceptance ??= { runs: {}, count: 0, open: null, latest: null, requested: false }).requested = true;
+      return;
+    }
+    case 'ForkedFrom': {
+      // R-48: the build goes on from the parent's state under the driver the fork names. Like a
+      // recovery event, it is not part of the work: the logical clock skips it, so an unchanged
+      // blueprint fork records the parent's times, commit dates and so commits.
+      const d = event.data;
+      if (draft.build) {
+        draft.build.driver = d.driver;
+        draft.build.request = d.request as Draft<JsonValue>;
+        draft.build.requestSha256 = d.requestSha256;
+        draft.build.verify = d.verify;
+        draft.build.settings = d.settings;
+        if (d.acceptance === undefined) delete draft.build.acceptance;
+        else draft.build.acceptance = d.acceptance;
+      }
+      const { buildId, repo, dir, position, headHash } = d.parent;
+      draft.fork = { buildId, repo, dir, position, headHash, at: draft.position };
+      draft.recoveries += 1;
       return;
     }
     default: {

@@ -149,6 +149,10 @@ export class SimWorld {
       return { worktree: `/sim/${attemptId}`, reworked: false };
     },
     filesChangedBy: async () => [],
+    contentOf: async () => null,
+    materialize: async () => {
+      throw new Error('the simulated world has no fork parent to materialize from');
+    },
     deleteAttemptBranches: async (ids) => {
       for (const id of ids) this.refs.delete(ATTEMPTS + id);
     },

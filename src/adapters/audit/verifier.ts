@@ -18,6 +18,20 @@ import { commitTree, readGitBundle, GitBundleError } from './git-pack.js';
 
 export const BUNDLE_FORMAT = 'longbuild-audit-bundle@1';
 
+/**
+ * The driver file's SHA-256 in force at the log's head: BuildInitialized's, or the newest
+ * ForkedFrom's (a fork goes on under the driver it names, R-48); null when none is recorded.
+ */
+export function driverPin(events: readonly Pick<StoredEvent, 'type' | 'data' | 'position'>[]): { sha256: string; by: string; position: number } | null {
+  let pin: { sha256: string; by: string; position: number } | null = null;
+  for (const e of events) {
+    if (e.type !== 'BuildInitialized' && e.type !== 'ForkedFrom') continue;
+    const sha = (e.data as { driver?: { sourceSha256?: unknown } }).driver?.sourceSha256;
+    if (typeof sha === 'string') pin = { sha256: sha, by: e.type === 'ForkedFrom' ? `ForkedFrom (position ${e.position})` : 'BuildInitialized', position: e.position };
+  }
+  return pin;
+}
+
 export interface AuditOptions {
   /** The log's verifier key as the auditor obtained it (a vkey, or a file holding one). */
   readonly key?: string;
@@ -205,7 +219,8 @@ async function checkLog(
   }
 
   // 6. The driver file and every evidence file the log names.
-  if (sha256(readFileSync(need('driver.json'))) !== initData.driver.sourceSha256) throw new AuditFailure('evidence', 'driver.json does not match the SHA-256 BuildInitialized pinned', 1);
+  const pin = driverPin(events);
+  if (pin !== null && sha256(readFileSync(need('driver.json'))) !== pin.sha256) throw new AuditFailure('evidence', `driver.json does not match the SHA-256 ${pin.by} pinned`, 1);
   const evidence = new Set<string>();
   for (const e of events) {
     for (const sha of evidenceNamed(e)) {

@@ -6,6 +6,7 @@
  * boundary is, so the fuzzer can stop the host exactly there.
  */
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
+import { callInputSha256, commitIdsIn, type CommitContent } from '../../commands/call-input.js';
 import type { CommandEvidence } from '../../events/catalogue.js';
 import type { EffectRequest, EffectResults, KeptWorkerOutcome, VerificationOutcome } from '../../commands/step.js';
 import type { Planner, Worker } from '../../commands/ports.js';
@@ -28,6 +29,36 @@ export interface EffectDeps {
   readonly calls?: CallMarks;
   /** Told when a planner, worker or verification call starts and ends (progress shows them). */
   readonly board?: CallBoard;
+  /**
+   * The driver of each call (R-48): what, besides its input, decides what a planner or worker
+   * call returns. Without it no input digest is recorded (and nothing is reused).
+   */
+  readonly drivers?: CallDrivers;
+  /** A fork's parent's results by input digest (R-48): adopted instead of calling. */
+  readonly reuse?: ReuseSource;
+}
+
+export interface CallDrivers {
+  planner(): JsonValue;
+  worker(nodeId: string): JsonValue;
+}
+
+/** A parent's recorded result: its event's position and hash. */
+export interface ReusedFrom {
+  readonly position: number;
+  readonly hash: string;
+}
+
+/** Where a fork finds its parent's results (src/adapters/fork/parent-results.ts). */
+export interface ReuseSource {
+  /** The parent's answer to a planner call with this input digest, or null. */
+  planner(inputSha256: string): Promise<{ readonly answer: JsonValue; readonly from: ReusedFrom } | null>;
+  /**
+   * The parent's worker outcome for a call with this input digest (its evidence files copied into
+   * this build's store), with the commit whose tree the worker left and the repository holding
+   * it (null for a read-only or failed outcome), or null.
+   */
+  worker(inputSha256: string): Promise<{ readonly kept: KeptWorkerOutcome; readonly commit: { readonly sha: string; readonly repo: string } | null; readonly from: ReusedFrom } | null>;
 }
 
 /** The calls running now, for whoever shows progress: a key, what the call is, since when. */
@@ -69,13 +100,22 @@ export function effectRunner(deps: EffectDeps): RunEffect {
         return { kept: calls?.kept(r.callId, r.invocation) ?? null, started: calls?.started(r.callId, r.invocation) ?? true };
       case 'planner': {
         const input = withAcceptanceOutput(r.input, deps.evidence);
+        const inputSha256 = await digest('planner', input, () => deps.drivers!.planner());
+        const reused = inputSha256 !== undefined ? await deps.reuse?.planner(inputSha256) ?? null : null;
+        const digested = inputSha256 !== undefined ? { inputSha256 } : {};
+        if (reused !== null) {
+          // The parent answered this very input (R-48): its answer is this call's, checked again like any answer.
+          const result = { answer: reused.answer, ...digested, reused: reused.from };
+          calls?.keep(r.callId, r.invocation, result as unknown as JsonValue);
+          return result;
+        }
         const answer = await call('planner', () => deps.planner.propose(input), { key: r.callId, invocation: r.invocation }, { key: r.callId, label: `planner (${r.purpose}, ${r.callId})` });
         // Kept until it is recorded (only a canonical answer: anything else is re-asked after a crash).
         if (isCanonical(answer)) {
-          calls?.keep(r.callId, r.invocation, { answer: answer as JsonValue });
+          calls?.keep(r.callId, r.invocation, { answer: answer as JsonValue, ...digested } as JsonValue);
           faults.reach('after-keep:planner');
         }
-        return { answer };
+        return { answer, ...digested };
       }
       case 'recall-attempt': {
         const found = r.writable ? await git.findAttemptCommit(r.branch, r.baseHead) : null;
@@ -93,10 +133,17 @@ export function effectRunner(deps: EffectDeps): RunEffect {
           withFailureEvidence(packet, r.failureEvidence, deps.evidence, prepared.reworked ? r.rework?.commit : undefined, prepared.conflicts),
           (commit) => git.filesChangedBy(commit),
         );
+        const inputSha256 = await digest('worker', full, () => deps.drivers!.worker(packet.nodeId));
+        const reused = inputSha256 !== undefined ? await adopted(inputSha256, r.writable, prepared.worktree) : null;
+        if (reused !== null) {
+          calls?.keep(r.key, r.invocation, reused as unknown as JsonValue);
+          return { kept: reused, worktree: prepared.worktree };
+        }
         const out = await call('worker', () => deps.worker.implement(full, prepared.worktree), { key: r.key, invocation: r.invocation }, { key: r.attemptId, label: `worker on ${packet.nodeId} (attempt ${packet.attempt})` });
         const kept: KeptWorkerOutcome = {
           outcome: out.outcome, stdoutSha256: deps.evidence.put(Buffer.from(out.stdout)), stderrSha256: deps.evidence.put(Buffer.from(out.stderr)),
           ...(out.reason !== undefined ? { reason: out.reason } : {}), ...(out.decision !== undefined ? { decision: out.decision } : {}), ...(out.durationMs !== undefined ? { durationMs: out.durationMs } : {}),
+          ...(inputSha256 !== undefined ? { inputSha256 } : {}),
         };
         // Kept before the host acts on it: a crash or a full disk from here on finishes the attempt
         // from this outcome and the clone, without calling the worker again.
@@ -127,6 +174,29 @@ export function effectRunner(deps: EffectDeps): RunEffect {
       case 'promote':
         return call('promote', () => git.promote(r.ref, r.commit, r.expectedOld));
     }
+  };
+  /** A call's input digest (R-48), when the build names its drivers: commit ids are read as the content they name. */
+  const digest = async (role: 'planner' | 'worker', input: unknown, driver: () => JsonValue): Promise<string | undefined> => {
+    if (deps.drivers === undefined) return undefined;
+    const contents = new Map<string, CommitContent | null>();
+    for (const id of commitIdsIn(input)) contents.set(id, await git.contentOf(id));
+    return callInputSha256(role, input, driver(), contents);
+  };
+  /**
+   * The parent's outcome for this input (R-48), its files placed in the clone as the parent's
+   * worker left them; null when there is none or its commit cannot be had (the worker is called).
+   */
+  const adopted = async (inputSha256: string, writable: boolean, worktree: string): Promise<KeptWorkerOutcome | null> => {
+    const found = await deps.reuse?.worker(inputSha256) ?? null;
+    if (found === null || (found.commit !== null) !== (writable && found.kept.outcome === 'committed')) return null;
+    if (found.commit !== null) {
+      try {
+        await git.materialize(worktree, found.commit.sha, found.commit.repo);
+      } catch {
+        return null; // the parent's repository or commit is gone: the call is made
+      }
+    }
+    return { ...found.kept, inputSha256, reused: found.from };
   };
   /** Apply and verify in a clean workspace (the cache first); the evidence bytes are stored, the result names them. */
   const verify = async (r: Extract<EffectRequest, { kind: 'verify' }>): Promise<VerificationOutcome> => {

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   addDetachedWorkspace, ATTEMPT_BRANCH_PREFIX, candidateProblem, commitAttempt, findAttemptCommit, git, integrateCandidates, prepareAttemptWorktree, promote, publishRef, readRef,
-  removeWorkspace, treeOf, workspaceGitDir, type CandidateLimits,
+  commitParents, removeWorkspace, treeOf, workspaceGitDir, type CandidateLimits,
 } from '../git/git.js';
 import { verifyWithCache, type VerificationRunner } from '../cache/cached-verification.js';
 import { updateOwnRef } from '../git/own-refs.js';
@@ -36,6 +36,8 @@ export interface GitBindingOptions {
 /** The controller's GitPort over real git: the integrator's private repository, a clone per attempt. */
 export function gitBinding(o: GitBindingOptions): GitPort {
   const I = o.integratorRepo;
+  /** Commit contents already read (an object never changes). */
+  const contents = new Map<string, { tree: string; parentTree: string | null } | null>();
   return {
     async prepareAttemptWorktree(attemptId, branch, baseHead, reworkFrom) {
       const prepared = await prepareAttemptWorktree(I, o.worktreesDir, attemptId, branch, baseHead, reworkFrom);
@@ -45,6 +47,23 @@ export function gitBinding(o: GitBindingOptions): GitPort {
     async filesChangedBy(commit) {
       const out = (await git(I, ['diff-tree', '-r', '-z', '--name-only', '--no-commit-id', '--no-renames', commit])).stdout;
       return out.split('\0').filter((p) => p !== '');
+    },
+    async contentOf(sha) {
+      const known = contents.get(sha);
+      if (known !== undefined) return known;
+      let found: { tree: string; parentTree: string | null } | null = null;
+      try {
+        const parents = await commitParents(I, sha);
+        found = { tree: await treeOf(I, sha), parentTree: parents[0] === undefined ? null : await treeOf(I, parents[0]) };
+      } catch {
+        found = null; // not a commit of this repository
+      }
+      if (found !== null) contents.set(sha, found); // an unknown id may name a commit made later
+      return found;
+    },
+    async materialize(worktree, commit, from) {
+      await git(worktree, ['fetch', '-q', '--no-tags', from, commit]);
+      await git(worktree, ['read-tree', '-u', '--reset', commit]);
     },
     async deleteAttemptBranches(attemptIds) {
       const rest: string[] = [];

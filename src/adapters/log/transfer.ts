@@ -14,13 +14,16 @@ export interface TransferReport {
  * hashes — so the target's hash chain is the source's, byte for byte. The copy commits page by
  * page, so an interrupted one leaves a prefix of the source: a target that holds one (its head is
  * the source's event at that position, same hash, hence the same chain) is resumed from there;
- * any other non-empty target is refused. The source is verified first (a corrupt log is not
+ * any other non-empty target is refused. With `upTo`, only the first `upTo` events are copied. The source is verified first (a corrupt log is not
  * copied), the target is verified after, and the two head hashes must agree. Events the source
  * gains during the copy are not copied.
  */
-export async function transferLog(source: EventLog, target: TransferableEventLog, options: { pageSize?: number } = {}): Promise<TransferReport> {
+export async function transferLog(source: EventLog, target: TransferableEventLog, options: { pageSize?: number; upTo?: number } = {}): Promise<TransferReport> {
   const pageSize = options.pageSize ?? 1000;
-  const sourceReport = await source.verifyChain();
+  const verified = await source.verifyChain();
+  // `upTo`: the source's first events only (a fork's prefix, R-48), its head the event there.
+  const cut = options.upTo !== undefined && options.upTo < verified.events ? (await source.readAll({ from: options.upTo, limit: 1 }))[0] : undefined;
+  const sourceReport = cut === undefined ? verified : { ...verified, events: cut.position, headHash: cut.hash };
   if (!sourceReport.ok) {
     const first = sourceReport.problems[0]!;
     throw new CorruptLogError(first.position, `source log does not verify, nothing copied: ${first.problem}`);

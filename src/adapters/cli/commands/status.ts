@@ -24,7 +24,10 @@ export interface StatusOutput {
   readonly inFlight: string[];
   readonly checkpoints: string[];
   readonly summaries: string[];
-  readonly calls: { planner: number; worker: number };
+  /** Planner and worker calls recorded (a fork's prefix included), and how many of them a fork adopted from its parent (R-48). */
+  readonly calls: { planner: number; worker: number; reused?: { planner: number; worker: number } };
+  /** The build this one was forked from (R-48): its directory, the point, and the ForkedFrom event's position. */
+  readonly fork?: { readonly buildId: string; readonly dir: string; readonly position: number; readonly at: number };
   readonly position: number;
   readonly completed: boolean;
   readonly blocked: string | null;
@@ -67,7 +70,8 @@ export function statusOf(st: BuildState): StatusOutput {
     inFlight: inFlightNodes(st),
     checkpoints: Object.entries(st.checkpoints).sort((a, b) => a[1].position - b[1].position).map(([id]) => id),
     summaries: Object.keys(st.nodes).filter((id) => st.nodes[id]!.summary === true).sort(compareCodePoints),
-    calls: { planner: st.calls.planner, worker: st.calls.worker },
+    calls: { planner: st.calls.planner, worker: st.calls.worker, ...(st.reused !== undefined ? { reused: { ...st.reused } } : {}) },
+    ...(st.fork !== undefined ? { fork: { buildId: st.fork.buildId, dir: st.fork.dir, position: st.fork.position, at: st.fork.at } } : {}),
     position: st.position,
     completed: st.completed,
     // A refused proposal blocks the build without a BuildBlocked event: ask the decider.
@@ -188,7 +192,8 @@ export function render(d: StatusOutput, ctx?: CommandContext): string {
     ...(d.acceptance !== null ? [`acceptance: ${acceptanceLine(d.acceptance)}`] : []),
     `checkpoints: ${d.checkpoints.join(', ') || '-'}`,
     `summaries: ${d.summaries.join(', ') || '-'}`,
-    `calls: planner ${d.calls.planner}, worker ${d.calls.worker}`,
+    `calls: planner ${d.calls.planner}, worker ${d.calls.worker}${d.calls.reused !== undefined ? ` (adopted from a parent build: ${d.calls.reused.planner} planner, ${d.calls.reused.worker} worker results)` : ''}`,
+    ...(d.fork !== undefined ? [`fork: of ${d.fork.dir} at position ${d.fork.position} (ForkedFrom at ${d.fork.at}); \`longbuild verify\` checks the link`] : []),
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { decideRefRepairs } from '../../../commands/refs.js';
 import { initialBuildState, type BuildState } from '../../../projections/build-state.js';
 import { graphRecordProblems } from '../../../projections/graph-record.js';
-import { evidenceNamed } from '../../audit/verifier.js';
+import { driverPin, evidenceNamed } from '../../audit/verifier.js';
+import { forkLinks, type ForkLink } from '../../fork/fork-link.js';
 import { snapshotProblems } from '../../../projections/snapshot-audit.js';
 import { SqliteSnapshotStore } from '../../../projections/snapshot-store.js';
 import { buildProjection } from '../../../projections/build-projection.js';
@@ -46,6 +47,8 @@ export interface VerifyOutput {
   readonly snapshots: { readonly checked: number; readonly seed: number | null };
   /** The build advanced while verify ran: the log was verified as of `events`; caches and refs not compared. */
   readonly live: boolean;
+  /** A fork's links to its parents (R-48), one per ForkedFrom; absent when the build is no fork. */
+  readonly forks?: readonly ForkLink[];
 }
 
 /**
@@ -75,6 +78,7 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
     let checkpoints = 0;
     let treeRoot: string | null = null;
     let live = false;
+    let forks: ForkLink[] | undefined;
     if (chain.ok) {
       const events: StoredEvent[] = [];
       for await (const page of readPages(log, 1, headPosition)) events.push(...page);
@@ -90,7 +94,10 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
       checkpoints = signed.checked;
       problems.push(...signed.problems);
       if (seenBefore > headPosition) problems.push({ position: headPosition + 1, problem: `log truncated: the projections have seen position ${seenBefore}, but the log ends at ${headPosition}` });
-      problems.push(...driverProblems(paths, events[0]), ...evidenceProblems(paths, events));
+      problems.push(...driverProblems(paths, events), ...evidenceProblems(paths, events));
+      const linked = await forkLinks(events);
+      if (linked.links.length > 0) forks = linked.links;
+      problems.push(...linked.problems);
       const graph = graphRecordProblems(events, initialBuildState);
       if (graph) problems.push(graph);
       const rebuilt = ProjectionStore.open(':memory:', allProjections(), { snapshotEvery: 0 });
@@ -131,7 +138,7 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
     if (problems.length > 0 && problems.every((p) => p.problem.startsWith('stored projections differ') || p.problem.startsWith('time-travel snapshot'))) {
       problems[0] = { ...problems[0]!, problem: `${problems[0]!.problem}; the log checks out, so \`longbuild rebuild\` refolds the projections (and snapshots) from it` };
     }
-    return { ok: problems.length === 0, events: chain.events, headHash: chain.headHash, projectionsSha256, problems, checkpoints, treeRoot, snapshots, live };
+    return { ok: problems.length === 0, events: chain.events, headHash: chain.headHash, projectionsSha256, problems, checkpoints, treeRoot, snapshots, live, ...(forks !== undefined ? { forks } : {}) };
   } finally {
     await log.close();
   }
@@ -278,12 +285,12 @@ export function readCheckpointNotes(paths: BuildPaths): CheckpointNote[] {
   return checkpointFiles(paths).map((f) => ({ ...f, note: readFileSync(f.file, 'utf8') }));
 }
 
-/** The driver file still has the SHA-256 BuildInitialized pinned. */
-function driverProblems(paths: BuildPaths, first: StoredEvent | undefined): VerifyProblem[] {
-  const pinned = (first?.data as { driver?: { sourceSha256?: string } } | undefined)?.driver?.sourceSha256;
-  if (!pinned) return [];
-  if (!existsSync(paths.driver)) return [{ position: 1, problem: `${paths.driver} is missing` }];
-  return sha256Hex(readFileSync(paths.driver)) === pinned ? [] : [{ position: 1, problem: `${paths.driver} does not match the SHA-256 pinned in BuildInitialized (edited)` }];
+/** The driver file still has the SHA-256 the log pinned (BuildInitialized, or a fork's ForkedFrom). */
+function driverProblems(paths: BuildPaths, events: readonly StoredEvent[]): VerifyProblem[] {
+  const pin = driverPin(events);
+  if (pin === null) return [];
+  if (!existsSync(paths.driver)) return [{ position: pin.position, problem: `${paths.driver} is missing` }];
+  return sha256Hex(readFileSync(paths.driver)) === pin.sha256 ? [] : [{ position: pin.position, problem: `${paths.driver} does not match the SHA-256 pinned in ${pin.by} (edited)` }];
 }
 
 /** Every evidence file the log names (verification and worker output) is present and hashes to its name. */
@@ -350,6 +357,9 @@ export function render(data: VerifyOutput): string {
     `${data.ok ? 'ok' : 'FAILED'}: ${data.events} events, head ${data.headHash}`,
     `merkle root ${data.treeRoot ?? '(not computed: the chain is broken)'} at size ${data.events}; ${data.checkpoints} signed checkpoint${data.checkpoints === 1 ? '' : 's'} checked`,
     `projections sha256 ${data.projectionsSha256 ?? '(not computed: the chain is broken)'}; ${data.snapshots.checked} time-travel snapshots refolded${data.snapshots.seed !== null ? ` (sample, --seed ${data.snapshots.seed})` : ''}`,
+    ...(data.forks ?? []).map((f) => `fork of ${f.parent.buildId} at ${f.parent.position} (ForkedFrom at ${f.position}): ${f.reachable
+      ? `parent reachable at ${f.parent.dir}, link checked; ${f.reusedChecked} of ${f.reused} reused results checked against it`
+      : `parent not reachable at ${f.parent.dir}: the link is checked from this log alone; ${f.reused} reused results not compared`}`),
     ...(data.live ? [`note: the build advanced while verifying (a run is live): the log is verified up to position ${data.events}; the stored projections and refs were not compared`] : []),
     ...data.problems.map((p) => `problem at position ${p.position}: ${p.problem}`),
   ];

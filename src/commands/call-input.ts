@@ -1,0 +1,68 @@
+/**
+ * The input digest of a planner or worker call (R-48), pure. A fork adopts a parent's result for
+ * a call whose digest equals the one the parent recorded, so the digest must cover everything the
+ * call can act on, and nothing that only names the log's own history:
+ *
+ * - the input as the call received it (the full work packet, with dependency files and failure
+ *   output; the planner input with acceptance output), and the driver of that call (the
+ *   blueprint's node or plan, or the configured command/agent);
+ * - every commit id in it replaced by the content it names: its tree and its first parent's tree
+ *   (what a worker's checkout holds, and what the commit changed). A fork's commits are its own
+ *   (made at other times, on other parents' ids), so ids would never match beyond the first
+ *   promotion of a wall-clock build; trees do whenever the work is the same;
+ * - recording times left out (`commitDate`, a checkpoint's `createdAt`), and the graph's SHA-256
+ *   (a digest of node records whose commit ids it cannot map; the nodes and checkpoints it sums
+ *   are in the input, mapped).
+ */
+import { canonicalSha256 } from '../events/hash.js';
+import type { JsonValue } from '../events/canonical.js';
+
+const HEX40 = /^[0-9a-f]{40}$/;
+
+/** What a commit id stands for in a digest: its tree and its first parent's (null: a root commit). */
+export interface CommitContent {
+  readonly tree: string;
+  readonly parentTree: string | null;
+}
+
+/** The distinct strings of `value` that could be commit ids (40 lowercase hex digits). */
+export function commitIdsIn(value: unknown): string[] {
+  const found = new Set<string>();
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') {
+      if (HEX40.test(v)) found.add(v);
+    } else if (Array.isArray(v)) v.forEach(walk);
+    else if (v !== null && typeof v === 'object') Object.values(v).forEach(walk);
+  };
+  walk(value);
+  return [...found].sort();
+}
+
+/** Keys whose values record when, not what. */
+const TIMES = new Set(['commitDate', 'createdAt']);
+
+/**
+ * The SHA-256 of a call's input: `{ role, driver, input }` in canonical JSON, with `input`'s commit
+ * ids mapped through `contents` (an id without content — not a commit, or unknown — stays as it is).
+ */
+export function callInputSha256(role: 'planner' | 'worker', input: unknown, driver: JsonValue, contents: ReadonlyMap<string, CommitContent | null>): string {
+  const map = (v: unknown, key: string | null, parentKey: string | null): JsonValue | undefined => {
+    if (key !== null && TIMES.has(key)) return undefined;
+    if (key === 'sha256' && parentKey === 'graph') return undefined;
+    if (typeof v === 'string') {
+      const c = HEX40.test(v) ? contents.get(v) : undefined;
+      return c ? { commitTree: c.tree, parentTree: c.parentTree } : v;
+    }
+    if (Array.isArray(v)) return v.map((x) => map(x, null, key) ?? null);
+    if (v !== null && typeof v === 'object') {
+      const out: Record<string, JsonValue> = {};
+      for (const [k, x] of Object.entries(v)) {
+        const m = map(x, k, key);
+        if (m !== undefined) out[k] = m;
+      }
+      return out;
+    }
+    return v as JsonValue;
+  };
+  return canonicalSha256({ role, driver, input: map(input, null, null) ?? null });
+}

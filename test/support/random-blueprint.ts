@@ -1,0 +1,22 @@
+import type { RandomDag } from './arbitraries.js';
+
+/**
+ * A blueprint of a random DAG: read-only work nodes (no git, cheap) and the `writable` ones, each
+ * writing one file, with no verification commands, so a run takes a second or two.
+ */
+export function blueprintOf(dag: RandomDag, writable: readonly number[], detailedWindow: 1 | 2, title = 'random dag'): Record<string, unknown> {
+  return {
+    request: { title, nodes: dag.nodes.length },
+    verify: [],
+    detailedWindow,
+    milestones: dag.milestones.map((m, mi) => ({
+      id: m,
+      title: `Milestone ${m}`,
+      nodes: dag.listing.map((i) => ({ i, n: dag.nodes[i]! })).filter(({ n }) => n.milestone === mi).map(({ i, n }) => (
+        writable.includes(i)
+          ? { id: n.id, kind: 'writable', deps: n.deps, files: { [`src/${n.id}.txt`]: `${n.id}\n` } }
+          : { id: n.id, kind: 'read-only', deps: n.deps, decision: `decided ${n.id}` }
+      )),
+    })),
+  };
+}
