@@ -1,5 +1,5 @@
 /**
- * `longbuild fork` (R-48, issue 18). The property: over random builds (random DAGs in milestones,
+ * `longbuild fork` (R-41, issue 18). The property: over random builds (random DAGs in milestones,
  * read-only and writable nodes, real git) and random fork points,
  *
  * - a fork under the same blueprint finishes with the parent's tree and the parent's recorded
@@ -107,7 +107,7 @@ const caseArb = dagArb({ minNodes: 2, maxNodes: 6, maxMilestones: 3, idPrefix: '
   changed: fc.nat(),
 }));
 
-describe('fork (R-48, issue 18)', () => {
+describe('fork (R-41, issue 18)', () => {
   it('property: an unchanged fork reuses every result after the point (zero calls, same results and tree); a fork with one writable node changed redoes exactly the calls the change reaches', async () => {
     await fc.assert(
       fc.asyncProperty(caseArb, async ({ dag, writable, detailedWindow, point, changed }) => {

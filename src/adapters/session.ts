@@ -328,7 +328,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     const first = (await log.readAll({ from: 1, limit: 1 }))[0];
     if (!first || first.type !== 'BuildInitialized') throw new CorruptLogError(1, 'the log does not start with BuildInitialized');
     const firstData = first.data as { buildId: string; driver: { sourceSha256: string }; sandbox?: SandboxSettings; verify: string[][]; integrationRef: string; signing?: { vkey: string }; settings?: { ignoredFiles?: 'allowed' | 'dirty' } };
-    // A fork goes on under the driver, verification and settings its ForkedFrom names.
+    // A fork goes on under the driver, verification and settings its ForkedFrom names.
     const folded = store.state<BuildState>(buildProjection.name);
     const initData = folded?.build ? { ...firstData, driver: folded.build.driver, verify: folded.build.verify, settings: folded.build.settings } : firstData;
     const driver = readDriver(paths, initData.driver.sourceSha256);
@@ -496,7 +496,7 @@ function plannerFor(driver: DriverFile, paths: BuildPaths, env: NodeJS.ProcessEn
 }
 
 /**
- * The driver of each planner and worker call (R-48): a blueprint's plan (what the scripted planner
+ * The driver of each planner and worker call (R-41): a blueprint's plan (what the scripted planner
  * proposes from) and a node's entry; a command build's planner or worker configuration and the
  * environment names it passes. Part of every call's input digest.
  */

@@ -1,5 +1,5 @@
 /**
- * The input digest of a planner or worker call (R-48), pure. A fork adopts a parent's result for
+ * The input digest of a planner or worker call (R-41), pure. A fork adopts a parent's result for
  * a call whose digest equals the one the parent recorded, so the digest must cover everything the
  * call can act on, and nothing that only names the log's own history:
  *
@@ -10,9 +10,10 @@
  *   (what a worker's checkout holds, and what the commit changed). A fork's commits are its own
  *   (made at other times, on other parents' ids), so ids would never match beyond the first
  *   promotion of a wall-clock build; trees do whenever the work is the same;
- * - recording times left out (`commitDate`, a checkpoint's `createdAt`), and the graph's SHA-256
- *   (a digest of node records whose commit ids it cannot map; the nodes and checkpoints it sums
- *   are in the input, mapped).
+ * - recording times left out (`commitDate`, a checkpoint's `createdAt`), the call's idempotency
+ *   key (it names the build, not the work: the attempt it names is in the packet), and the graph's
+ *   SHA-256 (a digest of node records whose commit ids it cannot map; the nodes and checkpoints it
+ *   sums are in the input, mapped).
  */
 import { canonicalSha256 } from '../events/hash.js';
 import type { JsonValue } from '../events/canonical.js';
@@ -38,8 +39,8 @@ export function commitIdsIn(value: unknown): string[] {
   return [...found].sort();
 }
 
-/** Keys whose values record when, not what. */
-const TIMES = new Set(['commitDate', 'createdAt']);
+/** Keys whose values record when, or which build, not what. */
+const NOT_CONTENT = new Set(['commitDate', 'createdAt', 'idempotencyKey']);
 
 /**
  * The SHA-256 of a call's input: `{ role, driver, input }` in canonical JSON, with `input`'s commit
@@ -47,7 +48,7 @@ const TIMES = new Set(['commitDate', 'createdAt']);
  */
 export function callInputSha256(role: 'planner' | 'worker', input: unknown, driver: JsonValue, contents: ReadonlyMap<string, CommitContent | null>): string {
   const map = (v: unknown, key: string | null, parentKey: string | null): JsonValue | undefined => {
-    if (key !== null && TIMES.has(key)) return undefined;
+    if (key !== null && NOT_CONTENT.has(key)) return undefined;
     if (key === 'sha256' && parentKey === 'graph') return undefined;
     if (typeof v === 'string') {
       const c = HEX40.test(v) ? contents.get(v) : undefined;

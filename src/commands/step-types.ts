@@ -49,9 +49,9 @@ export interface KeptWorkerOutcome {
   readonly reason?: string;
   readonly decision?: string;
   readonly durationMs?: number;
-  /** The call's input digest, when the host could compute it. */
+  /** The call's input digest, when the host could compute it. */
   readonly inputSha256?: string;
-  /** Adopted from a fork's parent instead of calling the worker: the parent's event. */
+  /** Adopted from a fork's parent instead of calling the worker: the parent's event. */
   readonly reused?: { readonly position: number; readonly hash: string };
 }
 

@@ -312,7 +312,7 @@ function finishAttempt(state: BuildState, a: AttemptRecord, out: KeptWorkerOutco
   return go({ kind: 'finish-clone', attemptId: a.attemptId, draft, noCommitReason: 'worker produced no change', report, commit });
 }
 
-/** The evidence fields of an AttemptFinished for what a worker call returned (its input digest and reuse too, R-48). */
+/** The evidence fields of an AttemptFinished for what a worker call returned (its input digest and reuse too, R-41). */
 function evidenceOf(out: KeptWorkerOutcome): Pick<FinishDraft, 'evidenceSha256' | 'stdoutSha256' | 'stderrSha256' | 'durationMs' | 'inputSha256' | 'reused'> {
   return {
     evidenceSha256: canonicalSha256({ stdout: out.stdoutSha256, stderr: out.stderrSha256 }), stdoutSha256: out.stdoutSha256, stderrSha256: out.stderrSha256,
@@ -324,7 +324,7 @@ function evidenceOf(out: KeptWorkerOutcome): Pick<FinishDraft, 'evidenceSha256' 
 /**
  * A result the host refused (or found empty) after the worker said it committed: what decided it
  * is the host's check of the files, not the worker's outcome alone, so it carries no input digest
- * and no fork adopts it (R-48); a fork redoes that call.
+ * and no fork adopts it (R-41); a fork redoes that call.
  */
 function hostJudged(draft: FinishDraft): FinishDraft {
   const { inputSha256: _input, ...rest } = draft;

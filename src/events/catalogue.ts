@@ -166,13 +166,13 @@ export const PlannerInvoked = e('PlannerInvoked', z.strictObject({
 }));
 
 /**
- * A result adopted from the parent build of a fork (R-48) instead of making the call: the
+ * A result adopted from the parent build of a fork (R-41) instead of making the call: the
  * parent's event at `position`, whose hash is `hash`, recorded the same input digest.
  */
 const ReusedSchema = z.strictObject({ position: z.number().int().positive(), hash: Sha256Schema });
 
 /**
- * The SHA-256 of a planner or worker call's input as the call received it (R-48): its packet or
+ * The SHA-256 of a planner or worker call's input as the call received it (R-41): its packet or
  * planner input, commit ids replaced by the content they name, recording times left out, and the
  * driver of that call. Present when the result may stand for any call with the same input.
  */
@@ -423,7 +423,7 @@ export const AcceptanceRequested = e('AcceptanceRequested', z.strictObject({
 }));
 
 /**
- * A fork (R-48): the events before this one are the parent build's, verbatim, up to `parent.position`
+ * A fork (R-41): the events before this one are the parent build's, verbatim, up to `parent.position`
  * (whose hash is `parent.headHash`); the build goes on from there under `driver`, with the request,
  * verification, acceptance and settings that driver gives (the same as the parent's when unchanged).
  */

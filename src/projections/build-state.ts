@@ -60,9 +60,9 @@ export interface BuildState {
   readonly pendingCompactions: readonly string[];
   /** System-level acceptance runs (issue 16); absent until the first one. */
   readonly acceptance?: AcceptanceState;
-  /** The parent of a fork (R-48), from its newest ForkedFrom; `at`: that event's position. */
+  /** The parent of a fork (R-41), from its newest ForkedFrom; `at`: that event's position. */
   readonly fork?: ForkRecord;
-  /** Planner and worker results adopted from a fork's parent instead of calling (R-48); absent: none. */
+  /** Planner and worker results adopted from a fork's parent instead of calling (R-41); absent: none. */
   readonly reused?: { readonly planner: number; readonly worker: number };
 }
 
@@ -461,7 +461,7 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       return;
     }
     case 'ForkedFrom': {
-      // R-48: the build goes on from the parent's state under the driver the fork names. Like a
+      // R-41: the build goes on from the parent's state under the driver the fork names. Like a
       // recovery event, it is not part of the work: the logical clock skips it, so an unchanged
       // blueprint fork records the parent's times, commit dates and so commits.
       const d = event.data;

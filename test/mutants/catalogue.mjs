@@ -72,13 +72,13 @@ export const MUTANTS = [
   },
   {
     name: 'fork-reuse-ignores-driver',
-    bug: 'a call\'s input digest leaves out its driver: a fork under a changed blueprint adopts the parent\'s outcome for the changed node (R-48)',
+    bug: 'a call\'s input digest leaves out its driver: a fork under a changed blueprint adopts the parent\'s outcome for the changed node (R-41)',
     edits: [{ file: 'src/commands/call-input.ts', find: 'return canonicalSha256({ role, driver, input:', replace: 'return canonicalSha256({ role, driver: null, input:' }],
     caughtBy: ['test/fork.test.ts'],
   },
   {
     name: 'fork-reuse-ignores-base-head',
-    bug: 'a call\'s input digest leaves out the base head: a fork adopts results made on a tree its own base no longer has (R-48)',
+    bug: 'a call\'s input digest leaves out the base head: a fork adopts results made on a tree its own base no longer has (R-41)',
     edits: [{ file: 'src/commands/call-input.ts', find: "if (key === 'sha256' && parentKey === 'graph') return undefined;", replace: "if ((key === 'sha256' && parentKey === 'graph') || key === 'baseHead' || key === 'integrationHead') return undefined;",
       js: { find: "if (key === 'sha256' && parentKey === 'graph')", replace: "if ((key === 'sha256' && parentKey === 'graph') || key === 'baseHead' || key === 'integrationHead')" } }],
     caughtBy: ['test/fork.test.ts'],

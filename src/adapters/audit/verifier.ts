@@ -20,7 +20,7 @@ export const BUNDLE_FORMAT = 'longbuild-audit-bundle@1';
 
 /**
  * The driver file's SHA-256 in force at the log's head: BuildInitialized's, or the newest
- * ForkedFrom's (a fork goes on under the driver it names, R-48); null when none is recorded.
+ * ForkedFrom's (a fork goes on under the driver it names, R-41); null when none is recorded.
  */
 export function driverPin(events: readonly Pick<StoredEvent, 'type' | 'data' | 'position'>[]): { sha256: string; by: string; position: number } | null {
   let pin: { sha256: string; by: string; position: number } | null = null;

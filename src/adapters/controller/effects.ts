@@ -30,11 +30,11 @@ export interface EffectDeps {
   /** Told when a planner, worker or verification call starts and ends (progress shows them). */
   readonly board?: CallBoard;
   /**
-   * The driver of each call (R-48): what, besides its input, decides what a planner or worker
+   * The driver of each call (R-41): what, besides its input, decides what a planner or worker
    * call returns. Without it no input digest is recorded (and nothing is reused).
    */
   readonly drivers?: CallDrivers;
-  /** A fork's parent's results by input digest: adopted instead of calling. */
+  /** A fork's parent's results by input digest: adopted instead of calling. */
   readonly reuse?: ReuseSource;
 }
 
@@ -104,7 +104,7 @@ export function effectRunner(deps: EffectDeps): RunEffect {
         const reused = inputSha256 !== undefined ? await deps.reuse?.planner(inputSha256) ?? null : null;
         const digested = inputSha256 !== undefined ? { inputSha256 } : {};
         if (reused !== null) {
-          // The parent answered this very input: its answer is this call's, checked again like any answer.
+          // The parent answered this very input: its answer is this call's, checked again like any answer.
           const result = { answer: reused.answer, ...digested, reused: reused.from };
           calls?.keep(r.callId, r.invocation, result as unknown as JsonValue);
           return result;
@@ -175,7 +175,7 @@ export function effectRunner(deps: EffectDeps): RunEffect {
         return call('promote', () => git.promote(r.ref, r.commit, r.expectedOld));
     }
   };
-  /** A call's input digest, when the build names its drivers: commit ids are read as the content they name. */
+  /** A call's input digest, when the build names its drivers: commit ids are read as the content they name. */
   const digest = async (role: 'planner' | 'worker', input: unknown, driver: () => JsonValue): Promise<string | undefined> => {
     if (deps.drivers === undefined) return undefined;
     const contents = new Map<string, CommitContent | null>();
@@ -183,7 +183,7 @@ export function effectRunner(deps: EffectDeps): RunEffect {
     return callInputSha256(role, input, driver(), contents);
   };
   /**
-   * The parent's outcome for this input (R-48), its files placed in the clone as the parent's
+   * The parent's outcome for this input (R-41), its files placed in the clone as the parent's
    * worker left them; null when there is none or its commit cannot be had (the worker is called).
    */
   const adopted = async (inputSha256: string, writable: boolean, worktree: string): Promise<KeptWorkerOutcome | null> => {

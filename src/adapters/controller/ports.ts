@@ -44,11 +44,11 @@ export interface GitPort {
   prepareAttemptWorktree(attemptId: string, branch: string, baseHead: string, reworkFrom?: string): Promise<{ worktree: string; reworked: boolean; conflicts?: readonly string[] }>;
   /** The paths a commit changed against its first parent (a dependency's files in a work packet). */
   filesChangedBy(commit: string): Promise<string[]>;
-  /** A commit's tree and its first parent's tree, or null when `sha` names no commit here (R-48's input digests). */
+  /** A commit's tree and its first parent's tree, or null when `sha` names no commit here (R-41's input digests). */
   contentOf(sha: string): Promise<{ tree: string; parentTree: string | null } | null>;
   /**
    * Make the attempt's clone hold `commit`'s tree, fetched from the repository `from` (a fork's
-   * parent's integrator repository): files it adds or changes written, files it lacks removed (R-48).
+   * parent's integrator repository): files it adds or changes written, files it lacks removed (R-41).
    */
   materialize(worktree: string, commit: string, from: string): Promise<void>;
   /** Delete the branches of these attempts from the integrator's repository (missing ones are fine). */

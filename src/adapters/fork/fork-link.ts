@@ -1,5 +1,5 @@
 /**
- * `verify` of a fork (R-48): each ForkedFrom event's link to its parent. Offline, from the fork's
+ * `verify` of a fork (R-41): each ForkedFrom event's link to its parent. Offline, from the fork's
  * log alone: it follows the event at the point it names, whose hash it records; the parent's
  * signed checkpoint it carries verifies under the build's key, and when it was signed at the fork
  * point, the fork's own Merkle root there is its root. With the parent reachable where the fork

@@ -1,5 +1,5 @@
 /**
- * `longbuild fork` (R-48): a new build that starts from a past point of another. Its log is the
+ * `longbuild fork` (R-41): a new build that starts from a past point of another. Its log is the
  * parent's first POINT events, verbatim (same positions and hashes: the same chain and Merkle
  * tree up to there), then a ForkedFrom event naming the parent, the point and its hash, and the
  * driver it goes on under. Its repository is a clone of the parent's with the integration ref at

@@ -1,5 +1,5 @@
 /**
- * A fork's parent's results (R-48): the planner answers and worker outcomes the parent recorded
+ * A fork's parent's results (R-41): the planner answers and worker outcomes the parent recorded
  * after the fork point, by input digest. Read once, on the first call that asks, from the parent's
  * log where the fork says it lives; a parent that cannot be read (moved, removed) has no results
  * to give, and every call is made. Evidence files a reused outcome names are copied into the

@@ -21,7 +21,7 @@ export interface TransferReport {
 export async function transferLog(source: EventLog, target: TransferableEventLog, options: { pageSize?: number; upTo?: number } = {}): Promise<TransferReport> {
   const pageSize = options.pageSize ?? 1000;
   const verified = await source.verifyChain();
-  // `upTo`: the source's first events only (a fork's prefix, R-48), its head the event there.
+  // `upTo`: the source's first events only (a fork's prefix, R-41), its head the event there.
   const cut = options.upTo !== undefined && options.upTo < verified.events ? (await source.readAll({ from: options.upTo, limit: 1 }))[0] : undefined;
   const sourceReport = cut === undefined ? verified : { ...verified, events: cut.position, headHash: cut.hash };
   if (!sourceReport.ok) {

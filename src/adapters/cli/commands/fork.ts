@@ -10,7 +10,7 @@ export const flags: Record<string, FlagSpec> = {
 };
 
 /**
- * A new build from a past point of this one (R-48): the parent's first --at events verbatim, a
+ * A new build from a past point of this one (R-41): the parent's first --at events verbatim, a
  * ForkedFrom event, the parent's repository state as of that point, under the same driver or a
  * new blueprint or request and config. `longbuild run --repo DIR` goes on from there, adopting the
  * parent's results for calls whose inputs are the same.

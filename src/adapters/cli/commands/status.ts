@@ -24,9 +24,9 @@ export interface StatusOutput {
   readonly inFlight: string[];
   readonly checkpoints: string[];
   readonly summaries: string[];
-  /** Planner and worker calls recorded (a fork's prefix included), and how many of them a fork adopted from its parent. */
+  /** Planner and worker calls recorded (a fork's prefix included), and how many of them a fork adopted from its parent. */
   readonly calls: { planner: number; worker: number; reused?: { planner: number; worker: number } };
-  /** The build this one was forked from: its directory, the point, and the ForkedFrom event's position. */
+  /** The build this one was forked from: its directory, the point, and the ForkedFrom event's position. */
   readonly fork?: { readonly buildId: string; readonly dir: string; readonly position: number; readonly at: number };
   readonly position: number;
   readonly completed: boolean;

@@ -47,7 +47,7 @@ export interface VerifyOutput {
   readonly snapshots: { readonly checked: number; readonly seed: number | null };
   /** The build advanced while verify ran: the log was verified as of `events`; caches and refs not compared. */
   readonly live: boolean;
-  /** A fork's links to its parents (R-48), one per ForkedFrom; absent when the build is no fork. */
+  /** A fork's links to its parents (R-41), one per ForkedFrom; absent when the build is no fork. */
   readonly forks?: readonly ForkLink[];
 }
 
