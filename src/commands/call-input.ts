@@ -10,15 +10,19 @@
  *   (what a worker's checkout holds, and what the commit changed). A fork's commits are its own
  *   (made at other times, on other parents' ids), so ids would never match beyond the first
  *   promotion of a wall-clock build; trees do whenever the work is the same;
+ * - a summary's id (a digest that includes when its milestone completed) read as `summary`: what
+ *   the summary holds is in the input, beside it;
  * - recording times left out (`commitDate`, a checkpoint's `createdAt`), the call's idempotency
  *   key (it names the build, not the work: the attempt it names is in the packet), and the graph's
- *   SHA-256 (a digest of node records whose commit ids it cannot map; the nodes and checkpoints it
- *   sums are in the input, mapped).
+ *   SHA-256 (`graph.sha256`, a checkpoint's `graphSha256`: digests of node records whose commit ids
+ *   they cannot map; the nodes and checkpoints they sum are in the input, mapped).
  */
 import { canonicalSha256 } from '../events/hash.js';
 import type { JsonValue } from '../events/canonical.js';
 
 const HEX40 = /^[0-9a-f]{40}$/;
+/** A compaction summary's id (src/commands/compaction.ts). */
+const SUMMARY_ID = /^summary-[0-9a-f]{16}$/;
 
 /** What a commit id stands for in a digest: its tree and its first parent's (null: a root commit). */
 export interface CommitContent {
@@ -49,8 +53,9 @@ const NOT_CONTENT = new Set(['commitDate', 'createdAt', 'idempotencyKey']);
 export function callInputSha256(role: 'planner' | 'worker', input: unknown, driver: JsonValue, contents: ReadonlyMap<string, CommitContent | null>): string {
   const map = (v: unknown, key: string | null, parentKey: string | null): JsonValue | undefined => {
     if (key !== null && NOT_CONTENT.has(key)) return undefined;
-    if (key === 'sha256' && parentKey === 'graph') return undefined;
+    if ((key === 'sha256' && parentKey === 'graph') || key === 'graphSha256') return undefined;
     if (typeof v === 'string') {
+      if (SUMMARY_ID.test(v)) return 'summary';
       const c = HEX40.test(v) ? contents.get(v) : undefined;
       return c ? { commitTree: c.tree, parentTree: c.parentTree } : v;
     }

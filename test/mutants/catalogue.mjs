@@ -79,8 +79,8 @@ export const MUTANTS = [
   {
     name: 'fork-reuse-ignores-base-head',
     bug: 'a call\'s input digest leaves out the base head: a fork adopts results made on a tree its own base no longer has (R-41)',
-    edits: [{ file: 'src/commands/call-input.ts', find: "if (key === 'sha256' && parentKey === 'graph') return undefined;", replace: "if ((key === 'sha256' && parentKey === 'graph') || key === 'baseHead' || key === 'integrationHead') return undefined;",
-      js: { find: "if (key === 'sha256' && parentKey === 'graph')", replace: "if ((key === 'sha256' && parentKey === 'graph') || key === 'baseHead' || key === 'integrationHead')" } }],
+    edits: [{ file: 'src/commands/call-input.ts', find: "if ((key === 'sha256' && parentKey === 'graph') || key === 'graphSha256') return undefined;", replace: "if ((key === 'sha256' && parentKey === 'graph') || key === 'graphSha256' || key === 'baseHead' || key === 'integrationHead') return undefined;",
+      js: { find: "if ((key === 'sha256' && parentKey === 'graph') || key === 'graphSha256')", replace: "if ((key === 'sha256' && parentKey === 'graph') || key === 'graphSha256' || key === 'baseHead' || key === 'integrationHead')" } }],
     caughtBy: ['test/fork.test.ts'],
   },
 ];
