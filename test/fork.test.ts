@@ -15,7 +15,7 @@
  * (and of a parent rewritten after the fork), a fork of a fork.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -179,6 +179,15 @@ describe('fork (R-41, issue 18)', () => {
     expect(foreign.code).toBe(1);
     expect(foreign.stderr).toMatch(/signing key|no such|does not exist|not found/i);
     expect(existsSync(join(dir, 'f'))).toBe(false);
+    // An edited driver file is not carried into a fork.
+    const driverFile = join(parent, '.longbuild', 'driver.json');
+    const honestDriver = readFileSync(driverFile, 'utf8');
+    writeFileSync(driverFile, honestDriver.replace('decided', 'DECIDED').replace('"verify":[]', '"verify":[["true"]]'));
+    const edited = runCli(['fork', '--repo', parent, '--at', '2', '--to', join(dir, 'f')], { cwd: dir });
+    expect(edited.code).toBe(1);
+    expect(edited.stderr).toMatch(/the parent's driver file .* does not match the SHA-256 its log pins \(edited\?\)/);
+    expect(existsSync(join(dir, 'f'))).toBe(false);
+    writeFileSync(driverFile, honestDriver);
     const usage = runCli(['fork', '--repo', parent, '--to', join(dir, 'f')], { cwd: dir });
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/--at POSITION is required/);

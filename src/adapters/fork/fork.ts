@@ -28,6 +28,7 @@ import { checkpointFiles, readCheckpoint, Notary } from '../transparency/notary.
 import { buildVerifierKey, loadSigningKey, signedHeadPath, signingKeyPath } from '../transparency/keys.js';
 import { driverRecord, type DriverFile } from '../session.js';
 import { readParentResults } from './parent-results.js';
+import { driverPin } from '../audit/verifier.js';
 
 export interface ForkOptions {
   /** The parent build: its repository and build directory, as every command resolves them. */
@@ -79,7 +80,7 @@ export async function forkBuild(o: ForkOptions): Promise<ForkResult> {
     if (buildVerifierKey(build.buildId, key.privateKey) !== vkey) {
       throw new ValidationError(`fork: the signing key ${key.path} is not the parent build's key (${vkey}); pass it with --signing-key FILE`, 'R-35');
     }
-    const driverText = o.driver !== undefined ? canonicalJson(o.driver) : readFileSync(parentPaths.driver, 'utf8');
+    const driverText = o.driver !== undefined ? canonicalJson(o.driver) : await parentDriverText(log, parentPaths);
     const driver = o.driver ?? (JSON.parse(driverText) as DriverFile);
     const record = driverRecord(driver);
     const paths = buildPaths({ repo: to });
@@ -143,6 +144,26 @@ export async function forkBuild(o: ForkOptions): Promise<ForkResult> {
   } finally {
     await log.close();
   }
+}
+
+/**
+ * The parent's driver file, checked against the SHA-256 its log pins at its head (BuildInitialized,
+ * or its own newest ForkedFrom): an edited driver file is refused, not carried into the fork.
+ */
+async function parentDriverText(log: Awaited<ReturnType<typeof openBuildLog>>, paths: BuildPaths): Promise<string> {
+  let pinned: string | null = null;
+  for (let from = 1; ; ) {
+    const page = await log.readAll({ from, limit: 1000 });
+    if (page.length === 0) break;
+    pinned = driverPin(page)?.sha256 ?? pinned;
+    from = page.at(-1)!.position + 1;
+  }
+  if (!existsSync(paths.driver)) throw new ValidationError(`fork: the parent's driver file ${paths.driver} is missing; give --blueprint FILE or --request FILE --config FILE`);
+  const text = readFileSync(paths.driver, 'utf8');
+  if (pinned !== null && sha256Hex(text) !== pinned) {
+    throw new ValidationError(`fork: the parent's driver file ${paths.driver} does not match the SHA-256 its log pins (edited?); give --blueprint FILE or --request FILE --config FILE`);
+  }
+  return text;
 }
 
 async function firstEvent(log: { readAll(o: { from: number; limit: number }): Promise<StoredEvent[]> }): Promise<DataOf<'BuildInitialized'>> {
