@@ -1,5 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { canonicalJson, type JsonValue } from '../events/canonical.js';
+import { readJsonFile } from './json-file.js';
 import { canonicalSha256, sha256Hex } from '../events/hash.js';
 import { CorruptLogError, ValidationError } from '../events/errors.js';
 import type { BuildSettings, SandboxSettings } from '../events/catalogue.js';
@@ -183,13 +184,7 @@ export function blueprintDriver(path: string): DriverFile {
 
 /** The driver of a request file and a config file, each checked with one clear line on failure. */
 export function requestDriver(requestPath: string, configPath: string): DriverFile {
-  if (!existsSync(requestPath)) throw new ValidationError(`request file ${requestPath} does not exist`);
-  let request: unknown;
-  try {
-    request = JSON.parse(readFileSync(requestPath, 'utf8'));
-  } catch (err) {
-    throw new ValidationError(`request file ${requestPath} is not valid JSON: ${(err as Error).message}`);
-  }
+  const request = readJsonFile(requestPath, 'request file');
   if (request === null || typeof request !== 'object' || Array.isArray(request)) {
     throw new ValidationError(`request file ${requestPath} must hold a JSON object (the project request)`);
   }

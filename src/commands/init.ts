@@ -1,6 +1,6 @@
 /** The first event of a build (pure): its id and everything the rest of the build is pinned to. */
 import type { JsonValue } from '../events/canonical.js';
-import type { BuildSettings, DomainEvent, SandboxSettings } from '../events/catalogue.js';
+import type { BuildSettings, DataOf, DomainEvent, SandboxSettings } from '../events/catalogue.js';
 import { canonicalSha256 } from '../events/hash.js';
 
 export interface BuildInputs {
@@ -27,6 +27,30 @@ export function buildInitialized(i: BuildInputs): Extract<DomainEvent, { type: '
       verify: i.verify.map((c) => [...c]), ...((i.acceptance ?? []).length > 0 ? { acceptance: i.acceptance!.map((c) => [...c]) } : {}),
       settings: i.settings, driver: { ...i.driver }, sandbox: i.sandbox,
       signing: { vkey: i.vkey },
+    },
+  };
+}
+
+/** What a fork goes on under (R-41): the parent and point, and its driver's pin and record. */
+export interface ForkInputs {
+  readonly parent: DataOf<'ForkedFrom'>['parent'];
+  readonly driver: { readonly kind: 'blueprint' | 'command'; readonly sourceSha256: string };
+  readonly request: JsonValue;
+  readonly verify: readonly (readonly string[])[];
+  /** Empty: none (not recorded). */
+  readonly acceptance: readonly (readonly string[])[];
+  readonly settings: BuildSettings;
+  readonly graphRevision: number;
+}
+
+/** The ForkedFrom event of a fork with these inputs. */
+export function forkedFrom(i: ForkInputs): Extract<DomainEvent, { type: 'ForkedFrom' }> {
+  return {
+    type: 'ForkedFrom',
+    data: {
+      parent: { ...i.parent }, driver: { ...i.driver }, request: i.request, requestSha256: canonicalSha256(i.request),
+      verify: i.verify.map((c) => [...c]), ...(i.acceptance.length > 0 ? { acceptance: i.acceptance.map((c) => [...c]) } : {}),
+      settings: i.settings, graphRevision: i.graphRevision,
     },
   };
 }

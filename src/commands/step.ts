@@ -234,8 +234,8 @@ export function settle<K extends keyof EffectResults>(state: BuildState, ctx: St
 }
 
 /** A planner's answer (R-13..R-16, R-28): the horizon it seals or renews, or its refusal. */
-function answered(state: BuildState, ctx: StepContext, callId: string, purpose: PlannerPurpose, returned_: EffectResults['planner']): Decision {
-  const raw = returned_.answer;
+function answered(state: BuildState, ctx: StepContext, callId: string, purpose: PlannerPurpose, call: EffectResults['planner']): Decision {
+  const raw = call.answer;
   let proposal: JsonValue = null;
   let proposalSha256 = sha256Hex('null');
   let canonical: Refusal | null = null;
@@ -246,7 +246,7 @@ function answered(state: BuildState, ctx: StepContext, callId: string, purpose: 
     canonical = refuse('R-28', `proposal is not canonical JSON: ${(err as Error).message}`);
   }
   const graphRevision = state.graphRevision;
-  const reuse = { ...(returned_.inputSha256 !== undefined ? { inputSha256: returned_.inputSha256 } : {}), ...(returned_.reused !== undefined ? { reused: returned_.reused } : {}) };
+  const reuse = { ...(call.inputSha256 !== undefined ? { inputSha256: call.inputSha256 } : {}), ...(call.reused !== undefined ? { reused: call.reused } : {}) };
   const returned: DomainEvent = { type: 'PlannerReturned', data: { callId, proposal, proposalSha256, ...reuse, graphRevision } };
   const reject = (no: Refusal): Decision =>
     go({ kind: 'done', outcome: { kind: 'rejected', rule: no.rule, reason: no.reason } }, [returned, { type: 'ProposalRejected', data: { callId, rule: no.rule, reason: no.reason, graphRevision } }], callId);

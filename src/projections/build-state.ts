@@ -466,11 +466,7 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
       // blueprint fork records the parent's times, commit dates and so commits.
       const d = event.data;
       if (draft.build) {
-        draft.build.driver = d.driver;
-        draft.build.request = d.request as Draft<JsonValue>;
-        draft.build.requestSha256 = d.requestSha256;
-        draft.build.verify = d.verify;
-        draft.build.settings = d.settings;
+        Object.assign(draft.build, { driver: d.driver, request: d.request as Draft<JsonValue>, requestSha256: d.requestSha256, verify: d.verify, settings: d.settings });
         if (d.acceptance === undefined) delete draft.build.acceptance;
         else draft.build.acceptance = d.acceptance;
       }

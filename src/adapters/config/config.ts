@@ -1,10 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ValidationError } from '../../events/errors.js';
 import { formatZodError } from '../../events/catalogue.js';
 import { DEFAULT_MAX_FILE_BYTES, SandboxSettingSchema } from '../sandbox/settings.js';
 import { AGENT_NAMES } from '../agents/presets.js';
+import { readJsonFile } from '../json-file.js';
 
 const Argv = z.array(z.string().min(1).refine((s) => !s.includes('\u0000'), 'NUL byte in argument')).min(1, 'a command needs at least an executable');
 
@@ -82,14 +82,7 @@ export function parseConfig(raw: unknown, source: string): LongbuildConfig {
  * config file's directory, so a config can name scripts that sit beside it.
  */
 export function loadConfig(path: string): LongbuildConfig {
-  if (!existsSync(path)) throw new ValidationError(`config file ${path} does not exist`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    throw new ValidationError(`config file ${path} is not valid JSON: ${(err as Error).message}`);
-  }
-  const config = parseConfig(raw, path);
+  const config = parseConfig(readJsonFile(path, 'config file'), path);
   const base = dirname(resolve(path));
   const fixOne = (a: string) => (a.startsWith('./') || a.startsWith('../') ? resolve(base, a) : a);
   const fix = (argv: string[]) => argv.map(fixOne);

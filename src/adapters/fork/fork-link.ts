@@ -97,9 +97,9 @@ function sameResult(own: StoredEvent, parent: StoredEvent): string | null {
   const a = own.data as Record<string, unknown>;
   const b = parent.data as Record<string, unknown>;
   if (a.inputSha256 !== b.inputSha256) return 'its input digest differs';
-  const fields = own.type === 'PlannerReturned' ? ['proposalSha256'] : ['nodeId', 'outcome', 'stdoutSha256', 'stderrSha256', 'decision', 'tree'];
-  // A committed result's tree is the parent's unless the host refused the files here (then it failed, with no tree).
-  const differing = fields.filter((k) => (k === 'tree' && (a.outcome !== 'committed' || b.outcome !== 'committed') ? false : a[k] !== b[k]));
+  // A committed result's tree is the parent's (the same files on the same base tree).
+  const fields = own.type === 'PlannerReturned' ? ['proposalSha256'] : ['nodeId', 'outcome', 'stdoutSha256', 'stderrSha256', 'decision', ...(a.outcome === 'committed' ? ['tree'] : [])];
+  const differing = fields.filter((k) => a[k] !== b[k]);
   return differing.length > 0 ? `its ${differing.join(', ')} differ${differing.length === 1 ? 's' : ''}` : null;
 }
 

@@ -6,29 +6,31 @@
  * the head as of POINT; its integrator repository holds that head and the attempt branches the log
  * expects there. The parent is only read.
  */
+import type { KeyObject } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
-import type { DataOf, DomainEvent } from '../../events/catalogue.js';
+import type { DataOf } from '../../events/catalogue.js';
 import { ValidationError } from '../../events/errors.js';
-import { canonicalSha256, GENESIS_HASH, sha256Hex } from '../../events/hash.js';
+import { GENESIS_HASH, sha256Hex } from '../../events/hash.js';
 import type { StoredEvent } from '../../events/envelope.js';
 import { parseVerifierKey } from '../../events/signed-note.js';
 import { buildProjection } from '../../projections/build-projection.js';
 import { foldEvents, type FoldPoint } from '../../projections/time-travel.js';
 import { attemptOf, type BuildState } from '../../projections/build-state.js';
-import { ATTEMPT_REF_PREFIX } from '../../commands/refs.js';
-import { buildExists, buildPaths, openBuildLog, openBuildProjections, type BuildPaths } from '../build-dir.js';
+import { forkedFrom } from '../../commands/init.js';
+import { ATTEMPT_REF_PREFIX, attemptIdsOfNode } from '../../commands/refs.js';
+import { buildPaths, openBuildLog, openBuildProjections, type BuildPaths } from '../build-dir.js';
 import { git } from '../git/exec.js';
 import { ensureIntegratorRepo, ensureRepo, readRef } from '../git/git.js';
 import { openEventLog } from '../log/open-log.js';
 import { catchUpFromLog } from '../log/paging.js';
 import { transferLog } from '../log/transfer.js';
+import type { TransferableEventLog } from '../log/verbatim.js';
 import { checkpointFiles, readCheckpoint, Notary } from '../transparency/notary.js';
 import { buildVerifierKey, loadSigningKey, signedHeadPath, signingKeyPath } from '../transparency/keys.js';
 import { driverRecord, type DriverFile } from '../session.js';
-import { readParentResults } from './parent-results.js';
-import { driverPin } from '../audit/verifier.js';
+import { indexResults } from './parent-results.js';
 
 export interface ForkOptions {
   /** The parent build: its repository and build directory, as every command resolves them. */
@@ -63,86 +65,87 @@ export async function forkBuild(o: ForkOptions): Promise<ForkResult> {
   const to = resolve(o.cwd ?? process.cwd(), o.to);
   if (existsSync(to) && readdirSync(to).length > 0) throw new ValidationError(`fork: ${to} is not empty; give a new directory with --to`);
   const log = await openBuildLog(parentPaths);
-  let prefix: { state: BuildState; at: StoredEvent; next: StoredEvent | undefined; events: number };
   try {
-    prefix = await readPrefix(log, o.at);
-  } catch (err) {
-    await log.close();
-    throw err;
-  }
-  const { state, at } = prefix;
-  const build = state.build!;
-  const vkey = (await firstEvent(log)).signing?.vkey;
-  try {
-    // Only the build's key extends it (R-35): refused before anything is written.
-    if (vkey === undefined) throw new ValidationError('fork: the parent predates signed checkpoints (R-35); it can be read, not forked');
-    const key = loadSigningKey(signingKeyPath(o.signingKey, o.env, o.cwd));
-    if (buildVerifierKey(build.buildId, key.privateKey) !== vkey) {
-      throw new ValidationError(`fork: the signing key ${key.path} is not the parent build's key (${vkey}); pass it with --signing-key FILE`, 'R-35');
-    }
-    const driverText = o.driver !== undefined ? canonicalJson(o.driver) : await parentDriverText(log, parentPaths);
-    const driver = o.driver ?? (JSON.parse(driverText) as DriverFile);
-    const record = driverRecord(driver);
+    // One pass over the parent's log: the state up to the point, then its results after it.
+    const prefix = await readPrefix(log, o.at);
+    const results = await indexResults(log, prefix.at.position);
+    const build = prefix.state.build!;
+    const key = buildKey(o, build.buildId, prefix.vkey);
+    const driverText = o.driver !== undefined ? canonicalJson(o.driver) : parentDriverText(parentPaths, results.driverPin ?? build.driver.sourceSha256);
     const paths = buildPaths({ repo: to });
     mkdirSync(to, { recursive: true });
+    let made: { position: number; checkpoint: { size: number; rootHash: string; note: string } | null };
     try {
-      await cloneRepositories(parentPaths, paths, state);
-      mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
-      writeFileSync(paths.driver, driverText, { mode: 0o600 });
-      // Evidence and the verification cache are content-addressed: the parent's serve the fork as they are.
-      if (existsSync(parentPaths.evidence)) cpSync(parentPaths.evidence, paths.evidence, { recursive: true });
-      if (existsSync(parentPaths.cache)) cpSync(parentPaths.cache, paths.cache, { recursive: true });
-      const target = await openEventLog('sqlite', { defaultSqlitePath: paths.events });
-      let position: number;
-      try {
-        await transferLog(log, target, { upTo: at.position });
-        const checkpoint = parentCheckpoint(parentPaths, build.buildId, vkey, at.position);
-        const forked: DomainEvent = {
-          type: 'ForkedFrom',
-          data: {
-            parent: {
-              buildId: build.buildId, repo: parentPaths.repo, dir: parentPaths.dir, position: at.position, headHash: at.hash,
-              ...(checkpoint !== null ? { checkpoint } : {}),
-            },
-            driver: { kind: driver.kind, sourceSha256: sha256Hex(driverText) },
-            request: record.request, requestSha256: canonicalSha256(record.request),
-            verify: record.verify.map((c) => [...c]),
-            ...(record.acceptance.length > 0 ? { acceptance: record.acceptance.map((c) => [...c]) } : {}),
-            settings: record.settings, graphRevision: state.graphRevision,
-          },
-        };
-        const appended = await target.append(at.streamId, [{ type: forked.type, data: forked.data as JsonValue, metadata: { recordedAt: new Date().toISOString(), causationId: 'fork', correlationId: build.buildId } }], at.revision);
-        position = appended.position;
-        const store = openBuildProjections(paths);
-        try {
-          await catchUpFromLog(store, target);
-        } finally {
-          store.close();
-        }
-        const notary = Notary.open(paths, target, build.buildId, parseVerifierKey(vkey), key.privateKey, signedHeadPath(o.env, paths.dir));
-        try {
-          await notary.sign();
-        } finally {
-          notary.close();
-        }
-        const results = await readParentResults({ repo: parentPaths.repo, dir: parentPaths.dir, position: at.position });
-        return {
-          buildId: build.buildId, repo: paths.repo, dir: paths.dir, position,
-          parent: { dir: parentPaths.dir, position: at.position, headHash: at.hash, events: prefix.events },
-          driverChanged: sha256Hex(driverText) !== build.driver.sourceSha256,
-          reusable: { planner: results.planner.size, worker: results.worker.size },
-          ...(checkpoint !== null ? { checkpoint: { size: checkpoint.size } } : {}),
-        };
-      } finally {
-        await target.close();
-      }
+      made = await createFork(log, parentPaths, paths, prefix, driverText, key, o.env);
     } catch (err) {
       // Nothing half-made is left: the directory was new (or empty).
       rmSync(to, { recursive: true, force: true });
       throw err;
     }
+    return {
+      buildId: build.buildId, repo: paths.repo, dir: paths.dir, position: made.position,
+      parent: { dir: parentPaths.dir, position: prefix.at.position, headHash: prefix.at.hash, events: prefix.events },
+      driverChanged: sha256Hex(driverText) !== build.driver.sourceSha256,
+      reusable: { planner: results.planner.size, worker: results.worker.size },
+      ...(made.checkpoint !== null ? { checkpoint: { size: made.checkpoint.size } } : {}),
+    };
   } finally {
     await log.close();
+  }
+}
+
+/** Only the build's key extends it (R-35): checked before anything is written. */
+function buildKey(o: ForkOptions, buildId: string, vkey: string | undefined): { vkey: string; privateKey: KeyObject } {
+  if (vkey === undefined) throw new ValidationError('fork: the parent predates signed checkpoints (R-35); it can be read, not forked');
+  const key = loadSigningKey(signingKeyPath(o.signingKey, o.env, o.cwd));
+  if (buildVerifierKey(buildId, key.privateKey) !== vkey) {
+    throw new ValidationError(`fork: the signing key ${key.path} is not the parent build's key (${vkey}); pass it with --signing-key FILE`, 'R-35');
+  }
+  return { vkey, privateKey: key.privateKey };
+}
+
+/**
+ * The fork's repositories and build directory: the parent's prefix and ForkedFrom in its log,
+ * its driver file, the parent's evidence and verification cache (content-addressed: they serve
+ * the fork as they are), its projections and a signed checkpoint at its head.
+ */
+async function createFork(
+  log: TransferableEventLog, parentPaths: BuildPaths, paths: BuildPaths, prefix: Prefix, driverText: string,
+  key: { vkey: string; privateKey: KeyObject }, env: NodeJS.ProcessEnv,
+): Promise<{ position: number; checkpoint: { size: number; rootHash: string; note: string } | null }> {
+  const { state, at } = prefix;
+  const build = state.build!;
+  const driver = JSON.parse(driverText) as DriverFile;
+  await cloneRepositories(parentPaths, paths, state);
+  mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+  writeFileSync(paths.driver, driverText, { mode: 0o600 });
+  if (existsSync(parentPaths.evidence)) cpSync(parentPaths.evidence, paths.evidence, { recursive: true });
+  if (existsSync(parentPaths.cache)) cpSync(parentPaths.cache, paths.cache, { recursive: true });
+  const checkpoint = parentCheckpoint(parentPaths, build.buildId, key.vkey, at.position);
+  const record = driverRecord(driver);
+  const forked = forkedFrom({
+    parent: { buildId: build.buildId, repo: parentPaths.repo, dir: parentPaths.dir, position: at.position, headHash: at.hash, ...(checkpoint !== null ? { checkpoint } : {}) },
+    driver: { kind: driver.kind, sourceSha256: sha256Hex(driverText) }, ...record, graphRevision: state.graphRevision,
+  });
+  const target = await openEventLog('sqlite', { defaultSqlitePath: paths.events });
+  try {
+    await transferLog(log, target, { upTo: at.position });
+    const appended = await target.append(at.streamId, [{ type: forked.type, data: forked.data as JsonValue, metadata: { recordedAt: new Date().toISOString(), causationId: 'fork', correlationId: build.buildId } }], at.revision);
+    const store = openBuildProjections(paths);
+    try {
+      await catchUpFromLog(store, target);
+    } finally {
+      store.close();
+    }
+    const notary = Notary.open(paths, target, build.buildId, parseVerifierKey(key.vkey), key.privateKey, signedHeadPath(env, paths.dir));
+    try {
+      await notary.sign();
+    } finally {
+      notary.close();
+    }
+    return { position: appended.position, checkpoint };
+  } finally {
+    await target.close();
   }
 }
 
@@ -150,24 +153,23 @@ export async function forkBuild(o: ForkOptions): Promise<ForkResult> {
  * The parent's driver file, checked against the SHA-256 its log pins at its head (BuildInitialized,
  * or its own newest ForkedFrom): an edited driver file is refused, not carried into the fork.
  */
-async function parentDriverText(log: Awaited<ReturnType<typeof openBuildLog>>, paths: BuildPaths): Promise<string> {
-  let pinned: string | null = null;
-  for (let from = 1; ; ) {
-    const page = await log.readAll({ from, limit: 1000 });
-    if (page.length === 0) break;
-    pinned = driverPin(page)?.sha256 ?? pinned;
-    from = page.at(-1)!.position + 1;
-  }
+function parentDriverText(paths: BuildPaths, pinned: string): string {
   if (!existsSync(paths.driver)) throw new ValidationError(`fork: the parent's driver file ${paths.driver} is missing; give --blueprint FILE or --request FILE --config FILE`);
   const text = readFileSync(paths.driver, 'utf8');
-  if (pinned !== null && sha256Hex(text) !== pinned) {
+  if (sha256Hex(text) !== pinned) {
     throw new ValidationError(`fork: the parent's driver file ${paths.driver} does not match the SHA-256 its log pins (edited?); give --blueprint FILE or --request FILE --config FILE`);
   }
   return text;
 }
 
-async function firstEvent(log: { readAll(o: { from: number; limit: number }): Promise<StoredEvent[]> }): Promise<DataOf<'BuildInitialized'>> {
-  return (await log.readAll({ from: 1, limit: 1 }))[0]!.data as DataOf<'BuildInitialized'>;
+interface Prefix {
+  readonly state: BuildState;
+  /** The event at the point. */
+  readonly at: StoredEvent;
+  /** The parent's events in all. */
+  readonly events: number;
+  /** The verifier key BuildInitialized records (absent: a build from before signed checkpoints). */
+  readonly vkey: string | undefined;
 }
 
 /**
@@ -175,18 +177,20 @@ async function firstEvent(log: { readAll(o: { from: number; limit: number }): Pr
  * answer and the horizon it sealed are appended together) is refused: the controller never stood
  * there, so no build can go on from it.
  */
-async function readPrefix(log: Awaited<ReturnType<typeof openBuildLog>>, at: number): Promise<{ state: BuildState; at: StoredEvent; next: StoredEvent | undefined; events: number }> {
+async function readPrefix(log: TransferableEventLog, at: number): Promise<Prefix> {
   const head = await log.head();
   const events = head?.position ?? 0;
   if (!Number.isInteger(at) || at < 1 || at > events) throw new ValidationError(`fork: --at ${at} is not a position of the parent's log (1..${events})`);
   let point: FoldPoint<BuildState> = { position: 0, state: buildProjection.initialState, hash: GENESIS_HASH };
   let atEvent: StoredEvent | undefined;
   let next: StoredEvent | undefined;
+  let vkey: string | undefined;
   for (let from = 1; from <= Math.min(at + 1, events); ) {
-    const page = await log.readAll({ from, limit: Math.min(1000, at + 1 - from + 1) });
+    const page = await log.readAll({ from, limit: Math.min(1000, at + 2 - from) });
     if (page.length === 0) break;
     point = foldEvents(buildProjection, point, page, at);
     for (const e of page) {
+      if (e.position === 1) vkey = (e.data as DataOf<'BuildInitialized'>).signing?.vkey;
       if (e.position === at) atEvent = e;
       if (e.position === at + 1) next = e;
     }
@@ -196,7 +200,7 @@ async function readPrefix(log: Awaited<ReturnType<typeof openBuildLog>>, at: num
   if (next !== undefined && sameAppend(atEvent, next)) {
     throw new ValidationError(`fork: position ${at} is inside one decision's events (${atEvent.type} and ${next.type} were appended together); fork at ${at - 1} or ${at + 1}`);
   }
-  return { state: point.state, at: atEvent, next, events };
+  return { state: point.state, at: atEvent, events, vkey };
 }
 
 /** Events one append wrote share its time and cause. */
@@ -225,12 +229,11 @@ async function cloneRepositories(parent: BuildPaths, fork: BuildPaths, state: Bu
   await ensureRepo(fork.repo, new Date().toISOString(), { buildDir: fork.dir });
   await ensureIntegratorRepo(fork.integrator, fork.repo, build.integrationRef);
   const expected: string[] = [];
-  for (const nodeId of Object.keys(state.nodes)) {
-    const n = state.nodes[nodeId]!;
+  for (const [nodeId, n] of Object.entries(state.nodes)) {
     if (n.state === 'accepted') continue;
-    for (let k = 1; k <= n.attempts; k++) {
-      const a = attemptOf(state, `${nodeId}.${k}`);
-      if (a?.status === 'committed' && a.commit !== null) expected.push(`+${a.commit}:${ATTEMPT_REF_PREFIX}${a.attemptId}`);
+    for (const id of attemptIdsOfNode(state, nodeId)) {
+      const a = attemptOf(state, id);
+      if (a?.status === 'committed' && a.commit !== null) expected.push(`+${a.commit}:${ATTEMPT_REF_PREFIX}${id}`);
     }
   }
   if (expected.length > 0) await git(fork.integrator, ['fetch', '-q', '--no-tags', parent.integrator, ...expected]);

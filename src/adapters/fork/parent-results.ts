@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { JsonValue } from '../../events/canonical.js';
 import type { DataOf } from '../../events/catalogue.js';
 import type { StoredEvent } from '../../events/envelope.js';
+import type { EventLog } from '../../events/log.js';
 import type { KeptWorkerOutcome } from '../../commands/step-types.js';
 import type { ForkRecord } from '../../projections/build-state.js';
 import { buildPaths, openBuildLog } from '../build-dir.js';
@@ -16,31 +17,41 @@ import { FileEvidenceStore } from '../evidence-store.js';
 import type { ReuseSource } from '../controller/effects.js';
 import type { EvidenceStore } from '../controller/ports.js';
 
-interface Indexed {
+export interface Indexed {
   readonly planner: Map<string, StoredEvent>;
   readonly worker: Map<string, StoredEvent>;
+  /** The driver SHA-256 the parent's own ForkedFrom events pinned after the point (the newest), if any. */
+  readonly driverPin: string | null;
 }
 
-/** The parent's recorded results after `fork.position`, by the input digest each recorded. */
-export async function readParentResults(fork: Pick<ForkRecord, 'repo' | 'dir' | 'position'>): Promise<Indexed> {
-  const index: Indexed = { planner: new Map(), worker: new Map() };
+/** The results a log recorded after `position`, by the input digest each recorded, in one pass. */
+export async function indexResults(log: Pick<EventLog, 'readAll'>, position: number): Promise<Indexed> {
+  const planner = new Map<string, StoredEvent>();
+  const worker = new Map<string, StoredEvent>();
+  let pin: string | null = null;
+  for (let from = position + 1; ; ) {
+    const page = await log.readAll({ from, limit: 1000 });
+    if (page.length === 0) break;
+    for (const e of page) {
+      if (e.type === 'ForkedFrom') pin = (e.data as DataOf<'ForkedFrom'>).driver.sourceSha256;
+      const input = (e.data as { inputSha256?: unknown }).inputSha256;
+      if (typeof input !== 'string') continue;
+      const into = e.type === 'PlannerReturned' ? planner : e.type === 'AttemptFinished' ? worker : null;
+      if (into !== null && !into.has(input)) into.set(input, e);
+    }
+    from = page.at(-1)!.position + 1;
+  }
+  return { planner, worker, driverPin: pin };
+}
+
+/** The parent's recorded results after `fork.position`, read from where the fork says the parent lives. */
+async function readParentResults(fork: Pick<ForkRecord, 'repo' | 'dir' | 'position'>): Promise<Indexed> {
   const log = await openBuildLog(buildPaths({ repo: fork.repo, dir: fork.dir }));
   try {
-    for (let from = fork.position + 1; ; ) {
-      const page = await log.readAll({ from, limit: 1000 });
-      if (page.length === 0) break;
-      for (const e of page) {
-        const input = (e.data as { inputSha256?: unknown }).inputSha256;
-        if (typeof input !== 'string') continue;
-        const into = e.type === 'PlannerReturned' ? index.planner : e.type === 'AttemptFinished' ? index.worker : null;
-        if (into !== null && !into.has(input)) into.set(input, e);
-      }
-      from = page.at(-1)!.position + 1;
-    }
+    return await indexResults(log, fork.position);
   } finally {
     await log.close();
   }
-  return index;
 }
 
 /** The reuse source of a fork whose parent is `fork`; `warn` is told once when the parent cannot be read. */
@@ -48,7 +59,7 @@ export function parentResults(fork: ForkRecord, evidence: EvidenceStore, warn: (
   let loaded: Promise<Indexed> | null = null;
   const index = (): Promise<Indexed> => (loaded ??= readParentResults(fork).catch((err: unknown) => {
     warn(`the parent build at ${fork.dir} cannot be read (${(err as Error).message}); this fork makes every call itself`);
-    return { planner: new Map(), worker: new Map() };
+    return { planner: new Map(), worker: new Map(), driverPin: null };
   }));
   const parentEvidence = new FileEvidenceStore(join(fork.dir, 'evidence'));
   /** Copy one evidence file from the parent's store; false when it is missing there. */
