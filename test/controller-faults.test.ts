@@ -98,8 +98,10 @@ describe('harder faults (issue 7)', () => {
     expect(types(inside)).toEqual(['BuildInitialized', 'PlannerInvoked']);
     const after = tempDir();
     cliJson(['init', '--blueprint', HELIOS], { cwd: after });
+    // after-append:X is reached once X is durable, in the commit it shares with the decisions up to
+    // the next effect (group commit, decision 0017): here the first dispatch's intent.
     expect(runCli(['run'], { cwd: after, env: { LONGBUILD_CRASH_AT: 'after-append:PlannerReturned:1' } }).signal).toBe('SIGKILL');
-    expect(types(after)).toEqual(['BuildInitialized', 'PlannerInvoked', 'PlannerReturned', 'HorizonSealed']);
+    expect(types(after)).toEqual(['BuildInitialized', 'PlannerInvoked', 'PlannerReturned', 'HorizonSealed', 'AttemptStarted']);
     expect(cliJson(['verify'], { cwd: after }).ok).toBe(true);
   });
 

@@ -44,7 +44,9 @@ describe('R-16 R-23 a three-milestone build: two horizons, compaction after ever
         outcomes.push(r.outcome);
         if (r.outcome === 'horizon_complete') break;
       }
-      expect(outcomes).toEqual(['dispatched', 'integrated', 'checkpointed', 'compacted', 'horizon_complete']);
+      // The kill came once the renewal was durable, with the next dispatch's intent in the same
+      // commit (decision 0017): the resume starts that call (never started, so no re-invocation).
+      expect(outcomes).toEqual(['recovered', 'integrated', 'checkpointed', 'compacted', 'horizon_complete']);
       expect(workerCalls).toEqual(['release-notes']);
       const st = s.controller.current;
       expect(st.calls.planner).toBe(2);

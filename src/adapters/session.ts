@@ -88,9 +88,11 @@ export interface BuildSession {
   /**
    * One controller step (R-17). Before the first, the log is checked against the chain head
    * anchor and the last signed checkpoint (R-36); a checkpoint is signed after every promotion,
-   * milestone checkpoint and end of the build (R-35).
+   * milestone checkpoint and end of the build (R-35). With `held`, its last events may stay uncommitted until the next effect
+   * starts or the build is closed (a run's steps then share commits, decision 0017); without it
+   * they are durable when it returns.
    */
-  advance(): Promise<StepResult>;
+  advance(options?: { readonly held?: boolean }): Promise<StepResult>;
   /**
    * Run to the end (or until `stop`), with up to `concurrency` worker calls in flight (issue 16),
    * reporting each step as it ends; under the same log checks, and signed at the end.
@@ -341,11 +343,26 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     const run = (policy: () => SandboxPolicy): Runner => async (o) => redact(await (slots === null ? runSandboxed(policy(), o) : slots.with(() => runSandboxed(policy(), o))));
     const protectedPaths = ['.longbuild', relativeBuildDir(paths), ...(driver.kind === 'command' ? driver.config.protectedPaths : driver.blueprint.protectedPaths ?? [])];
     let projectionsBehind = false;
+    /** Projections are written behind the log, in batches (decision 0017). */
+    const writeProjections = (write: () => void): void => {
+      if (projectionsBehind) return;
+      try {
+        write();
+      } catch (err) {
+        // The events are durable; the projections are a cache rebuilt from them. A failed write
+        // must not stop the effect whose intent was just appended (issue 17): they catch up on
+        // the next open.
+        projectionsBehind = true;
+        const why = storageErrorOf(err, paths.projections)?.detail ?? (err as Error).message;
+        warn(`${paths.projections} could not be updated (${why}); the log is intact and the projections catch up on the next run`);
+      }
+    };
     // The notary is opened at the first step: reading commands (status, show) need no key and no
     // tree store, and still read builds from before signed checkpoints.
     let notary: Notary | null = null;
     const warn = opts.warn ?? ((line: string) => void process.stderr.write(`longbuild: ${line}\n`));
     const evidence = new FileEvidenceStore(paths.evidence);
+    const calls = new FileCallMarks(paths.calls);
     // The controller starts from the state the projection store restored and caught up (R-1).
     const controller = await Controller.open({
       log,
@@ -359,28 +376,18 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
         limits: { maxFileBytes: initData.sandbox?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, protectedPaths, verify: initData.verify },
       }),
       evidence,
-      calls: new FileCallMarks(paths.calls),
+      calls,
       drivers: callDrivers(driver),
       ...(folded?.fork !== undefined ? { reuse: parentResults(folded.fork, evidence, warn) } : {}),
       faults: opts.faults ?? faultsFromEnv(env),
       ...(opts.beforeAppend ? { beforeAppend: opts.beforeAppend } : {}),
       // R-35: a checkpoint signed at every promotion, milestone checkpoint and end, as it is appended.
-      afterAppend: async (events) => {
-        if (notary !== null && events.some((e) => SIGNED_AFTER.has(e.type))) await notary.sign();
+      afterAppend: async (events, durable) => {
+        if (notary === null || !events.some((e) => SIGNED_AFTER.has(e.type))) return;
+        await durable(); // a signature covers only what is durable
+        await notary.sign();
       },
-      onAppended: (events, state) => {
-        if (projectionsBehind) return;
-        try {
-          store.catchUp(events, new Map([[buildProjection.name, state]]));
-        } catch (err) {
-          // The events are durable; the projections are a cache rebuilt from them. A failed write
-          // must not stop the effect whose intent was just appended (issue 17): they catch up on
-          // the next open.
-          projectionsBehind = true;
-          const why = storageErrorOf(err, paths.projections)?.detail ?? (err as Error).message;
-          warn(`${paths.projections} could not be updated (${why}); the log is intact and the projections catch up on the next run`);
-        }
-      },
+      onAppended: (events, state) => writeProjections(() => store.catchUpLater(events, new Map([[buildProjection.name, state]]))),
     }, store.state<BuildState>(buildProjection.name));
     /** Before the first append the log is checked (R-36). */
     const checked = async (work: () => Promise<StepResult>): Promise<StepResult> => {
@@ -401,8 +408,8 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     };
     return {
       paths, log, projections: store, controller,
-      async advance() {
-        return checked(() => controller.advance());
+      async advance(options) {
+        return checked(() => controller.advance(options));
       },
       async runAll(onStep, stop) {
         let last: StepResult | null = null;
@@ -414,9 +421,13 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       },
       async close(options = {}) {
         try {
+          // Decisions appended since the last effect (a final report, a refusal) are committed.
+          if (!controller.broken) await controller.sync();
           if (options.sign !== false) await notary?.sign();
         } finally {
           notary?.close();
+          calls.close();
+          writeProjections(() => store.flush());
           store.close();
           await log.close();
         }

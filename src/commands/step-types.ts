@@ -169,3 +169,13 @@ const EFFECT_KINDS: ReadonlySet<string> = new Set<keyof EffectResults>([
 
 /** True when what follows a decision is an effect to run (not a focus to decide on). */
 export const isEffect = (next: EffectRequest | Focus): next is EffectRequest => EFFECT_KINDS.has(next.kind);
+
+/**
+ * Effects that only look (at refs, at the call marks) and change nothing: the write-ahead rule
+ * (R-18) does not wait for the log before them, so a call's result and the next call's intent
+ * still share one commit when a step begins by observing the refs (decision 0017).
+ */
+const READ_ONLY_EFFECTS: ReadonlySet<string> = new Set<keyof EffectResults>(['observe-refs', 'read-ref', 'recall-planner']);
+
+/** True when an effect changes something outside the log (its intent must be durable before it starts). */
+export const changesTheWorld = (effect: EffectRequest): boolean => !READ_ONLY_EFFECTS.has(effect.kind);

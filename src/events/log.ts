@@ -62,5 +62,12 @@ export interface EventLog {
    * A backend without it is exported by re-serialising what `readAll` parsed.
    */
   readStoredLines?(from: number, limit: number): Promise<{ readonly type: string; readonly line: string }[]>;
+  /**
+   * Optional group commit (decision 0017): after `hold()`, appends are visible to this log object
+   * (reads, further appends) but durable only at `sync()`, all together in one commit. A backend
+   * without it makes every append durable on its own. `close()` drops what was held and not synced.
+   */
+  hold?(): void;
+  sync?(): void;
   close(): Promise<void>;
 }

@@ -14,6 +14,12 @@ const SNAPSHOT_STRIDE = 4;
 
 /** A snapshot of this many bytes or fewer is taken every interval; a larger one proportionally less often. */
 const SNAPSHOT_BYTES = 1 << 20;
+/**
+ * Events queued by `catchUpLater` before they are written in one transaction (decision 0017): the
+ * log is the record, the tables a cache that catches up from it on every open, so writing them per
+ * append bought nothing but write traffic.
+ */
+const WRITE_BEHIND_EVENTS = 256;
 
 export interface ProjectionStoreOptions {
   /** Write a snapshot of each projection every K events (0 = never). Default 1000. */
@@ -68,6 +74,7 @@ export class ProjectionStore {
   private readonly snapshotEvery: number;
   private readonly batchSize: number;
   private readonly stmts;
+  private queued: { events: StoredEvent[]; folded?: ReadonlyMap<string, unknown> } = { events: [] };
 
   /** Open (or create) a projections database file at `path` (':memory:' for a scratch one). */
   static open(path: string, projections: readonly Projection<any>[], options: ProjectionStoreOptions = {}): ProjectionStore {
@@ -174,6 +181,7 @@ export class ProjectionStore {
    * Returns the number of events read.
    */
   catchUp(events: Iterable<StoredEvent>, folded?: ReadonlyMap<string, unknown>): number {
+    this.flush();
     assertWritable(this.db.name);
     let batch: StoredEvent[] = [];
     let count = 0;
@@ -193,6 +201,27 @@ export class ProjectionStore {
       }
     }
     return count;
+  }
+
+  /**
+   * Queue appended events the caller has folded (`folded`: the state after the last of them, as
+   * for `catchUp`); they are written together once WRITE_BEHIND_EVENTS are queued, when one of
+   * them sits on a snapshot boundary, or by `flush()` (which `catchUp` and `close` call). A crash
+   * loses only queued writes of a cache: the next open catches up from the log.
+   */
+  catchUpLater(events: readonly StoredEvent[], folded: ReadonlyMap<string, unknown>): void {
+    this.queued.events.push(...events);
+    this.queued.folded = folded;
+    const boundary = this.snapshotEvery > 0 && events.some((e) => e.position % this.snapshotEvery === 0);
+    if (boundary || this.queued.events.length >= WRITE_BEHIND_EVENTS) this.flush();
+  }
+
+  /** Write the queued events (see catchUpLater); the queue is emptied whether or not that succeeds. */
+  flush(): void {
+    const { events, folded } = this.queued;
+    if (events.length === 0) return;
+    this.queued = { events: [] };
+    this.catchUp(events, folded);
   }
 
   /** Drop every projection table and snapshot and fold the whole log again, in one transaction. */
@@ -395,9 +424,13 @@ export class ProjectionStore {
     return sha256Hex(this.dump());
   }
 
-  /** Close the database. */
+  /** Write what is queued and close the database (it is closed even when that write fails). */
   close(): void {
-    closeDatabase(this.db);
+    try {
+      this.flush();
+    } finally {
+      closeDatabase(this.db);
+    }
   }
 }
 

@@ -1,9 +1,8 @@
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, fdatasyncSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import type { JsonValue } from '../../events/canonical.js';
 import { join } from 'node:path';
 import { sha256Hex } from '../../events/hash.js';
 import { guarded } from '../../projections/storage-guard.js';
-import { writeAtomically } from '../atomic-write.js';
 
 /**
  * Durable marks of calls about to start. The controller marks each invocation of a planner or
@@ -11,7 +10,6 @@ import { writeAtomically } from '../atomic-write.js';
  * after a crash, an open intent whose last recorded invocation has no mark is a call that never
  * started: it is made now, and no `EffectReinvoked` is recorded for it — so a resume that fails
  * before the call starts (a full disk, another crash) records nothing, however often it is tried.
- * A mark is the only thing written: a file, fsynced, with its directory.
  */
 export interface CallMarks {
   /** Mark invocation `invocation` (1 = the first call, 2 = its first re-invocation, ...) of the call `key` as started. */
@@ -23,49 +21,122 @@ export interface CallMarks {
   kept(key: string, invocation: number): JsonValue | null;
 }
 
-export class FileCallMarks implements CallMarks {
-  constructor(private readonly dir: string) {}
+/** One line of the journal: a call's invocation started, or what it returned. */
+interface JournalLine {
+  readonly key: string;
+  readonly invocation: number;
+  readonly outcome?: JsonValue;
+}
 
-  mark(key: string, invocation: number): void {
-    guarded(this.path(key, invocation), () => this.write(key, invocation));
+/**
+ * The marks as one append-only journal, `calls/journal`: a JSON line per mark and per kept
+ * outcome, each written and flushed (`fdatasync`) before the call starts or the host acts on its
+ * result — one flush per mark, where a file per mark took a file flush, a rename and a directory
+ * flush (decision 0017). A line torn by a crash is cut off when the journal is next opened for
+ * writing (it was never flushed, so nothing relied on it). The journal is read only when a resume
+ * asks (`started`, `kept`); marks of builds from before it, a file per mark, are still read.
+ */
+export class FileCallMarks implements CallMarks {
+  private fd: number | null = null;
+  private read: { started: Set<string>; kept: Map<string, JsonValue> } | null = null;
+  private readonly journal: string;
+
+  constructor(private readonly dir: string) {
+    this.journal = join(dir, 'journal');
   }
 
-  private write(key: string, invocation: number): void {
-    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    const fd = openSync(this.path(key, invocation), 'w', 0o600);
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    const dirFd = openSync(this.dir, 'r');
-    try {
-      fsyncSync(dirFd);
-    } finally {
-      closeSync(dirFd);
-    }
+  mark(key: string, invocation: number): void {
+    this.append({ key, invocation });
   }
 
   started(key: string, invocation: number): boolean {
-    return existsSync(this.path(key, invocation));
+    return this.index().started.has(id(key, invocation)) || existsSync(this.legacyPath(key, invocation));
   }
 
   keep(key: string, invocation: number, outcome: JsonValue): void {
-    writeAtomically(`${this.path(key, invocation)}.returned`, JSON.stringify({ key, invocation, outcome }), { fsync: true });
+    this.append({ key, invocation, outcome });
   }
 
   kept(key: string, invocation: number): JsonValue | null {
+    const found = this.index().kept.get(id(key, invocation));
+    if (found !== undefined) return found;
     try {
-      const kept = JSON.parse(readFileSync(`${this.path(key, invocation)}.returned`, 'utf8')) as { key: string; invocation: number; outcome: JsonValue };
+      const kept = JSON.parse(readFileSync(`${this.legacyPath(key, invocation)}.returned`, 'utf8')) as { key: string; invocation: number; outcome: JsonValue };
       return kept.key === key && kept.invocation === invocation ? kept.outcome : null;
     } catch {
-      return null; // none kept (or torn: the rename is atomic, so only a foreign file can be)
+      return null; // none kept
     }
   }
 
-  /** The first invocation's mark is named by the key's SHA-256 alone (as before re-invocations were numbered). */
-  private path(key: string, invocation: number): string {
+  /** Close the journal's file (a later mark opens it again). */
+  close(): void {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+  }
+
+  private append(line: JournalLine): void {
+    guarded(this.journal, () => {
+      const fd = this.open();
+      writeSync(fd, `${JSON.stringify(line)}\n`);
+      fdatasyncSync(fd);
+    });
+    if (this.read !== null) record(this.read, line);
+  }
+
+  /** The journal, open for appending: created (and its directory flushed) or cut to its last whole line. */
+  private open(): number {
+    if (this.fd !== null) return this.fd;
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    const existed = existsSync(this.journal);
+    const fd = openSync(this.journal, 'a+', 0o600);
+    if (existed) {
+      const text = readFileSync(fd, 'utf8');
+      const whole = text.lastIndexOf('\n') + 1;
+      if (whole < Buffer.byteLength(text)) ftruncateSync(fd, Buffer.byteLength(text.slice(0, whole)));
+    } else {
+      const dirFd = openSync(this.dir, 'r');
+      try {
+        fsyncSync(dirFd);
+      } finally {
+        closeSync(dirFd);
+      }
+    }
+    this.fd = fd;
+    return fd;
+  }
+
+  private index(): { started: Set<string>; kept: Map<string, JsonValue> } {
+    if (this.read !== null) return this.read;
+    const index = { started: new Set<string>(), kept: new Map<string, JsonValue>() };
+    let text = '';
+    try {
+      text = readFileSync(this.journal, 'utf8');
+    } catch {
+      // no journal yet
+    }
+    for (const raw of text.split('\n')) {
+      if (raw === '') continue;
+      try {
+        record(index, JSON.parse(raw) as JournalLine);
+      } catch {
+        // a torn last line: never flushed, so never relied on
+      }
+    }
+    this.read = index;
+    return index;
+  }
+
+  /** A mark from before the journal: a file named by the key's SHA-256 (and `.N` for invocation N > 1). */
+  private legacyPath(key: string, invocation: number): string {
     const name = sha256Hex(Buffer.from(key));
     return join(this.dir, invocation === 1 ? name : `${name}.${invocation}`);
   }
+}
+
+const id = (key: string, invocation: number): string => `${invocation} ${key}`;
+
+function record(index: { started: Set<string>; kept: Map<string, JsonValue> }, line: JournalLine): void {
+  if (typeof line.key !== 'string' || typeof line.invocation !== 'number') return;
+  if (line.outcome === undefined) index.started.add(id(line.key, line.invocation));
+  else index.kept.set(id(line.key, line.invocation), line.outcome);
 }

@@ -1,6 +1,6 @@
 import { CorruptLogError, EffectError, RefusedTransitionError } from '../../events/errors.js';
 import type { BuildState } from '../../projections/build-state.js';
-import { decideStep, describe, isEffect, settle, type Decision, type StepContext, type StepResult } from '../../commands/step.js';
+import { changesTheWorld, decideStep, describe, isEffect, settle, type Decision, type StepContext, type StepResult } from '../../commands/step.js';
 import type { OperatorVerdict } from '../../commands/operator.js';
 import { LogCursor, type LogCursorDeps } from './log-cursor.js';
 import { effectRunner, type EffectDeps, type RunEffect } from './effects.js';
@@ -85,6 +85,8 @@ export class Controller {
   /** What to decide once `next` is carried out: its effect's result to settle, or a focus to decide on. */
   private async after(next: Decision['next']): Promise<() => Decision> {
     if (!isEffect(next)) return () => decideStep(this.current, this.context(), next);
+    // Write-ahead (R-18): every decision so far is durable before an effect that changes anything starts.
+    if (changesTheWorld(next)) await this.sync();
     const result = await this.runEffect(next);
     if (next.kind === 'observe-refs') this.attemptRefsChecked = true;
     return () => settle(this.current, this.context(), next, result);
@@ -114,19 +116,38 @@ export class Controller {
     return r;
   }
 
+  /**
+   * Make every appended event durable (the log's group commit, decision 0017): before an effect
+   * starts, before a step's result is returned, before the build is closed.
+   */
+  sync(): Promise<void> {
+    return this.locked(() => this.cursor.sync());
+  }
+
+  /** A commit failed (its error was thrown where it happened): nothing more is appended or synced. */
+  get broken(): boolean {
+    return this.cursor.broken !== null;
+  }
+
   /** Record an operator's decision (e.g. `retry`): checked against the state first, then one append. */
   async operate(decide: (state: BuildState) => OperatorVerdict, causationId: string): Promise<StepResult> {
     await this.cursor.catchUp();
     const verdict = decide(this.current);
     if (!verdict.ok) throw new RefusedTransitionError(verdict.reason);
     await this.cursor.append([verdict.event], causationId);
+    await this.sync();
     return describe(this.current, { kind: 'report', outcome: 'recovered', detail: `${verdict.event.type} recorded` });
   }
 
-  /** Perform exactly one controller event (R-17): the pure step's decisions, interpreted. */
-  async advance(): Promise<StepResult> {
+  /**
+   * Perform exactly one controller event (R-17): the pure step's decisions, interpreted. Its
+   * events are durable when it returns, unless `held` (see BuildSession.advance).
+   */
+  async advance(options: { readonly held?: boolean } = {}): Promise<StepResult> {
     await this.cursor.catchUp();
-    return this.finish(await this.follow(() => decideStep(this.current, this.context())));
+    const result = this.finish(await this.follow(() => decideStep(this.current, this.context())));
+    if (options.held !== true) await this.sync();
+    return result;
   }
 
   /**
@@ -171,6 +192,7 @@ export class Controller {
     }
     await Promise.allSettled([...fibers.values()]);
     if (failure !== null) throw (failure as { err: unknown }).err;
+    await this.sync();
     return last;
   }
 }

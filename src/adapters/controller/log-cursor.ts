@@ -21,13 +21,14 @@ export interface LogCursorDeps {
   readonly faults: FaultInjector;
   /** Checked before every append: the controller still holds its lease (throws ConcurrencyError). */
   readonly beforeAppend?: () => void;
-  /** Called after every append with the new events (projections catch up here). */
+  /** Called once appended events are durable, with them and the state after them (projections catch up here). */
   readonly onAppended?: (events: readonly StoredEvent[], state: BuildState) => void;
   /**
    * Awaited after every append, before the next decision is made (the log's checkpoint is signed
-   * here after a promotion or a milestone checkpoint, R-35, however many calls are in flight).
+   * here after a promotion or a milestone checkpoint, R-35, however many calls are in flight);
+   * `durable` makes everything appended so far durable first (a signature covers only that).
    */
-  readonly afterAppend?: (events: readonly StoredEvent[]) => Promise<void>;
+  readonly afterAppend?: (events: readonly StoredEvent[], durable: () => Promise<void>) => Promise<void>;
 }
 
 export class LogCursor {
@@ -35,6 +36,10 @@ export class LogCursor {
   private streamId = '';
   private streamRevision = -1;
   private prevHash: string | null = null;
+  /** Appended, folded, not yet durable (see sync). */
+  private held: StoredEvent[] = [];
+  /** Why this cursor can append no more: a commit failed after its events were folded. */
+  broken: Error | null = null;
 
   constructor(private readonly deps: LogCursorDeps) {}
 
@@ -89,10 +94,19 @@ export class LogCursor {
     this.prevHash = e.hash;
   }
 
+  /**
+   * Append a decision's events and fold them. On a log that holds appends (group commit, decision
+   * 0017) they become durable at the next `sync()` — which the controller calls before any effect
+   * starts, before a step's result is returned and before a checkpoint is signed — together with
+   * whatever else was appended since: the result of one call and the intent of the next in one
+   * commit. `after-append:TYPE` points are reached once the event is durable.
+   */
   async append(events: readonly DomainEvent[], causationId: string): Promise<void> {
+    if (this.broken !== null) throw this.broken;
     for (const e of events) this.deps.faults.reach(`before-append:${e.type}`);
     this.deps.beforeAppend?.();
     throwIfInterrupted(); // an interrupted controller records nothing more (interrupt.ts)
+    this.deps.log.hold?.();
     const position = this.state.position + 1;
     const recordedAt = this.now(position);
     // R-37: an event that changes the graph records the revision it makes and that graph's SHA-256.
@@ -108,8 +122,28 @@ export class LogCursor {
     // The states folded for the graph records are the fold of these events: adopt them (each
     // event still re-hashed and linked) instead of folding again.
     result.events.forEach((e, i) => this.fold(e, e.position === position + i ? states[i] : undefined));
-    this.deps.onAppended?.(result.events, this.state);
-    await this.deps.afterAppend?.(result.events);
+    this.held.push(...result.events);
+    if (this.deps.log.hold === undefined) await this.sync();
+    await this.deps.afterAppend?.(result.events, () => this.sync());
+  }
+
+  /**
+   * Make every event appended so far durable (one commit), then hand them to `onAppended` and
+   * reach their `after-append` points. A failed commit leaves this cursor ahead of the log: it
+   * refuses every later append (the session ends; the next open folds the log as it is).
+   */
+  async sync(): Promise<void> {
+    if (this.broken !== null) throw this.broken;
+    if (this.held.length === 0) return;
+    const events = this.held;
+    this.held = [];
+    try {
+      this.deps.log.sync?.();
+    } catch (err) {
+      this.broken = err instanceof Error ? err : new Error(String(err));
+      throw err;
+    }
+    this.deps.onAppended?.(events, this.state);
     for (const e of events) this.deps.faults.reach(`after-append:${e.type}`);
   }
 

@@ -91,6 +91,8 @@ export class SqliteEventLog implements EventLog {
   private readonly parallelMin: number;
   private writer: SqliteBatchWriter | undefined;
   private writerUnavailable: string | undefined;
+  /** A transaction opened by `hold()` and not yet synced. */
+  private held = false;
 
   constructor(options: SqliteLogOptions) {
     this.catalogue = options.catalogue ?? domainCatalogue;
@@ -122,6 +124,30 @@ export class SqliteEventLog implements EventLog {
       // Raw rows (arrays) in a fixed column order: the replay path builds no intermediate objects.
       replay: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE position >= ? ORDER BY position ASC').raw(true),
     };
+  }
+
+  /**
+   * Hold the appends that follow in one open write transaction (BEGIN IMMEDIATE: the write lock
+   * is taken now), durable together at `sync()`: the controller's group commit (decision 0017).
+   */
+  hold(): void {
+    if (this.held || this.db.inTransaction) return;
+    assertWritable(this.path);
+    this.db.exec('BEGIN IMMEDIATE');
+    this.held = true;
+  }
+
+  /** Commit what `hold()` held (one fsync); on failure it is rolled back and the error thrown. */
+  sync(): void {
+    if (!this.held) return;
+    this.held = false;
+    try {
+      assertWritable(this.path);
+      this.db.exec('COMMIT');
+    } catch (err) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      throw err;
+    }
   }
 
   /** Synchronous append, used by the async port method and by hot paths. */
@@ -344,6 +370,11 @@ export class SqliteEventLog implements EventLog {
     const writer = this.writer;
     this.writer = undefined;
     if (writer !== undefined) await writer.close();
+    // What was held and not synced is dropped, as a crash would drop it (the controller syncs first).
+    if (this.held && this.db.open && this.db.inTransaction) {
+      try { this.db.exec('ROLLBACK'); } catch { /* closing rolls it back as well */ }
+    }
+    this.held = false;
     closeDatabase(this.db);
   }
 

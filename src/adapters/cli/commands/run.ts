@@ -54,7 +54,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
       throwIfInterrupted();
       progress.begin(s.controller.current);
       try {
-        last = await s.advance();
+        last = await s.advance({ held: true }); // committed with the next step's first effect, or at close
       } catch (err) {
         progress.finish(); // the running line ends before the error is printed
         throw err;

@@ -1,0 +1,130 @@
+// Decision 0017: the SQLite log's group commit (hold/sync), the call-mark journal and the
+// projections written behind the log — what each promises, checked on real files.
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
+import { FileCallMarks } from '../src/adapters/controller/call-marks.js';
+import { sha256Hex } from '../src/events/hash.js';
+import { testCatalogue } from './contract/log-contract.js';
+
+const meta = { recordedAt: '2026-01-01T00:00:00.000Z' };
+const ev = (n: number) => ({ type: 'TestA', data: { n }, metadata: meta });
+const dirs: string[] = [];
+const scratch = (): string => {
+  const d = mkdtempSync(join(tmpdir(), 'lb-group-'));
+  dirs.push(d);
+  return d;
+};
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('SQLite log: hold and sync (group commit)', () => {
+  it('held appends are read back by their own log at once, by another connection only after sync, all in one commit', async () => {
+    const path = join(scratch(), 'events.db');
+    const writer = new SqliteEventLog({ path, catalogue: testCatalogue });
+    const reader = new SqliteEventLog({ path, catalogue: testCatalogue, readonly: true });
+    writer.hold();
+    await writer.append('s-1', [ev(1)], 'no-stream');
+    await writer.append('s-1', [ev(2), ev(3)], 0);
+    expect((await writer.readAll()).map((e) => e.position)).toEqual([1, 2, 3]);
+    expect(await reader.readAll()).toEqual([]);
+    writer.sync();
+    expect((await reader.readAll()).map((e) => (e.data as { n: number }).n)).toEqual([1, 2, 3]);
+    expect((await reader.verifyChain()).ok).toBe(true);
+    expect(await reader.anchor()).toEqual(await reader.head());
+    await reader.close();
+    await writer.close();
+  });
+
+  it('what was held and not synced is gone after close, as after a crash: the chain and its anchor stay whole', async () => {
+    const path = join(scratch(), 'events.db');
+    const log = new SqliteEventLog({ path, catalogue: testCatalogue });
+    await log.append('s-1', [ev(1)], 'no-stream'); // not held: durable on its own
+    log.hold();
+    await log.append('s-1', [ev(2)], 0);
+    await log.close();
+    const again = new SqliteEventLog({ path, catalogue: testCatalogue });
+    expect((await again.readAll()).map((e) => e.position)).toEqual([1]);
+    const report = await again.verifyChain();
+    expect(report.ok).toBe(true);
+    expect((await again.anchor())?.position).toBe(1);
+    // The next append continues from what is durable.
+    expect((await again.append('s-1', [ev(2)], 0)).position).toBe(2);
+    await again.close();
+  });
+
+  it('a held append that fails leaves the held ones before it to commit', async () => {
+    const path = join(scratch(), 'events.db');
+    const log = new SqliteEventLog({ path, catalogue: testCatalogue });
+    log.hold();
+    await log.append('s-1', [ev(1)], 'no-stream');
+    await expect(log.append('s-1', [ev(2)], 5)).rejects.toThrow(); // wrong expected revision
+    log.sync();
+    await log.close();
+    const again = new SqliteEventLog({ path, catalogue: testCatalogue, readonly: true });
+    expect((await again.readAll()).map((e) => e.position)).toEqual([1]);
+    await again.close();
+  });
+});
+
+describe('call marks: one journal, flushed per line', () => {
+  it('marks and kept outcomes are read back by a new reader (a resumed controller); an unmarked call never started', () => {
+    const dir = join(scratch(), 'calls');
+    const marks = new FileCallMarks(dir);
+    marks.mark('attempt-a', 1);
+    marks.keep('attempt-a', 1, { outcome: 'recorded' });
+    marks.mark('attempt-b', 2);
+    marks.close();
+    const resumed = new FileCallMarks(dir);
+    expect(resumed.started('attempt-a', 1)).toBe(true);
+    expect(resumed.kept('attempt-a', 1)).toEqual({ outcome: 'recorded' });
+    expect(resumed.started('attempt-b', 2)).toBe(true);
+    expect(resumed.started('attempt-b', 1)).toBe(false);
+    expect(resumed.kept('attempt-b', 2)).toBeNull();
+    // A kept outcome without a mark (a fork's adopted result) is not a started call.
+    resumed.keep('attempt-c', 1, { outcome: 'recorded' });
+    expect(resumed.started('attempt-c', 1)).toBe(false);
+    expect(resumed.kept('attempt-c', 1)).toEqual({ outcome: 'recorded' });
+    resumed.close();
+  });
+
+  it('a line torn by a crash is ignored, and cut off before the next mark is written (which then reads back)', () => {
+    const dir = join(scratch(), 'calls');
+    const marks = new FileCallMarks(dir);
+    marks.mark('attempt-a', 1);
+    marks.close();
+    const journal = join(dir, 'journal');
+    const whole = statSync(journal).size;
+    appendFileSync(journal, '{"key":"attempt-b","invoc'); // the write a crash cut short
+    const reader = new FileCallMarks(dir);
+    expect(reader.started('attempt-a', 1)).toBe(true);
+    expect(reader.started('attempt-b', 1)).toBe(false);
+    reader.close();
+    const writer = new FileCallMarks(dir);
+    writer.mark('attempt-c', 1);
+    writer.close();
+    expect(readFileSync(journal, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).key)).toEqual(['attempt-a', 'attempt-c']);
+    expect(statSync(journal).size).toBeGreaterThan(whole);
+    const after = new FileCallMarks(dir);
+    expect(after.started('attempt-c', 1)).toBe(true);
+    after.close();
+  });
+
+  it('marks of a build from before the journal (a file per mark) are still read', () => {
+    const dir = join(scratch(), 'calls');
+    const name = sha256Hex(Buffer.from('attempt-old'));
+    const marks = new FileCallMarks(dir);
+    marks.mark('attempt-new', 1); // creates the directory and the journal
+    writeFileSync(join(dir, name), '');
+    writeFileSync(join(dir, `${name}.2`), '');
+    writeFileSync(join(dir, `${name}.2.returned`), JSON.stringify({ key: 'attempt-old', invocation: 2, outcome: { outcome: 'failed' } }));
+    expect(marks.started('attempt-old', 1)).toBe(true);
+    expect(marks.started('attempt-old', 2)).toBe(true);
+    expect(marks.kept('attempt-old', 2)).toEqual({ outcome: 'failed' });
+    expect(marks.kept('attempt-old', 1)).toBeNull();
+    marks.close();
+  });
+});
