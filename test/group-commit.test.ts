@@ -3,7 +3,10 @@
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
+import { computeEventHash, storedBytesHash, type EventMetadata } from '../src/events/envelope.js';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { FileCallMarks } from '../src/adapters/controller/call-marks.js';
 import { sha256Hex } from '../src/events/hash.js';
@@ -126,5 +129,39 @@ describe('call marks: one journal, flushed per line', () => {
     expect(marks.kept('attempt-old', 2)).toEqual({ outcome: 'failed' });
     expect(marks.kept('attempt-old', 1)).toBeNull();
     marks.close();
+  });
+});
+
+describe('an event checked from its stored bytes', () => {
+  // Independent oracle: computeEventHash canonicalises the whole parsed event; storedBytesHash
+  // splices the stored texts into the hashed envelope without parsing them.
+  const json: fc.Arbitrary<JsonValue> = fc.letrec<{ value: JsonValue }>((tie) => ({
+    value: fc.oneof(
+      { depthSize: 'small' },
+      fc.string({ unit: 'binary', maxLength: 6 }), fc.integer(), fc.boolean(), fc.constant(null),
+      fc.array(tie('value'), { maxLength: 3 }),
+      fc.dictionary(fc.string({ unit: 'binary', maxLength: 4 }), tie('value'), { maxKeys: 4 }),
+    ),
+  })).value;
+  it('for all events stored canonically, the stored-bytes hash is the canonical hash (R-2)', () => {
+    fc.assert(fc.property(
+      json, fc.dictionary(fc.string({ unit: 'binary', maxLength: 4 }), json, { maxKeys: 3 }),
+      fc.string({ unit: 'binary', maxLength: 8 }), fc.string({ unit: 'binary', maxLength: 8 }), fc.nat(), fc.nat(), fc.nat({ max: 9 }),
+      (data, extra, streamId, type, position, revision, schemaVersion) => {
+        const metadata = { ...extra, recordedAt: '2026-01-01T00:00:00.000Z' } as unknown as EventMetadata;
+        const prevHash = sha256Hex(`${position}`);
+        const oracle = computeEventHash({ position, streamId, revision, type, schemaVersion, data, metadata, prevHash });
+        const fast = storedBytesHash({ position, streamId, revision, type, schemaVersion, dataJson: canonicalJson(data), metadataJson: canonicalJson(metadata as unknown as JsonValue), prevHash });
+        expect(fast).toBe(oracle);
+      },
+    ), { numRuns: 300 });
+  });
+
+  it('bytes that are not canonical (edited, or re-spaced) do not pass the fast check: they take the full one', () => {
+    const data = { b: 1, a: 'x' };
+    const row = { position: 1, streamId: 's', revision: 0, type: 'TestA', schemaVersion: 1, dataJson: canonicalJson(data), metadataJson: canonicalJson({ recordedAt: 'r' }), prevHash: sha256Hex('g') };
+    const hash = storedBytesHash(row);
+    expect(storedBytesHash({ ...row, dataJson: '{"b":1,"a":"x"}' })).not.toBe(hash);
+    expect(storedBytesHash({ ...row, dataJson: '{"a":"y","b":1}' })).not.toBe(hash);
   });
 });

@@ -77,6 +77,12 @@ export interface OpenOptions {
   readonly signingKey?: string;
   /** One line for the user about something that did not stop the build (default: stderr). */
   readonly warn?: (line: string) => void;
+  /**
+   * A reading command (status, show, diff): the state the projections folded is taken as it is,
+   * its events not re-hashed again (`verify` checks every byte; a step re-hashes what it acts on).
+   * Such a session refuses to step.
+   */
+  readonly reading?: boolean;
 }
 
 /** An open build: its log, projections and controller. Close it when done. */
@@ -388,9 +394,10 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
         await notary.sign();
       },
       onAppended: (events, state) => writeProjections(() => store.catchUpLater(events, new Map([[buildProjection.name, state]]))),
-    }, store.state<BuildState>(buildProjection.name));
+    }, store.state<BuildState>(buildProjection.name), { trusted: opts.reading === true });
     /** Before the first append the log is checked (R-36). */
     const checked = async (work: () => Promise<StepResult>): Promise<StepResult> => {
+      if (opts.reading === true) throw new ValidationError('a build opened for reading does not step (open it without `reading`)');
       if (notary === null) {
         // An agent without credentials is refused before anything is recorded (reading commands need none).
         if (driver.kind === 'command') for (const [role, c] of [['planner', driver.config.planner], ['worker', driver.config.worker]] as const) assertCallable(role, c, env);

@@ -99,6 +99,17 @@ export function storedLine(e: { position: number; streamId: string; revision: nu
   return `{"data":${e.dataJson},"hash":${jsonString(e.hash)},"metadata":${e.metadataJson},"position":${e.position},"prevHash":${jsonString(e.prevHash)},"revision":${e.revision},"schemaVersion":${e.schemaVersion},"streamId":${jsonString(e.streamId)},"type":${jsonString(e.type)}}`;
 }
 
+/**
+ * The hash of an event straight from its stored bytes (data and metadata as stored, unparsed), in
+ * the form `ChainSealer` hashes: equal to `computeEventHash` of the parsed event whenever the
+ * stored bytes are canonical JSON, as every writer stores them. A reader that finds it equal to
+ * the stored hash has checked the event without parsing and re-encoding it (decision 0017);
+ * one that does not must fall back to `computeEventHash` (bytes not canonical, or edited).
+ */
+export function storedBytesHash(e: { position: number; streamId: string; revision: number; type: string; schemaVersion: number; dataJson: string; metadataJson: string; prevHash: string }): string {
+  return sha256Hex(`{"data":${e.dataJson},"metadata":${e.metadataJson},"position":${e.position},"prevHash":${jsonString(e.prevHash)},"revision":${e.revision},"schemaVersion":${e.schemaVersion},"streamId":${jsonString(e.streamId)},"type":${jsonString(e.type)}}`);
+}
+
 /** Seal an event: give it its hash. */
 export function sealEvent(e: Omit<StoredEvent, 'hash'>): StoredEvent {
   return { ...e, hash: computeEventHash(e) };

@@ -39,6 +39,19 @@ export interface ChainReport {
  * The append-only, hash-chained event log (R-1..R-4). Positions are 1-based and
  * contiguous; stream revisions are 0-based. Every backend passes `logContract`.
  */
+/** A stored event's fields with its data and metadata as the stored JSON text. */
+export interface RawStoredEvent {
+  readonly position: number;
+  readonly streamId: string;
+  readonly revision: number;
+  readonly type: string;
+  readonly schemaVersion: number;
+  readonly dataJson: string;
+  readonly metadataJson: string;
+  readonly prevHash: string;
+  readonly hash: string;
+}
+
 export interface EventLog {
   append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
   readAll(options?: ReadOptions): Promise<StoredEvent[]>;
@@ -62,6 +75,11 @@ export interface EventLog {
    * A backend without it is exported by re-serialising what `readAll` parsed.
    */
   readStoredLines?(from: number, limit: number): Promise<{ readonly type: string; readonly line: string }[]>;
+  /**
+   * Optional: up to `limit` events from position `from` on as stored (data and metadata unparsed),
+   * in order — a reader that only checks the chain hashes the stored bytes (`storedBytesHash`).
+   */
+  readStoredRows?(from: number, limit: number): Promise<RawStoredEvent[]>;
   /**
    * Optional group commit (decision 0017): after `hold()`, appends are visible to this log object
    * (reads, further appends) but durable only at `sync()`, all together in one commit. A backend

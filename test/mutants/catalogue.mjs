@@ -83,6 +83,18 @@ export const MUTANTS = [
       js: { find: "if ((key === 'sha256' && parentKey === 'graph') || key === 'graphSha256')", replace: "if ((key === 'sha256' && parentKey === 'graph') || key === 'graphSha256' || key === 'baseHead' || key === 'integrationHead')" } }],
     caughtBy: ['test/fork.test.ts'],
   },
+  {
+    name: 'stored-bytes-hash-unescaped',
+    bug: 'the stored-bytes hash writes the stream id unescaped: an event is checked against bytes its canonical hash never covered (R-2, decision 0017)',
+    edits: [{ file: 'src/events/envelope.ts', find: '"streamId":${jsonString(e.streamId)},"type":${jsonString(e.type)}}`)', replace: '"streamId":"${e.streamId}","type":${jsonString(e.type)}}`)' }],
+    caughtBy: ['test/group-commit.test.ts'],
+  },
+  {
+    name: 'effect-before-commit',
+    bug: 'an effect starts before the decisions held for the group commit are durable (R-18 write-ahead broken, decision 0017)',
+    edits: [{ file: 'src/adapters/controller/controller.ts', find: 'if (changesTheWorld(next))', replace: 'if (false)' }],
+    caughtBy: ['test/controller-faults.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

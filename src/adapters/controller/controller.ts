@@ -46,10 +46,11 @@ export class Controller {
   /**
    * Open a controller on an initialised build, from a state the projection store already folded
    * (or else from the log's start; see LogCursor), then fold whatever the log holds beyond it.
+   * `trusted`: that state's events are not re-hashed (a reading command; see LogCursor.startFrom).
    */
-  static async open(deps: ControllerDeps, from?: BuildState): Promise<Controller> {
+  static async open(deps: ControllerDeps, from?: BuildState, options: { readonly trusted?: boolean } = {}): Promise<Controller> {
     const c = new Controller(deps);
-    if (from !== undefined) await c.cursor.startFrom(from);
+    if (from !== undefined) await c.cursor.startFrom(from, options.trusted === true);
     await c.cursor.catchUp();
     if (!c.current.build) throw new CorruptLogError(1, 'the log holds no BuildInitialized event (run `longbuild init` first)');
     return c;

@@ -6,8 +6,9 @@
  */
 import type { JsonValue } from '../../events/canonical.js';
 import { CorruptLogError } from '../../events/errors.js';
-import { computeEventHash, type StoredEvent } from '../../events/envelope.js';
-import type { EventLog } from '../../events/log.js';
+import { computeEventHash, storedBytesHash, type StoredEvent } from '../../events/envelope.js';
+import type { EventLog, RawStoredEvent } from '../../events/log.js';
+import { rawRowToEvent } from '../log/verbatim.js';
 import type { DomainEvent } from '../../events/catalogue.js';
 import { evolveBuild, initialBuildState, type BuildState } from '../../projections/build-state.js';
 import { graphRecords } from '../../projections/graph-record.js';
@@ -45,16 +46,33 @@ export class LogCursor {
 
   /**
    * Start from a state the projection store already folded (restored from a snapshot and caught
-   * up): the events up to its position are re-hashed and linked, not folded again. When it does
-   * not fit the log, the cursor stays at the start (and `catchUp` folds everything).
+   * up): the events up to its position are re-hashed and linked, not folded again (`trusted`: a
+   * reading command's, not re-hashed either). When it does not fit the log, the cursor stays at
+   * the start (and `catchUp` folds everything).
    */
-  async startFrom(from: BuildState): Promise<void> {
+  async startFrom(from: BuildState, trusted = false): Promise<void> {
     if (from.position <= 0) return;
-    let last: StoredEvent | undefined;
+    if (trusted) {
+      // A reader takes the folded state as it is: only its last event is read, to link what follows.
+      const [at] = await this.deps.log.readAll({ from: from.position, limit: 1 });
+      if (at?.position !== from.position) return; // the log ends before it: fold from the start
+      this.streamId = at.streamId;
+      this.streamRevision = at.revision;
+      this.prevHash = at.hash;
+      this.state = from;
+      return;
+    }
+    let last: { readonly position: number } | undefined;
     for (let next = 1; next <= from.position;) {
-      const batch = await this.deps.log.readAll({ from: next, limit: Math.min(5000, from.position - next + 1) });
+      const limit = Math.min(5000, from.position - next + 1);
+      const log = this.deps.log;
+      // Checked from the stored bytes where the log gives them (no parse; the same hash, decision 0017).
+      const batch = log.readStoredRows !== undefined ? await log.readStoredRows(next, limit) : await log.readAll({ from: next, limit });
       if (batch.length === 0) break;
-      for (const e of batch) this.check(e);
+      for (const e of batch) {
+        if ('dataJson' in e) this.checkStored(e);
+        else this.check(e);
+      }
       last = batch[batch.length - 1]!;
       next = last.position + 1;
     }
@@ -77,18 +95,31 @@ export class LogCursor {
     }
   }
 
-  private fold(e: StoredEvent, folded?: BuildState): void {
-    this.check(e);
+  private fold(e: StoredEvent, folded?: BuildState, sealedHere = false): void {
+    this.check(e, sealedHere);
     this.state = folded ?? evolveBuild(this.state, e);
   }
 
-  /** Link and re-hash one event of the log, in order, and take its stream position. */
-  private check(e: StoredEvent): void {
+  /** `check` for an event as stored: its bytes hashed as they are, parsed only if that differs. */
+  private checkStored(e: RawStoredEvent): void {
+    if (storedBytesHash(e) === e.hash) {
+      this.check({ ...e, data: null, metadata: { recordedAt: '' } }, true); // link only: the hash is checked
+      return;
+    }
+    this.check(rawRowToEvent(e));
+  }
+
+  /**
+   * Link and re-hash one event of the log, in order, and take its stream position. An event this
+   * cursor's own append just sealed is linked, not hashed again: its hash was made in this process
+   * from these very objects, a moment ago (decision 0017).
+   */
+  private check(e: StoredEvent, sealedHere = false): void {
     if (this.prevHash !== null && e.prevHash !== this.prevHash) {
       throw new CorruptLogError(e.position, 'previous-hash link broken while reading the log (run `longbuild verify`)');
     }
-    // Every event the controller folds is re-hashed: an edited event is never silently acted on (R-4).
-    if (computeEventHash(e) !== e.hash) throw new CorruptLogError(e.position, 'hash mismatch (event edited); run `longbuild verify`');
+    // Every event the controller reads from the log and folds is re-hashed: an edited event is never silently acted on (R-4).
+    if (!sealedHere && computeEventHash(e) !== e.hash) throw new CorruptLogError(e.position, 'hash mismatch (event edited); run `longbuild verify`');
     if (this.streamId === '') this.streamId = e.streamId;
     if (e.streamId === this.streamId) this.streamRevision = e.revision;
     this.prevHash = e.hash;
@@ -121,7 +152,7 @@ export class LogCursor {
     );
     // The states folded for the graph records are the fold of these events: adopt them (each
     // event still re-hashed and linked) instead of folding again.
-    result.events.forEach((e, i) => this.fold(e, e.position === position + i ? states[i] : undefined));
+    result.events.forEach((e, i) => this.fold(e, e.position === position + i ? states[i] : undefined, true));
     this.held.push(...result.events);
     if (this.deps.log.hold === undefined) await this.sync();
     await this.deps.afterAppend?.(result.events, () => this.sync());

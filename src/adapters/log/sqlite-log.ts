@@ -3,7 +3,7 @@ import type { JsonValue } from '../../events/canonical.js';
 import { CorruptLogError, StorageError } from '../../events/errors.js';
 import { ChainSealer, storedLine, type NewEvent, type StoredEvent } from '../../events/envelope.js';
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
-import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions } from '../../events/log.js';
+import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, RawStoredEvent, ReadOptions } from '../../events/log.js';
 import { checkExpected, verifyRawRows, type RawEventRow } from './chain.js';
 import { checkAppendShape, newBatchMemo, prepareNewEvent } from './prepare.js';
 import { BatchWriterError, SqliteBatchWriter } from './sqlite-batch-writer.js';
@@ -153,7 +153,7 @@ export class SqliteEventLog implements EventLog {
   /** Synchronous append, used by the async port method and by hot paths. */
   appendSync(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): AppendResult {
     checkAppendShape(streamId, events);
-    assertWritable(this.path);
+    if (!this.held) assertWritable(this.path); // held: checked when the transaction began, and again at its commit
     const writer = events.length >= this.parallelMin && !this.db.inTransaction ? this.batchWriter() : undefined;
     if (writer !== undefined) {
       const result = this.appendThroughWriter(writer, streamId, events, expected);
@@ -303,6 +303,11 @@ export class SqliteEventLog implements EventLog {
 
   async readAll(options: ReadOptions = {}): Promise<StoredEvent[]> {
     return this.readAllSync(options);
+  }
+
+  async readStoredRows(from: number, limit: number): Promise<RawStoredEvent[]> {
+    return (this.stmts.allFwd.all(from, limit) as RawRow[]).map(([position, streamId, revision, type, schemaVersion, dataJson, metadataJson, prevHash, hash]) => (
+      { position, streamId, revision, type, schemaVersion, dataJson, metadataJson, prevHash, hash }));
   }
 
   /** Stream events one at a time without holding them all in memory. */

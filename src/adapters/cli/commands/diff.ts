@@ -41,7 +41,7 @@ export async function run(ctx: CommandContext): Promise<DiffOutput> {
       graphRevision: { from: from.graphRevision, to: to.graphRevision },
       integrationHead: { from: from.integrationHead, to: to.integrationHead },
     };
-  });
+  }, { reading: true });
 }
 
 const list = (xs: readonly string[]): string => xs.join(', ') || '-';

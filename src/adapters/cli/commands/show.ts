@@ -10,7 +10,7 @@ export type ShowOutput = GraphView;
 /** The graph (summaries with what they compacted), ready wave, horizon and integration head as of a point in the log. */
 export async function run(ctx: CommandContext): Promise<ShowOutput> {
   const point = timePointFromFlags(ctx.flags);
-  return withBuild(ctx, async (s) => viewOf(await stateAsOf(s, point)));
+  return withBuild(ctx, async (s) => viewOf(await stateAsOf(s, point)), { reading: true });
 }
 
 export function render(d: ShowOutput): string {

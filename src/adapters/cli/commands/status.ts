@@ -154,7 +154,7 @@ export const flags: Record<string, FlagSpec> = { watch: { type: 'boolean' } };
 const WATCH_POLL_MS = 1000;
 
 export async function run(ctx: CommandContext): Promise<StatusOutput> {
-  const once = () => withBuild(ctx, async (s) => statusOf(s.controller.current));
+  const once = () => withBuild(ctx, async (s) => statusOf(s.controller.current), { reading: true });
   if (ctx.flags.watch !== true) return once();
   // --watch: print the status each time the log moves, until the build completes or an interrupt.
   const tty = !ctx.json && process.stdout.isTTY === true;

@@ -1,0 +1,44 @@
+// Reading commands on a big build (issue 19): `status`, `show` and `show --at P` on a synthetic
+// build of BENCH_EVENTS events (default 100000), each command run ROUNDS times as a whole CLI
+// process, plus `node -e 0` (the Node.js start-up no command can beat). With LONGBUILD_BASELINE=DIR
+// the same commands of another built checkout run interleaved. Prints medians, ms.
+//   npm run build && node bench/cli-read.mjs
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { syntheticBuild } from './lib/synthetic-build.mjs';
+
+const N = Number(process.env.BENCH_EVENTS ?? 100_000);
+const ROUNDS = Number(process.env.ROUNDS ?? 7);
+const bins = [['longbuild', join(import.meta.dirname, '..', 'bin', 'longbuild.js')]];
+if (process.env.LONGBUILD_BASELINE) bins.push(['baseline', join(process.env.LONGBUILD_BASELINE, 'bin', 'longbuild.js')]);
+const root = mkdtempSync(join(tmpdir(), 'lb-bench-read-'));
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+try {
+  const t0 = performance.now();
+  const b = await syntheticBuild(root, 'big', N, { signEvery: 10_000, snapshotEvery: 1000 });
+  console.log(`synthetic ${N}-event build made in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  const time = (argv) => {
+    const t = performance.now();
+    const r = spawnSync(process.execPath, argv, { cwd: b.repo, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${argv.join(' ')}: exit ${r.status}\n${r.stderr}`);
+    return performance.now() - t;
+  };
+  const cases = [['status', '--json'], ['show', '--json'], ['show', '--at', String(Math.floor(N / 2)), '--json']];
+  for (const [, bin] of bins) time([bin, 'status', '--json']); // the first open catches the projections up
+  const results = new Map();
+  for (let r = 0; r < ROUNDS; r++) {
+    results.set('node -e 0', [...(results.get('node -e 0') ?? []), time(['-e', '0'])]);
+    for (const [name, bin] of bins) {
+      for (const c of cases) {
+        const key = `${name} ${c.filter((x) => x !== '--json').join(' ')}`;
+        results.set(key, [...(results.get(key) ?? []), time([bin, ...c])]);
+      }
+    }
+  }
+  console.log(`median of ${ROUNDS} runs, whole process, ms`);
+  for (const [k, xs] of results) console.log(`${k.padEnd(36)} ${median(xs).toFixed(0).padStart(6)}`);
+} finally {
+  rmSync(root, { recursive: true, force: true });
+}
