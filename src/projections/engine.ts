@@ -71,8 +71,6 @@ export class ProjectionStore {
   private readonly runtimes: Runtime[];
   private readonly snapshots: SnapshotStore;
   private readonly lastSnapshot = new Map<string, { position: number; bytes: number }>();
-  /** The newest snapshot's position by name, as far as this store knows (restored or written). */
-  private readonly snapshotAt = new Map<string, number>();
   private readonly snapshotEvery: number;
   private readonly batchSize: number;
   private readonly stmts;
@@ -129,7 +127,6 @@ export class ProjectionStore {
         rt.state = state;
         rt.memPosition = s.position;
         rt.memHash = s.eventHash;
-        this.snapshotAt.set(projection.name, s.position);
         break;
       }
     }
@@ -336,7 +333,6 @@ export class ProjectionStore {
     const snapshot = makeSnapshot(name, position, hash, state);
     this.snapshots.put(snapshot);
     this.lastSnapshot.set(name, { position, bytes: snapshot.stateJson.length });
-    this.snapshotAt.set(name, position);
     this.snapshots.thin?.(name, position - this.snapshotEvery, this.snapshotEvery * SNAPSHOT_STRIDE);
   }
 
@@ -428,39 +424,13 @@ export class ProjectionStore {
     return sha256Hex(this.dump());
   }
 
-  /**
-   * Write what is queued, leave a snapshot where the tables stand (the next open restores it
-   * instead of folding up to `snapshotEvery` events again) and close the database (it is closed
-   * even when a write fails).
-   */
+  /** Write what is queued and close the database (it is closed even when that write fails). */
   close(): void {
     try {
       this.flush();
-      this.snapshotWhereStored();
     } finally {
       closeDatabase(this.db);
     }
-  }
-
-  /**
-   * A snapshot at each projection's stored position, unless one is there: between boundaries it
-   * replaces the previous such snapshot (boundary snapshots are thinned as always).
-   */
-  private snapshotWhereStored(): void {
-    if (this.snapshotEvery <= 0 || !this.db.open || this.db.readonly) return;
-    const due = this.runtimes.filter((r) => r.storedPosition > 0 && r.memPosition === r.storedPosition && this.snapshotAt.get(r.projection.name) !== r.storedPosition);
-    if (due.length === 0) return;
-    assertWritable(this.db.name);
-    this.db.transaction(() => {
-      for (const r of due) {
-        for (const [name, state] of [[r.projection.name, r.state], ...(r.projection.view ? [[r.projection.view.name, r.projection.view.of(r.state)] as const] : [])] as const) {
-          const snapshot = makeSnapshot(name, r.storedPosition, r.storedHash, state);
-          this.snapshots.put(snapshot);
-          this.snapshots.thin?.(name, r.storedPosition, this.snapshotEvery); // older in-between snapshots go
-          this.snapshotAt.set(name, r.storedPosition);
-        }
-      }
-    })();
   }
 }
 
