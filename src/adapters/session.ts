@@ -94,9 +94,9 @@ export interface BuildSession {
   /**
    * One controller step (R-17). Before the first, the log is checked against the chain head
    * anchor and the last signed checkpoint (R-36); a checkpoint is signed after every promotion,
-   * milestone checkpoint and end of the build (R-35). With `held`, its last events may stay uncommitted until the next effect
-   * starts or the build is closed (a run's steps then share commits, decision 0017); without it
-   * they are durable when it returns.
+   * milestone checkpoint and end of the build (R-35). With `held`, its last events may stay
+   * uncommitted until the next effect starts or the build is closed (a run's steps then share
+   * commits, decision 0017); without it they are durable when it returns.
    */
   advance(options?: { readonly held?: boolean }): Promise<StepResult>;
   /**

@@ -69,10 +69,7 @@ export class LogCursor {
       // Checked from the stored bytes where the log gives them (no parse; the same hash, decision 0017).
       const batch = log.readStoredRows !== undefined ? await log.readStoredRows(next, limit) : await log.readAll({ from: next, limit });
       if (batch.length === 0) break;
-      for (const e of batch) {
-        if ('dataJson' in e) this.checkStored(e);
-        else this.check(e);
-      }
+      for (const e of batch) this.check(e);
       last = batch[batch.length - 1]!;
       next = last.position + 1;
     }
@@ -100,26 +97,17 @@ export class LogCursor {
     this.state = folded ?? evolveBuild(this.state, e);
   }
 
-  /** `check` for an event as stored: its bytes hashed as they are, parsed only if that differs. */
-  private checkStored(e: RawStoredEvent): void {
-    if (storedBytesHash(e) === e.hash) {
-      this.check({ ...e, data: null, metadata: { recordedAt: '' } }, true); // link only: the hash is checked
-      return;
-    }
-    this.check(rawRowToEvent(e));
-  }
-
   /**
    * Link and re-hash one event of the log, in order, and take its stream position. An event this
    * cursor's own append just sealed is linked, not hashed again: its hash was made in this process
    * from these very objects, a moment ago (decision 0017).
    */
-  private check(e: StoredEvent, sealedHere = false): void {
+  private check(e: StoredEvent | RawStoredEvent, sealedHere = false): void {
     if (this.prevHash !== null && e.prevHash !== this.prevHash) {
       throw new CorruptLogError(e.position, 'previous-hash link broken while reading the log (run `longbuild verify`)');
     }
     // Every event the controller reads from the log and folds is re-hashed: an edited event is never silently acted on (R-4).
-    if (!sealedHere && computeEventHash(e) !== e.hash) throw new CorruptLogError(e.position, 'hash mismatch (event edited); run `longbuild verify`');
+    if (!sealedHere && !hashMatches(e)) throw new CorruptLogError(e.position, 'hash mismatch (event edited); run `longbuild verify`');
     if (this.streamId === '') this.streamId = e.streamId;
     if (e.streamId === this.streamId) this.streamRevision = e.revision;
     this.prevHash = e.hash;
@@ -151,7 +139,7 @@ export class LogCursor {
       this.streamRevision,
     );
     // The states folded for the graph records are the fold of these events: adopt them (each
-    // event still re-hashed and linked) instead of folding again.
+    // event still linked; its hash was made here) instead of folding again.
     result.events.forEach((e, i) => this.fold(e, e.position === position + i ? states[i] : undefined, true));
     this.held.push(...result.events);
     if (this.deps.log.hold === undefined) await this.sync();
@@ -186,4 +174,13 @@ export class LogCursor {
   now(position: number): string {
     return this.deps.clock.now(position - this.state.recoveries);
   }
+}
+
+/**
+ * Whether an event hashes to its recorded hash: from its stored bytes when the log gave them
+ * (parsed and re-encoded only when those differ, decision 0017), else from the parsed event.
+ */
+function hashMatches(e: StoredEvent | RawStoredEvent): boolean {
+  if ('dataJson' in e) return storedBytesHash(e) === e.hash || computeEventHash(rawRowToEvent(e)) === e.hash;
+  return computeEventHash(e) === e.hash;
 }
