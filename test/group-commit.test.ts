@@ -11,6 +11,8 @@ import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { FileCallMarks } from '../src/adapters/controller/call-marks.js';
 import { sha256Hex } from '../src/events/hash.js';
 import { testCatalogue } from './contract/log-contract.js';
+import { openBuild } from '../src/adapters/session.js';
+import { cliJson, HELIOS, tempDir } from './support/cli.js';
 
 const meta = { recordedAt: '2026-01-01T00:00:00.000Z' };
 const ev = (n: number) => ({ type: 'TestA', data: { n }, metadata: meta });
@@ -116,6 +118,25 @@ describe('call marks: one journal, flushed per line', () => {
     after.close();
   });
 
+  it('a torn line after lines longer than the read-back window is cut at the last whole line', () => {
+    const dir = join(scratch(), 'calls');
+    const marks = new FileCallMarks(dir);
+    const big = 'x'.repeat(150 * 1024); // one kept outcome spanning several 64 KiB chunks
+    marks.keep('attempt-a', 1, { outcome: 'recorded', stdout: big });
+    marks.close();
+    const journal = join(dir, 'journal');
+    appendFileSync(journal, `{"key":"attempt-b","invocation":1,"outcome":{"stdout":"${'y'.repeat(100 * 1024)}`); // torn, no newline
+    const writer = new FileCallMarks(dir);
+    writer.mark('attempt-c', 1);
+    writer.close();
+    const reader = new FileCallMarks(dir);
+    expect(reader.kept('attempt-a', 1)).toEqual({ outcome: 'recorded', stdout: big });
+    expect(reader.kept('attempt-b', 1)).toBeNull();
+    expect(reader.started('attempt-c', 1)).toBe(true);
+    reader.close();
+    expect(readFileSync(journal, 'utf8').split('\n').filter(Boolean)).toHaveLength(2);
+  });
+
   it('marks of a build from before the journal (a file per mark) are still read', () => {
     const dir = join(scratch(), 'calls');
     const name = sha256Hex(Buffer.from('attempt-old'));
@@ -163,5 +184,20 @@ describe('an event checked from its stored bytes', () => {
     const hash = storedBytesHash(row);
     expect(storedBytesHash({ ...row, dataJson: '{"b":1,"a":"x"}' })).not.toBe(hash);
     expect(storedBytesHash({ ...row, dataJson: '{"a":"y","b":1}' })).not.toBe(hash);
+  });
+});
+
+describe('a build opened for reading', () => {
+  it('refuses to step, in one line, and records nothing', async () => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+    const s = await openBuild({ repo, reading: true });
+    try {
+      await expect(s.advance()).rejects.toThrow(/^a build opened for reading does not step/);
+      await expect(s.runAll(() => {})).rejects.toThrow(/^a build opened for reading does not step/);
+    } finally {
+      await s.close();
+    }
+    expect(cliJson(['status'], { cwd: repo }).position).toBe(1);
   });
 });

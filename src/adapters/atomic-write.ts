@@ -24,13 +24,16 @@ export function writeAtomically(path: string, data: string | Uint8Array, options
       rmSync(tmp, { force: true });
       throw err;
     }
-    if (options.fsync === true) {
-      const dirFd = openSync(dir, 'r');
-      try {
-        fsyncSync(dirFd);
-      } finally {
-        closeSync(dirFd);
-      }
-    }
+    if (options.fsync === true) fsyncDirectory(dir);
   });
+}
+
+/** Flush a directory, so that a file just created or renamed in it survives a power loss. */
+export function fsyncDirectory(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }

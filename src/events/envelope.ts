@@ -83,7 +83,7 @@ export class ChainSealer {
     if (typeJson === undefined) this.typeJson.set(type, (typeJson = jsonString(type)));
     this.position += 1;
     this.revision += 1;
-    const hash = sha256Hex(`{"data":${dataJson},"metadata":${metadataJson},"position":${this.position},"prevHash":${this.hashJson},"revision":${this.revision},"schemaVersion":${schemaVersion},"streamId":${this.streamIdJson},"type":${typeJson}}`);
+    const hash = sha256Hex(hashedText(dataJson, metadataJson, this.position, this.hashJson, this.revision, schemaVersion, this.streamIdJson, typeJson));
     this.hash = hash;
     this.hashJson = `"${hash}"`; // lower-case hex needs no escaping
     return hash;
@@ -107,7 +107,15 @@ export function storedLine(e: { position: number; streamId: string; revision: nu
  * one that does not must fall back to `computeEventHash` (bytes not canonical, or edited).
  */
 export function storedBytesHash(e: { position: number; streamId: string; revision: number; type: string; schemaVersion: number; dataJson: string; metadataJson: string; prevHash: string }): string {
-  return sha256Hex(`{"data":${e.dataJson},"metadata":${e.metadataJson},"position":${e.position},"prevHash":${jsonString(e.prevHash)},"revision":${e.revision},"schemaVersion":${e.schemaVersion},"streamId":${jsonString(e.streamId)},"type":${jsonString(e.type)}}`);
+  return sha256Hex(hashedText(e.dataJson, e.metadataJson, e.position, jsonString(e.prevHash), e.revision, e.schemaVersion, jsonString(e.streamId), jsonString(e.type)));
+}
+
+/**
+ * The canonical JSON of an event's hashed part (R-2), its members in code-point order, from parts
+ * already encoded (the string members quoted): what the sealer and the stored-bytes check hash.
+ */
+function hashedText(dataJson: string, metadataJson: string, position: number, prevHashJson: string, revision: number, schemaVersion: number, streamIdJson: string, typeJson: string): string {
+  return `{"data":${dataJson},"metadata":${metadataJson},"position":${position},"prevHash":${prevHashJson},"revision":${revision},"schemaVersion":${schemaVersion},"streamId":${streamIdJson},"type":${typeJson}}`;
 }
 
 /** Seal an event: give it its hash. */

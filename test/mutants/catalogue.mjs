@@ -86,7 +86,7 @@ export const MUTANTS = [
   {
     name: 'stored-bytes-hash-unescaped',
     bug: 'the stored-bytes hash writes the stream id unescaped: an event is checked against bytes its canonical hash never covered (R-2, decision 0017)',
-    edits: [{ file: 'src/events/envelope.ts', find: '"streamId":${jsonString(e.streamId)},"type":${jsonString(e.type)}}`)', replace: '"streamId":"${e.streamId}","type":${jsonString(e.type)}}`)' }],
+    edits: [{ file: 'src/events/envelope.ts', find: 'e.schemaVersion, jsonString(e.streamId), jsonString(e.type)', replace: 'e.schemaVersion, `"${e.streamId}"`, jsonString(e.type)' }],
     caughtBy: ['test/group-commit.test.ts'],
   },
   {

@@ -1,8 +1,9 @@
-import { closeSync, existsSync, fdatasyncSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, writeSync } from 'node:fs';
 import type { JsonValue } from '../../events/canonical.js';
 import { join } from 'node:path';
 import { sha256Hex } from '../../events/hash.js';
 import { guarded } from '../../projections/storage-guard.js';
+import { fsyncDirectory } from '../atomic-write.js';
 
 /**
  * Durable marks of calls about to start. The controller marks each invocation of a planner or
@@ -90,16 +91,10 @@ export class FileCallMarks implements CallMarks {
     const existed = existsSync(this.journal);
     const fd = openSync(this.journal, 'a+', 0o600);
     if (existed) {
-      const text = readFileSync(fd, 'utf8');
-      const whole = text.lastIndexOf('\n') + 1;
-      if (whole < Buffer.byteLength(text)) ftruncateSync(fd, Buffer.byteLength(text.slice(0, whole)));
+      const whole = wholeLinesLength(fd);
+      if (whole < fstatSync(fd).size) ftruncateSync(fd, whole);
     } else {
-      const dirFd = openSync(this.dir, 'r');
-      try {
-        fsyncSync(dirFd);
-      } finally {
-        closeSync(dirFd);
-      }
+      fsyncDirectory(this.dir);
     }
     this.fd = fd;
     return fd;
@@ -134,6 +129,19 @@ export class FileCallMarks implements CallMarks {
 }
 
 const id = (key: string, invocation: number): string => `${invocation} ${key}`;
+
+/** Bytes of a file up to and including its last newline, read backwards from the end (not the whole journal). */
+function wholeLinesLength(fd: number): number {
+  const chunk = Buffer.alloc(64 * 1024);
+  for (let end = fstatSync(fd).size; end > 0;) {
+    const start = Math.max(0, end - chunk.length);
+    const n = readSync(fd, chunk, 0, end - start, start);
+    const at = chunk.subarray(0, n).lastIndexOf(0x0a);
+    if (at >= 0) return start + at + 1;
+    end = start;
+  }
+  return 0;
+}
 
 function record(index: { started: Set<string>; kept: Map<string, JsonValue> }, line: JournalLine): void {
   if (typeof line.key !== 'string' || typeof line.invocation !== 'number') return;

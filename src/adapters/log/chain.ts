@@ -3,7 +3,7 @@ import { formatZodError } from '../../events/catalogue.js';
 import { EventMetadataSchema, computeEventHash } from '../../events/envelope.js';
 import { ConcurrencyError, ValidationError } from '../../events/errors.js';
 import { GENESIS_HASH } from '../../events/hash.js';
-import type { ChainReport, ExpectedRevision, LogHead, VerifyProblem } from '../../events/log.js';
+import type { ChainReport, ExpectedRevision, LogHead, RawStoredEvent, VerifyProblem } from '../../events/log.js';
 
 // The checks every log backend shares: the expected revision of an append and the walk
 // over stored rows that verifies the chain end to end.
@@ -18,18 +18,8 @@ export function checkExpected(streamId: string, expected: ExpectedRevision, curr
   if (expected !== current) throw new ConcurrencyError(streamId, String(expected), current);
 }
 
-/** A stored row in the shape every backend can hand to the chain verifier. */
-export interface RawEventRow {
-  position: number;
-  streamId: string;
-  revision: number;
-  type: string;
-  schemaVersion: number;
-  dataJson: string;
-  metadataJson: string;
-  prevHash: string;
-  hash: string;
-}
+/** A stored row in the shape every backend can hand to the chain verifier (the port's RawStoredEvent). */
+export type RawEventRow = RawStoredEvent;
 
 /**
  * Walk rows in position order and check every link (R-4): contiguous positions,

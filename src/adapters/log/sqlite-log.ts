@@ -363,8 +363,7 @@ export class SqliteEventLog implements EventLog {
   }
 
   async readStoredLines(from: number, limit: number): Promise<{ type: string; line: string }[]> {
-    return (this.stmts.allFwd.all(from, limit) as RawRow[]).map(([position, streamId, revision, type, schemaVersion, dataJson, metadataJson, prevHash, hash]) => (
-      { type, line: storedLine({ position, streamId, revision, type, schemaVersion, dataJson, metadataJson, prevHash, hash }) }));
+    return (await this.readStoredRows(from, limit)).map((row) => ({ type: row.type, line: storedLine(row) }));
   }
 
   async verifyChain(): Promise<ChainReport> {
