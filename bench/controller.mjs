@@ -3,6 +3,7 @@
 //   long   (default) a whole build whose graph grows to N nodes: milestones of 50 read-only nodes,
 //          detailed window 2, compaction on; per-step times by tenth of the build (must stay flat).
 //   window one horizon whose two detailed milestones hold all N nodes (an active graph of N).
+// Steps as `longbuild run` takes them: held (group commit) and the projections written behind the log.
 // Prints median / p90 step time, steps, and log bytes per step.
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -77,7 +78,7 @@ async function bench(n, steps) {
     log, clock: logicalClock(), planner: { route: 'bench', propose: async () => proposal },
     worker: { implement: async () => ({ outcome: 'recorded', stdout: '', stderr: '' }) },
     git: instantGit, evidence: { put: () => 'e'.repeat(64) }, faults: noFaults, protectedPaths: [],
-    onAppended: (events, state) => store.catchUp(events, new Map([['build', state]])),
+    onAppended: (events, state) => store.catchUpLater(events, new Map([['build', state]])),
   });
   const t0 = performance.now();
   await controller.advance(); // seal
@@ -87,10 +88,11 @@ async function bench(n, steps) {
   const pos0 = controller.current.position;
   for (let i = 0; i < steps; i++) {
     const t = performance.now();
-    const r = await controller.advance();
+    const r = await controller.advance({ held: true });
     times.push(performance.now() - t);
     if (r.outcome !== 'dispatched') throw new Error(`unexpected ${r.outcome}`);
   }
+  await controller.sync();
   log.db.pragma('wal_checkpoint(TRUNCATE)');
   const bytes = statSync(join(dir, 'events.db')).size - bytes0;
   const rows = log.db.prepare('SELECT SUM(LENGTH(data) + LENGTH(metadata) + 64 * 2 + LENGTH(type)) AS b FROM events WHERE position > ?').get(pos0).b;
@@ -118,13 +120,13 @@ async function benchLong(n, per = 50) {
     log, clock: logicalClock(), planner: new ScriptedPlanner(blueprint),
     worker: { implement: async () => ({ outcome: 'recorded', decision: 'ok', stdout: '', stderr: '' }) },
     git: instantGit, evidence: { put: () => 'e'.repeat(64) }, faults: noFaults, protectedPaths: [],
-    onAppended: (events, state) => store.catchUp(events, new Map([['build', state]])),
+    onAppended: (events, state) => store.catchUpLater(events, new Map([['build', state]])),
   });
   const times = [];
   let maxActive = 0;
   for (;;) {
     const t = performance.now();
-    const r = await controller.advance();
+    const r = await controller.advance({ held: true });
     times.push(performance.now() - t);
     maxActive = Math.max(maxActive, Object.keys(controller.current.nodes).length);
     if (r.outcome === 'horizon_complete' || r.outcome === 'blocked') {
@@ -132,6 +134,7 @@ async function benchLong(n, per = 50) {
       break;
     }
   }
+  await controller.sync();
   const events = controller.current.position;
   const bytes = log.db.prepare('SELECT SUM(LENGTH(data) + LENGTH(metadata) + 64 * 2 + LENGTH(type)) AS b FROM events').get().b;
   store.close();

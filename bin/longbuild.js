@@ -1,22 +1,3 @@
 #!/usr/bin/env node
-import { main } from '../dist/adapters/cli/main.js';
-import { installInterruptHandlers } from '../dist/adapters/interrupt.js';
-
-// Ctrl-C / SIGTERM: the running call's process tree is killed, nothing half-done is recorded,
-// and the command exits 130 / 143 naming the position `longbuild run` resumes from.
-installInterruptHandlers();
-
-// A reader that stops early (`longbuild log --json | head`) closes the pipe: stop quietly, as
-// other command-line tools do, instead of failing on the next write.
-process.stdout.on('error', (err) => {
-  if (err?.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-  throw err;
-});
-
-// Exit explicitly once the command is done (stdout and stderr writes are synchronous on Linux):
-// the environment teardown of a natural exit closes any database still open, and closing one
-// whose `-shm` file was made immutable is a SIGBUS instead of the one-line error just printed.
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (err) => { process.stderr.write(`longbuild: internal error: ${err?.stack ?? err}\n`); process.exit(1); },
-);
+// The CLI, bundled by `npm run build` (scripts/bundle.mjs) from src/adapters/cli/entry.ts.
+import '../dist/cli/longbuild.mjs';

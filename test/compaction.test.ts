@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { logicalClock } from '../src/adapters/clock.js';
 import type { DomainEvent, NodeKind } from '../src/events/catalogue.js';
 import { canonicalSha256 } from '../src/events/hash.js';
-import { compactMilestone, pendingCompaction, summaryIdOf, type CompactionVerdict } from '../src/commands/compaction.js';
+import { compactMilestone, summaryIdOf, type CompactionVerdict } from '../src/commands/compaction.js';
 import { deriveCheckpoint } from '../src/commands/checkpoint.js';
 import { nextAction } from '../src/commands/next-action.js';
 import type { BuildState } from '../src/projections/build-state.js';

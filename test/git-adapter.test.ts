@@ -19,7 +19,6 @@ import {
   promote,
   readRef,
   removeWorkspace,
-  treeOf,
 } from '../src/adapters/git/git.js';
 import { verifyWithCache } from '../src/adapters/cache/cached-verification.js';
 import { attemptCommit, commitOpts, newRepo } from './support/git-fixture.js';

@@ -4,7 +4,7 @@
  */
 import type { Draft } from 'immer';
 import type { CompactionSummary, DataOf } from '../events/catalogue.js';
-import type { BuildState, NodeRecord } from './build-state.js';
+import type { BuildState } from './build-state.js';
 
 /** One summary ever made. `absorbedBy` names the later summary that absorbed it (history stays). */
 export interface SummaryRecord {

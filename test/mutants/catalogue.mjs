@@ -4,6 +4,7 @@
  * the tests that must catch it; the fuzzer's own test runs the built CLI of a mutated copy.
  * (Plain JavaScript so that the runner needs no TypeScript loader.)
  */
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -120,12 +121,14 @@ function applyOnce(path, find, replace) {
  */
 export function mutatedCopy(m) {
   const dir = mkdtempSync(join(tmpdir(), `longbuild-mutant-${m?.name ?? 'control'}-`));
-  for (const p of ['src', 'test', 'bin', 'dist', 'examples', 'prompts', 'schemas', 'docs', 'package.json', 'tsconfig.json', 'vitest.config.ts']) cpSync(join(ROOT, p), join(dir, p), { recursive: true });
+  for (const p of ['src', 'test', 'bin', 'dist', 'examples', 'prompts', 'schemas', 'scripts', 'ui', 'docs', 'package.json', 'tsconfig.json', 'vitest.config.ts']) cpSync(join(ROOT, p), join(dir, p), { recursive: true });
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   for (const e of m?.edits ?? []) {
     applyOnce(join(dir, e.file), e.find, e.replace);
     applyOnce(join(dir, e.file.replace(/^src\//, 'dist/').replace(/\.ts$/, '.js')), e.js?.find ?? e.find, e.js?.replace ?? e.replace);
   }
+  // The CLI runs from its bundle (dist/cli, decision 0018): bundle the mutated dist again.
+  if ((m?.edits ?? []).length > 0) execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: dir, stdio: 'ignore' });
   return dir;
 }
 

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { ValidationError } from '../../events/errors.js';
 import { ProposalSchema } from '../../commands/horizon.js';
+import { packageFile } from '../package-files.js';
 
 /**
  * The prompts of agent presets: Markdown files with `{{placeholders}}`, shipped in the package's
@@ -19,7 +19,7 @@ const PLACEHOLDERS = new Set(['callId', 'cwd', 'input', 'proposalSchema']);
 
 /** The shipped prompt of a role (`prompts/planner.md`, `prompts/worker.md`). */
 export function defaultPromptPath(role: 'planner' | 'worker'): string {
-  return fileURLToPath(new URL(`../../../prompts/${role}.md`, import.meta.url));
+  return packageFile('prompts', `${role}.md`);
 }
 
 /** Load a prompt template; an unknown placeholder or a missing `{{input}}` is refused, naming the file. */

@@ -3,6 +3,7 @@ import { InterruptedError, LongbuildError, UsageError, type LongbuildErrorCode }
 import { GLOBAL_FLAGS, parseArgs } from './args.js';
 import { COMMANDS } from './registry.js';
 import type { CommandContext } from './types.js';
+import { packageFile } from '../package-files.js';
 
 /** Where the CLI writes and what it sees; tests pass their own. */
 export interface CliIo {
@@ -157,8 +158,7 @@ function overview(): string {
 }
 
 function version(): string {
-  // dist/adapters/cli/main.js and src/adapters/cli/main.ts are both three levels below the root.
-  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const pkg = JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string };
   return pkg.version;
 }
 

@@ -13,7 +13,6 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   auditSegments, choosePoints, compareBuilds, effectStarts, enumeratePoints, flightCombination, seeded, type CallProblem, type Divergence, type ObservedBuild, type PointOccurrence,
 } from '../../commands/fuzz-compare.js';
@@ -21,9 +20,10 @@ import { observeBuild, observeCrash, readLedgerCalls } from './observe.js';
 import { OutageProxy } from './outage-proxy.js';
 import { postgresTarget } from '../log/open-log.js';
 import { redactedUrl } from '../log/pg-connection.js';
+import { packageFile } from '../package-files.js';
 
-/** bin/longbuild.js, three levels above this module in both src/ and dist/. */
-export const LONGBUILD_BIN = fileURLToPath(new URL('../../../bin/longbuild.js', import.meta.url));
+/** The package's bin/longbuild.js. */
+export const LONGBUILD_BIN = packageFile('bin', 'longbuild.js');
 
 /** What a fuzzed build is made from: a blueprint, or a request and a config (command-driven). */
 export type FuzzDriver =

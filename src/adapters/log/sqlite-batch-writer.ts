@@ -1,5 +1,6 @@
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { LogHead } from '../../events/log.js';
+import { codeFile } from '../package-files.js';
 
 /** The statements the writer thread runs; the SQLite log owns their text. */
 export interface BatchWriterSql {
@@ -76,7 +77,7 @@ export class SqliteBatchWriter {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
     this.answerTimeoutMs = options.busyTimeoutMs + ANSWER_GRACE_MS;
-    this.worker = new Worker(new URL('./sqlite-batch-writer.worker.js', import.meta.url), {
+    this.worker = new Worker(codeFile('adapters', 'log', 'sqlite-batch-writer.worker.js'), {
       workerData: { ...options, signal: shared, port: port2 },
       transferList: [port2],
     });

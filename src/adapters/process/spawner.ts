@@ -16,7 +16,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { codeFile } from '../package-files.js';
 
 export interface SpawnRequest {
   readonly argv: readonly string[];
@@ -40,7 +40,7 @@ interface Pending {
   pid?: number;
 }
 
-const HELPER = fileURLToPath(new URL('./spawner.child.js', import.meta.url));
+const HELPER = codeFile('adapters', 'process', 'spawner.child.js');
 
 class Helper {
   readonly pending = new Map<number, Pending>();

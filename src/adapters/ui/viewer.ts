@@ -20,7 +20,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { existsSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
 import type { EventLog } from '../../events/log.js';
 import { LongbuildError, NotFoundError } from '../../events/errors.js';
@@ -33,9 +32,10 @@ import { readPages } from '../log/paging.js';
 import type { BuildPaths } from '../build-dir.js';
 import { stateAsOf } from '../cli/time-travel.js';
 import type { BuildSession } from '../session.js';
+import { packageFile } from '../package-files.js';
 
-/** Where the page's files are: `ui/` at the package's root (dist/adapters/ui -> ../../../ui). */
-export const ASSETS = fileURLToPath(new URL('../../../ui/', import.meta.url));
+/** Where the page's files are: `ui/` at the package's root. */
+export const ASSETS = `${packageFile('ui')}/`;
 
 export interface ViewerOptions {
   readonly host: string;

@@ -1,7 +1,6 @@
 import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { canonicalJson, type JsonValue } from '../../../events/canonical.js';
 import { NotFoundError, UsageError, ValidationError } from '../../../events/errors.js';
 import { sha256Hex } from '../../../events/hash.js';
@@ -13,6 +12,7 @@ import { checkpointFiles } from '../../transparency/notary.js';
 import { AuditFailure, BUNDLE_FORMAT, NAMING_TYPES, commitsNamed, eventSchemas, evidenceNamed, verifyBundle, type CheckLine } from '../../audit/verifier.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
+import { packageFile } from '../../package-files.js';
 
 export const flags: Record<string, FlagSpec> = { to: { type: 'string' }, key: { type: 'string' }, expect: { type: 'string' }, witness: { type: 'string', repeatable: true } };
 export const positionals = { min: 1, max: 2 };
@@ -21,8 +21,8 @@ export type AuditOutput =
   | { readonly action: 'export'; readonly to: string; readonly events: number; readonly checkpoints: number; readonly evidence: number; readonly commits: number; readonly bytes: number; readonly unvouched: number }
   | { readonly action: 'verify'; readonly dir: string; readonly ok: boolean; readonly checks: CheckLine[]; readonly failure?: { check: string; position?: number; problem: string } };
 
-/** The standalone verifier, bundled by `npm run build` next to the compiled CLI. */
-const VERIFY_MJS = fileURLToPath(new URL('../../../verify.mjs', import.meta.url));
+/** The standalone verifier, bundled by `npm run build` into dist/. */
+const VERIFY_MJS = packageFile('dist', 'verify.mjs');
 
 export async function run(ctx: CommandContext): Promise<AuditOutput> {
   const action = ctx.positionals[0];

@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { EffectError, UsageError } from '../../../events/errors.js';
 import { pause } from '../../interrupt.js';
 import { Viewer } from '../../ui/viewer.js';
@@ -7,11 +6,12 @@ import { openBuildLog, pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { sessionOptions } from '../with-build.js';
 import { openBuild } from '../../session.js';
+import { packageFile } from '../../package-files.js';
 
 export const flags: Record<string, FlagSpec> = { port: { type: 'int' }, host: { type: 'string' }, open: { type: 'boolean' } };
 
-/** bin/longbuild.js, four levels above this module in both src/ and dist/. */
-const BIN_PATH = fileURLToPath(new URL('../../../../bin/longbuild.js', import.meta.url));
+/** The package's bin/longbuild.js. */
+const BIN_PATH = packageFile('bin', 'longbuild.js');
 
 /** The port `longbuild ui` listens on unless --port says otherwise (0: any free port). */
 export const DEFAULT_PORT = 4177;

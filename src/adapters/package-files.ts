@@ -1,0 +1,34 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Files of the longbuild package found from its root, wherever the running code sits: the
+ * compiled modules (dist/adapters/…), the bundled CLI's chunks (dist/cli/…) or the sources under
+ * the test runner (src/adapters/…). A path relative to one module's own location breaks once that
+ * module is bundled into a chunk at another depth; the root does not move.
+ */
+const HERE = fileURLToPath(import.meta.url);
+
+function findRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'bin', 'longbuild.js'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`longbuild: cannot find the package root above ${from}`);
+  }
+}
+
+/** The package's root directory (it holds package.json, bin/, prompts/, ui/). */
+export const PACKAGE_ROOT = findRoot(dirname(HERE));
+
+/** A file at the package's root: `packageFile('prompts', 'worker.md')`. */
+export function packageFile(...parts: string[]): string {
+  return join(PACKAGE_ROOT, ...parts);
+}
+
+/**
+ * A plain-JavaScript helper of the module tree that is running (src under the test runner, else
+ * dist), for threads and child processes that load it by path: `codeFile('adapters', 'process', 'spawner.child.js')`.
+ */
+export function codeFile(...parts: string[]): string {
+  return join(PACKAGE_ROOT, HERE.endsWith('.ts') ? 'src' : 'dist', ...parts);
+}

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { codeFile, PACKAGE_ROOT, packageFile } from '../src/adapters/package-files.js';
+import { defaultPromptPath } from '../src/adapters/agents/prompts.js';
+import { ASSETS } from '../src/adapters/ui/viewer.js';
+import { LONGBUILD_BIN } from '../src/adapters/fuzz/runner.js';
+
+// Decision 0018: files are found from the package root, so the same code works from src/, from
+// dist/adapters/ and from the bundle's chunks in dist/cli/ (a path relative to one module breaks
+// once that module is bundled at another depth).
+describe('package files (decision 0018)', () => {
+  it('finds the package root and the files the CLI loads by path', () => {
+    expect((JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { name: string }).name).toBe('longbuild');
+    expect(LONGBUILD_BIN).toBe(join(PACKAGE_ROOT, 'bin', 'longbuild.js'));
+    for (const role of ['planner', 'worker'] as const) expect(existsSync(defaultPromptPath(role)), role).toBe(true);
+    expect(existsSync(join(ASSETS, 'index.html'))).toBe(true);
+    // Under the test runner the helpers come from src/ (what is being tested), not a stale dist/.
+    expect(codeFile('adapters', 'process', 'spawner.child.js')).toBe(join(PACKAGE_ROOT, 'src', 'adapters', 'process', 'spawner.child.js'));
+    expect(existsSync(codeFile('adapters', 'log', 'sqlite-batch-writer.worker.js'))).toBe(true);
+  });
+
+  it('the bundled entry chunk imports nothing statically, so a worker that loads a shared chunk never runs the CLI', () => {
+    const dir = packageFile('dist', 'cli');
+    expect(existsSync(join(dir, 'longbuild.mjs')), 'npm run build makes dist/cli').toBe(true);
+    const entry = readFileSync(join(dir, 'longbuild.mjs'), 'utf8');
+    expect(entry).not.toMatch(/^\s*import\s+[^(]/m);
+    for (const f of readdirSync(dir)) {
+      if (f === 'longbuild.mjs') continue;
+      expect(readFileSync(join(dir, f), 'utf8'), f).not.toMatch(/from\s+["']\.\/longbuild\.mjs["']/);
+    }
+  });
+});
