@@ -9,6 +9,9 @@
  * deliberate bugs these catch.
  */
 import fc from 'fast-check';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { Controller } from '../src/adapters/controller/controller.js';
@@ -92,7 +95,7 @@ interface Build {
   readonly inDoubt: string[];
 }
 
-function newBuild(c: Case, compaction = c.compaction, concurrency = 1, speculation = 1): Build {
+function newBuild(c: Case, compaction = c.compaction, concurrency = 1, speculation = 1, path = ':memory:'): Build {
   const bp = parseBlueprint(blueprintOf(c, compaction));
   const init = buildInitialized({
     detailedWindow: c.detailedWindow, maxBatch: c.maxBatch, compaction, plannerRoute: 'scripted:blueprint',
@@ -101,7 +104,7 @@ function newBuild(c: Case, compaction = c.compaction, concurrency = 1, speculati
   if (c.acceptance === true) Object.assign(init.data, { acceptance: [['sim-accept']], settings: { ...(init.data as { settings: object }).settings, acceptanceRepairs: 1 } });
   const d = init.data as { integrationRef: string; baseHead: string };
   const world = new SimWorld(c.acceptance === true ? { ...c.script, acceptFails: (content) => (content.includes('fix-1') ? 0 : Number.POSITIVE_INFINITY), acceptDuration: 2 } : c.script, d.integrationRef, d.baseHead);
-  const log = new SqliteEventLog({ path: ':memory:' });
+  const log = new SqliteEventLog({ path });
   log.appendSync('build-sim', [{ type: init.type, data: init.data as JsonValue, metadata: { recordedAt: logicalClock().now(1), correlationId: 'b-test' } }], 'no-stream');
   const scripted = new ScriptedPlanner(bp);
   const planner: Planner = { route: scripted.route, propose: (input) => (world.plannerCalls.push(input.callId), scripted.propose(input)) };
@@ -220,6 +223,45 @@ describe('the pure step over a simulated world (a test double of git and the age
       { numRuns: RUNS },
     );
     expect(crashedTwice).toBeGreaterThan(RUNS / 4);
+  }, 300_000);
+
+  it(`R-18 decision 0017 (double): ${Math.ceil(RUNS / 3)} random builds, stepped held and not or run with K in 1..4: whenever the world is about to change (an attempt committed, a job verified or promoted), every worker outcome kept unflushed is already recorded by an AttemptFinished that another connection reads from the log file`, async () => {
+    let unflushedChecked = 0;
+    await fc.assert(
+      fc.asyncProperty(caseArb, fc.integer({ min: 0, max: 4 }), async (c, k) => {
+        const dir = mkdtempSync(join(tmpdir(), 'longbuild-kept-'));
+        const path = join(dir, 'events.db');
+        try {
+          const b = newBuild(c, c.compaction, Math.max(1, k), 1, path);
+          // The oracle: what is durable is what a second connection reads (committed, not held).
+          const reader = new SqliteEventLog({ path });
+          b.world.onWorldChange = (what) => {
+            if (b.world.unflushedKept.size === 0) return;
+            const finished = new Set([...reader.iterateAll(1)].filter((e) => e.type === 'AttemptFinished').map((e) => (e.data as { attemptId: string }).attemptId));
+            for (const key of b.world.unflushedKept) {
+              unflushedChecked += 1;
+              expect(finished.has(key.slice(key.indexOf(':') + 1)), `before ${what}: the outcome kept for ${key} is neither flushed nor recorded durably`).toBe(true);
+            }
+          };
+          const controller = await Controller.open({ log: b.log, clock: logicalClock(), planner: b.planner, worker: b.world.worker, git: b.world.git, evidence: b.world.evidence, faults: new CrashAt(0), calls: b.world.calls });
+          if (k > 0) await controller.runAll(() => {});
+          else {
+            for (let i = 0; i < 5000; i++) {
+              const r = await controller.advance({ held: i % 3 !== 0 });
+              if (r.outcome === 'horizon_complete' || r.outcome === 'blocked') break;
+            }
+            await controller.sync();
+          }
+          await reader.close();
+          await b.log.close();
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      }),
+      { numRuns: Math.ceil(RUNS / 3) },
+    );
+    // Not vacuous: read-only outcomes left unflushed (recorded by the commit before the change) were checked.
+    expect(unflushedChecked).toBeGreaterThan(0);
   }, 300_000);
 
   it(`R-21 R-22 compaction on/off (double): ${Math.ceil(RUNS / 2)} random builds run with and without compaction have the same events and the same ready wave after each, and both equal the oracle's`, async () => {

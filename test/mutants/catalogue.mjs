@@ -96,6 +96,13 @@ export const MUTANTS = [
     edits: [{ file: 'src/adapters/controller/controller.ts', find: 'if (changesTheWorld(next))', replace: 'if (false)' }],
     caughtBy: ['test/controller-faults.test.ts'],
   },
+  {
+    name: 'kept-outcome-never-flushed',
+    bug: "a worker's kept outcome the log does not record yet is not flushed before the world changes (a power loss would lose the only copy, decision 0017)",
+    edits: [{ file: 'src/adapters/controller/effects.ts', find: "if (shardGet(state.attempts, attemptId)?.status === 'started') {\n        calls?.flush();", replace: "if (shardGet(state.attempts, attemptId)?.status === 'started') {\n        void calls;",
+      js: { find: 'calls?.flush();', replace: 'void calls;' } }],
+    caughtBy: ['test/step-model-double.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

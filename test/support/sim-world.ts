@@ -122,11 +122,27 @@ export class SimWorld {
     get: (h) => this.evidenceBytes.get(h) ?? null,
   };
 
+  /**
+   * Kept outcomes written and not flushed yet (a power loss would take them; a killed process
+   * would not): a flushed line (a mark, a flushed keep, `flush`) makes every earlier one durable.
+   */
+  readonly unflushedKept = new Set<string>();
+  /** Called just before the world changes (a commit of an attempt, a verification, a promotion). */
+  onWorldChange: ((what: string) => void) | null = null;
+
   readonly calls: CallMarks = {
-    mark: (key, n) => void this.marks.add(`${key}#${n}`),
+    mark: (key, n) => {
+      this.marks.add(`${key}#${n}`);
+      this.unflushedKept.clear();
+    },
     started: (key, n) => this.marks.has(`${key}#${n}`),
-    keep: (key, n, outcome) => void this.kept.set(`${key}#${n}`, outcome),
+    keep: (key, n, outcome, options) => {
+      this.kept.set(`${key}#${n}`, outcome);
+      if (options?.flush === false) this.unflushedKept.add(key);
+      else this.unflushedKept.clear();
+    },
     kept: (key, n) => this.kept.get(`${key}#${n}`) ?? null,
+    flush: () => this.unflushedKept.clear(),
   };
 
   readonly worker: Worker = {
@@ -161,6 +177,7 @@ export class SimWorld {
       return c !== undefined && this.commits.get(c)?.parent === baseHead ? { commit: c, tree: this.treeOf(c) } : null;
     },
     commitAttempt: async (branch, baseHead, _worktree, message, date) => {
+      this.onWorldChange?.(`commit ${branch}`);
       const attemptId = branch.slice(ATTEMPTS.length);
       const commit = sha('commit', branch, baseHead, message, date);
       this.commits.set(commit, { parent: baseHead, tree: this.tree([...this.contentOf(baseHead), attemptId.replace(/\.\d+$/, '')]), attemptId });
@@ -171,6 +188,7 @@ export class SimWorld {
     keptAttemptWorktree: async (attemptId) => (this.clones.has(attemptId) ? `/sim/${attemptId}` : null),
     candidateProblem: async () => null,
     integrateAndVerify: async (jobId, head, candidates, date, _commands, opts = {}) => {
+      this.onWorldChange?.(`verify ${jobId}`);
       // Each job's candidates as git applies them: a lone candidate on the tip is a fast-forward,
       // anything else a new commit of (tip, date, candidates) — so a stacked job's tip under its
       // own candidates is exactly the commit the jobs below it promote (speculative integration).
@@ -214,6 +232,7 @@ export class SimWorld {
     },
     readRef: async (ref) => this.refs.get(ref) ?? null,
     promote: async (ref, commit, expectedOld) => {
+      this.onWorldChange?.(`promote ${commit}`);
       const actual = this.refs.get(ref) ?? null;
       if (actual !== expectedOld) return { ok: false, actual };
       this.refs.set(ref, commit);

@@ -16,8 +16,14 @@ export interface CallMarks {
   /** Mark invocation `invocation` (1 = the first call, 2 = its first re-invocation, ...) of the call `key` as started. */
   mark(key: string, invocation: number): void;
   started(key: string, invocation: number): boolean;
-  /** Keep what invocation `invocation` of `key` returned, durably, before the host acts on it. */
-  keep(key: string, invocation: number, outcome: JsonValue): void;
+  /**
+   * Keep what invocation `invocation` of `key` returned before the host acts on it: durably, or
+   * with `{ flush: false }` written at once (a killed process loses nothing) and flushed by
+   * `flush` — for an outcome the next commit of the log will record (decision 0017).
+   */
+  keep(key: string, invocation: number, outcome: JsonValue, options?: { readonly flush?: boolean }): void;
+  /** Make every line written so far durable (a no-op when there is none unflushed). */
+  flush(): void;
   /** What that invocation returned, if it was kept. */
   kept(key: string, invocation: number): JsonValue | null;
 }
@@ -39,6 +45,8 @@ interface JournalLine {
  */
 export class FileCallMarks implements CallMarks {
   private fd: number | null = null;
+  /** A line was written and not flushed yet (see keep's `flush: false`). */
+  private unflushed = false;
   private read: { started: Set<string>; kept: Map<string, JsonValue> } | null = null;
   private readonly journal: string;
 
@@ -54,8 +62,15 @@ export class FileCallMarks implements CallMarks {
     return this.index().started.has(id(key, invocation)) || existsSync(this.legacyPath(key, invocation));
   }
 
-  keep(key: string, invocation: number, outcome: JsonValue): void {
-    this.append({ key, invocation, outcome });
+  keep(key: string, invocation: number, outcome: JsonValue, options: { readonly flush?: boolean } = {}): void {
+    this.append({ key, invocation, outcome }, options.flush !== false);
+  }
+
+  flush(): void {
+    if (this.fd === null || !this.unflushed) return;
+    const fd = this.fd;
+    guarded(this.journal, () => fdatasyncSync(fd));
+    this.unflushed = false;
   }
 
   kept(key: string, invocation: number): JsonValue | null {
@@ -69,17 +84,23 @@ export class FileCallMarks implements CallMarks {
     }
   }
 
-  /** Close the journal's file (a later mark opens it again). */
+  /** Flush what is unflushed and close the journal's file (a later mark opens it again). */
   close(): void {
-    if (this.fd !== null) closeSync(this.fd);
-    this.fd = null;
+    try {
+      this.flush();
+    } finally {
+      if (this.fd !== null) closeSync(this.fd);
+      this.fd = null;
+    }
   }
 
-  private append(line: JournalLine): void {
+  private append(line: JournalLine, flush = true): void {
     guarded(this.journal, () => {
       const fd = this.open();
       writeSync(fd, `${JSON.stringify(line)}\n`);
-      fdatasyncSync(fd);
+      // One fdatasync makes every line written before it durable too.
+      if (flush) fdatasyncSync(fd);
+      this.unflushed = !flush;
     });
     if (this.read !== null) record(this.read, line);
   }

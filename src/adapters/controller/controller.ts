@@ -19,6 +19,7 @@ export class Controller {
   /** Attempt branches are compared with the log once per open; the integration ref every step. */
   private attemptRefsChecked = false;
   private readonly runEffect: RunEffect;
+  private readonly keptDurable: (state: BuildState) => void;
   /** The attempts and integration jobs whose chains are in flight (runAll); empty when one runs at a time. */
   private readonly inFlight = new Set<string>();
   private writer: Promise<unknown> = Promise.resolve();
@@ -27,13 +28,15 @@ export class Controller {
   private readonly board = new Map<string, { readonly label: string; readonly since: number }>();
 
   private constructor(private readonly deps: ControllerDeps) {
-    this.runEffect = effectRunner({
+    const effects = effectRunner({
       ...deps,
       board: {
         begin: (key, label) => void this.board.set(key, { label, since: Date.now() }),
         end: (key) => void this.board.delete(key),
       },
     });
+    this.runEffect = effects.run;
+    this.keptDurable = effects.keptDurable;
     this.cursor = new LogCursor(deps);
     deps.faults.describeWith?.(() => this.callsInFlight().map((c) => c.key).sort().join(' '));
   }
@@ -122,7 +125,11 @@ export class Controller {
    * starts, before a step's result is returned, before the build is closed.
    */
   sync(): Promise<void> {
-    return this.locked(() => this.cursor.sync());
+    return this.locked(async () => {
+      await this.cursor.sync();
+      // What the commit made durable decides whether a kept worker outcome needs its own flush.
+      this.keptDurable(this.current);
+    });
   }
 
   /** A commit failed (its error was thrown where it happened): nothing more is appended or synced. */

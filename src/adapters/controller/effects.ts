@@ -12,6 +12,8 @@ import type { EffectRequest, EffectResults, KeptWorkerOutcome, VerificationOutco
 import type { Planner, Worker } from '../../commands/ports.js';
 import { ATTEMPT_REF_PREFIX } from '../../commands/refs.js';
 import type { FaultInjector } from '../faults.js';
+import type { BuildState } from '../../projections/build-state.js';
+import { shardGet } from '../../projections/sharded.js';
 import type { CallMarks } from './call-marks.js';
 import { withAcceptanceOutput, withDependencyFiles, withFailureEvidence } from './packet-context.js';
 import type { EvidenceStore, GitPort, VerificationRun } from './ports.js';
@@ -69,9 +71,33 @@ export interface CallBoard {
 
 export type RunEffect = <R extends EffectRequest>(request: R) => Promise<EffectResults[R['kind']]>;
 
-/** The runner of every effect a step can request. */
-export function effectRunner(deps: EffectDeps): RunEffect {
+/**
+ * The runner of every effect a step can request, and `keptDurable`: call it once the log is
+ * durable (inside the writer's turn, so `state` is what is committed) and before an effect that
+ * changes the world starts. A worker's outcome is kept written but unflushed (decision 0017):
+ * when the commit that made the log durable records it (its AttemptFinished), the kept line is
+ * moot and is never flushed on its own; one the log does not record yet is flushed now.
+ */
+export interface EffectRunner {
+  readonly run: RunEffect;
+  keptDurable(state: BuildState): void;
+}
+
+/** The runner of every effect a step can request (see EffectRunner). */
+export function effectRunner(deps: EffectDeps): EffectRunner {
   const { git, faults, calls } = deps;
+  /** Attempts whose worker outcome is kept unflushed, until the log records it. */
+  const unflushed = new Set<string>();
+  const keptDurable = (state: BuildState): void => {
+    for (const attemptId of unflushed) {
+      if (shardGet(state.attempts, attemptId)?.status === 'started') {
+        calls?.flush();
+        unflushed.clear();
+        return;
+      }
+    }
+    unflushed.clear();
+  };
   /** A call to a process: its fault points, and its mark, durable before it starts. */
   const call = async <T>(name: 'planner' | 'worker' | 'verify' | 'accept' | 'promote', run: () => Promise<T>, mark?: { key: string; invocation: number }, shown?: { key: string; label: string }): Promise<T> => {
     faults.reach(`before-effect:${name}`);
@@ -146,8 +172,10 @@ export function effectRunner(deps: EffectDeps): RunEffect {
           ...(inputSha256 !== undefined ? { inputSha256 } : {}),
         };
         // Kept before the host acts on it: a crash or a full disk from here on finishes the attempt
-        // from this outcome and the clone, without calling the worker again.
-        calls?.keep(r.key, r.invocation, kept as unknown as JsonValue);
+        // from this outcome and the clone, without calling the worker again. Written now, flushed
+        // with the next commit unless that commit records it (keptDurable).
+        calls?.keep(r.key, r.invocation, kept as unknown as JsonValue, { flush: false });
+        unflushed.add(r.attemptId);
         faults.reach('after-keep:worker');
         return { kept, worktree: prepared.worktree };
       }
@@ -218,7 +246,7 @@ export function effectRunner(deps: EffectDeps): RunEffect {
     argv: [...c.argv], exitCode: c.exitCode, stdoutSha256: deps.evidence.put(c.stdout), stderrSha256: deps.evidence.put(c.stderr),
     durationMs: Math.round(c.durationMs), cacheHit: c.cacheHit,
   }));
-  return run as RunEffect;
+  return { run: run as RunEffect, keptDurable };
 }
 
 function isCanonical(value: unknown): boolean {
