@@ -177,29 +177,43 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     });
   }
 
-  /** Take the writer lock; from here until COMMIT this transaction owns the log's tail. */
-  private async lockTail(c: PoolClient): Promise<LogHead | null> {
-    await c.query(`LOCK TABLE ${this.t.events} IN EXCLUSIVE MODE`);
-    const r = await c.query<{ position: string; hash: string }>(`SELECT position, hash FROM ${this.t.events} ORDER BY position DESC LIMIT 1`);
-    const row = r.rows[0];
-    return row ? { position: Number(row.position), hash: row.hash } : null;
+  /**
+   * What opens a writing transaction: BEGIN and the writer lock in one round trip (a simple query
+   * may hold several statements). From here until COMMIT this transaction owns the log's tail.
+   */
+  private get beginWriting(): string {
+    return `BEGIN; LOCK TABLE ${this.t.events} IN EXCLUSIVE MODE`;
+  }
+
+  /** The log's head and the stream's revision, in one round trip (under the writer lock). */
+  private async tailOf(c: PoolClient, streamId: string): Promise<{ head: LogHead | null; revision: number }> {
+    const r = await c.query<{ position: string | null; hash: string | null; revision: string | null }>(
+      `SELECT t.position, t.hash, (SELECT MAX(revision) FROM ${this.t.events} WHERE stream_id = $1) AS revision
+       FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT position, hash FROM ${this.t.events} ORDER BY position DESC LIMIT 1) AS t ON true`,
+      [streamId],
+    );
+    const row = r.rows[0]!;
+    return {
+      head: row.position === null || row.hash === null ? null : { position: Number(row.position), hash: row.hash },
+      revision: row.revision === null ? -1 : Number(row.revision),
+    };
   }
 
   private async insertRows(c: PoolClient, rows: readonly RawEventRow[]): Promise<void> {
-    // One statement per batch whatever its size: nine arrays, unnested server-side.
+    // One statement per batch whatever its size: nine arrays unnested server-side, and the head
+    // moved in the same statement (a data-modifying WITH runs whether or not it is read).
+    const last = rows[rows.length - 1]!;
     await c.query(
-      `INSERT INTO ${this.t.events} (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash)
-       SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])`,
+      `WITH inserted AS (
+         INSERT INTO ${this.t.events} (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash)
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])
+       )
+       INSERT INTO ${this.t.head} (id, position, hash) VALUES (1, $10, $11) ON CONFLICT (id) DO UPDATE SET position = excluded.position, hash = excluded.hash`,
       [
         rows.map((r) => r.position), rows.map((r) => r.streamId), rows.map((r) => r.revision), rows.map((r) => r.type),
         rows.map((r) => r.schemaVersion), rows.map((r) => r.dataJson), rows.map((r) => r.metadataJson),
-        rows.map((r) => r.prevHash), rows.map((r) => r.hash),
+        rows.map((r) => r.prevHash), rows.map((r) => r.hash), last.position, last.hash,
       ],
-    );
-    const last = rows[rows.length - 1]!;
-    await c.query(
-      `INSERT INTO ${this.t.head} (id, position, hash) VALUES (1, $1, $2) ON CONFLICT (id) DO UPDATE SET position = excluded.position, hash = excluded.hash`,
-      [last.position, last.hash],
     );
   }
 
@@ -211,16 +225,16 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
       return { nextRevision: last.revision, position: last.position, events: [...stored] };
     };
     try {
+      // Round trips: BEGIN and the lock; the head and the revision; the fence (with a lease); the rows and the head; COMMIT.
       return await this.appendOnce((seal) => this.transaction(async (c) => {
-        const head = await this.lockTail(c);
-        const current = await this.revisionOf(c, streamId);
+        const { head, revision: current } = await this.tailOf(c, streamId);
         checkExpected(streamId, expected, current);
         if (this.fence) await this.fence(c, this.schema);
         const { rows, events: stored } = sealPrepared(streamId, prepared, head, current);
         seal(stored);
         await this.insertRows(c, rows);
         return result(stored);
-      }), result);
+      }, this.beginWriting), result);
     } catch (err) {
       // Only reachable if a writer bypasses the lock; still never a fork, and still R-3's error.
       if (isUniqueViolation(err)) throw new ConcurrencyError(streamId, String(expected), await this.streamRevision(streamId));
@@ -232,11 +246,11 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     if (events.length === 0) return;
     await this.ready();
     await this.appendOnce((seal) => this.transaction(async (c) => {
-      const head = await this.lockTail(c);
+      const { head } = await this.tailOf(c, '');
       const rows = prepareVerbatim(events, head);
       seal(events);
       await this.insertRows(c, rows);
-    }), () => undefined);
+    }, this.beginWriting), () => undefined);
   }
 
   private async revisionOf(c: pg.Pool | PoolClient, streamId: string): Promise<number> {
