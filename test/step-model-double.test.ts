@@ -413,7 +413,8 @@ describe('several workers in flight over the simulated world (a test double of g
     );
     expect(overlapped).toBeGreaterThan(RUNS / 5);
     // The property exercised what it is about: jobs verified on top of others, and some discarded.
-    expect(stacked).toBeGreaterThan(RUNS / 10);
+    // (Not RUNS / 10: over random seeds `stacked` ran 12–23 of 120, so that bound failed now and then.)
+    expect(stacked).toBeGreaterThan(RUNS / 24);
     expect(discarded).toBeGreaterThan(0);
     expect(grouped).toBeGreaterThan(0);
     expect(repaired).toBeGreaterThan(RUNS / 10);
