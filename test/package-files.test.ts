@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { codeFile, PACKAGE_ROOT, packageFile } from '../src/adapters/package-files.js';
 import { defaultPromptPath } from '../src/adapters/agents/prompts.js';
@@ -18,6 +20,21 @@ describe('package files (decision 0018)', () => {
     // Under the test runner the helpers come from src/ (what is being tested), not a stale dist/.
     expect(codeFile('adapters', 'process', 'spawner.child.js')).toBe(join(PACKAGE_ROOT, 'src', 'adapters', 'process', 'spawner.child.js'));
     expect(existsSync(codeFile('adapters', 'log', 'sqlite-batch-writer.worker.js'))).toBe(true);
+  });
+
+  it('a package copy without its built CLI is refused in one line naming what to run, not a stack trace', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'longbuild-unbuilt-'));
+    try {
+      mkdirSync(join(dir, 'bin'));
+      copyFileSync(packageFile('bin', 'longbuild.js'), join(dir, 'bin', 'longbuild.js'));
+      copyFileSync(packageFile('package.json'), join(dir, 'package.json'));
+      const r = spawnSync(process.execPath, [join(dir, 'bin', 'longbuild.js'), 'status'], { encoding: 'utf8' });
+      expect(r.status).toBe(1);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(/^longbuild: the CLI is not built \(.*dist\/cli\/longbuild\.mjs is missing\): run `npm run build`/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('the bundled entry chunk imports nothing statically, so a worker that loads a shared chunk never runs the CLI', () => {

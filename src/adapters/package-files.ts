@@ -13,7 +13,7 @@ const HERE = fileURLToPath(import.meta.url);
 function findRoot(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {
     if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'bin', 'longbuild.js'))) return dir;
-    if (dirname(dir) === dir) throw new Error(`longbuild: cannot find the package root above ${from}`);
+    if (dirname(dir) === dir) throw new Error(`cannot find the longbuild package (package.json and bin/longbuild.js) above ${from}: reinstall it`);
   }
 }
 

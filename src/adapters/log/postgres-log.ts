@@ -185,8 +185,8 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     return `BEGIN; LOCK TABLE ${this.t.events} IN EXCLUSIVE MODE`;
   }
 
-  /** The log's head and the stream's revision, in one round trip (under the writer lock). */
-  private async tailOf(c: PoolClient, streamId: string): Promise<{ head: LogHead | null; revision: number }> {
+  /** The log's head and the stream's revision (-1 for no stream), in one round trip (under the writer lock). */
+  private async tailOf(c: PoolClient, streamId: string | null): Promise<{ head: LogHead | null; revision: number }> {
     const r = await c.query<{ position: string | null; hash: string | null; revision: string | null }>(
       `SELECT t.position, t.hash, (SELECT MAX(revision) FROM ${this.t.events} WHERE stream_id = $1) AS revision
        FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT position, hash FROM ${this.t.events} ORDER BY position DESC LIMIT 1) AS t ON true`,
@@ -246,7 +246,7 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     if (events.length === 0) return;
     await this.ready();
     await this.appendOnce((seal) => this.transaction(async (c) => {
-      const { head } = await this.tailOf(c, '');
+      const { head } = await this.tailOf(c, null);
       const rows = prepareVerbatim(events, head);
       seal(events);
       await this.insertRows(c, rows);
