@@ -3,9 +3,9 @@
  * run (R-18, R-19, R-23). CI runs deterministic samples; the full sweeps are documented in the
  * README (`longbuild fuzz --blueprint test/fixtures/helios.json --points all --jobs 2`).
  */
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { auditCalls, auditSegments, choosePoints, effectStarts, enumeratePoints } from '../src/commands/fuzz-compare.js';
 import { shrinkCandidates } from '../src/adapters/fuzz/runner.js';
 import { parseFault } from '../src/adapters/faults.js';
@@ -50,19 +50,32 @@ describe('longbuild fuzz (issue 7)', () => {
     expect(report.enumerated).toBeGreaterThan(100);
   }, 300_000);
 
-  it('R-18 a planted resume bug (skip in-doubt adoption, in a mutated copy of the CLI) is reported, with the command that reproduces it', () => {
+  it('R-18 a planted resume bug (skip in-doubt adoption, in a mutated copy of the CLI) is reported, with the command that reproduces it, also by cases started from stops', () => {
     const { code, report } = fuzzJson(
-      ['--blueprint', HELIOS, '--only', 'after-effect:promote:1', '--only', 'before-append:AttemptFinished:1', '--only', 'after-append:CheckpointWritten:1', '--jobs', '2', '--minimise-trials', '4'],
+      ['--blueprint', HELIOS, '--only', 'after-effect:promote:1', '--only', 'before-append:AttemptFinished:1', '--only', 'after-append:CheckpointWritten:1', '--only', 'after-effect:promote:2',
+        '--start-from', 'stops', '--jobs', '2', '--minimise-trials', '4', '--keep-failed'],
       mutatedCli(mutant('skip-adoption')),
     );
     expect(code).toBe(1);
-    expect(report.points).toBe(3);
+    expect(report.points).toBe(4);
     expect(report.passed).toBe(1); // a crash after a checkpoint needs no adoption: the bug is invisible there
+    // The second milestone's promotion is struck by a case started from a stop (decision 0019):
+    // found there, confirmed from the start, reported with the command that reproduces it.
+    const second = report.cases.find((c: any) => c.point === 'after-effect:promote' && c.occurrence === 2);
+    expect(second).toEqual(expect.objectContaining({ result: 'failed', foundFromStop: expect.any(Number) }));
+    expect(report.cases.find((c: any) => c.point === 'after-append:CheckpointWritten')).toEqual(expect.objectContaining({ result: 'passed', startedAt: expect.any(Number) }));
     const byPoint = Object.fromEntries(report.failed.map((f: any) => [`${f.point}:${f.occurrence}`, f]));
     // Promotion not adopted: the CAS fails on the build's own promotion, which is then taken for a
     // stray ref and "repaired" (R-33) — a repair an untampered build never records.
     expect(byPoint['after-effect:promote:1'].divergences.map((d: any) => d.what)).toContain('ref repairs');
     expect(byPoint['after-effect:promote:1'].reproduce).toBe(`longbuild fuzz --blueprint ${HELIOS} --only after-effect:promote:1`);
+    expect(byPoint['after-effect:promote:2'].divergences.map((d: any) => d.what)).toContain('ref repairs');
+    expect(byPoint['after-effect:promote:2'].reproduce).toBe(`longbuild fuzz --blueprint ${HELIOS} --only after-effect:promote:2`);
+    // --keep-failed: each failed case's build is kept where the report says, the one whose findings are reported.
+    for (const f of report.failed) {
+      expect(existsSync(join(f.keptAt, 'repo', '.longbuild', 'events.db')), f.keptAt).toBe(true);
+      rmSync(dirname(f.keptAt), { recursive: true, force: true });
+    }
     // Worker commit not adopted: the worker is called again although its commit sat on the branch.
     expect(byPoint['before-append:AttemptFinished:1'].duplicates).toEqual([
       expect.objectContaining({ kind: 'worker', rule: 'R-18', problem: expect.stringContaining('observable') }),

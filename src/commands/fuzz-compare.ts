@@ -395,3 +395,52 @@ export function parsePointOccurrence(spec: string): PointOccurrence | null {
   if (idx <= 0 || !Number.isInteger(k) || k < 1) return null;
   return { point: spec.slice(0, idx), occurrence: k };
 }
+
+// ---- starting a case where the clean run stood ------------------------------------------
+
+/** `before-append:X` / `before-effect:K` opens what `after-append:X` / `after-effect:K` closes. */
+const OPENS = /^before-(append|effect):/;
+const CLOSES = /^after-(append|effect):/;
+
+/**
+ * Whether a build stopped after `staged` (the points a run in stages of `run --max-steps` passed,
+ * in order) stands where the uninterrupted clean run stood after as many points (`clean`, its
+ * points file): the same points, in any order (the clean run's group commit reports an append's
+ * commit after the next step's first append), and nothing half done in the clean run there —
+ * every append it began is committed and every effect it began has ended. Only then can a fresh
+ * process started on that stopped build stand in for the clean run's process at that place.
+ */
+export function stoppedLikeClean(clean: readonly string[], staged: readonly string[]): boolean {
+  if (staged.length === 0 || staged.length > clean.length) return false;
+  const prefix = clean.slice(0, staged.length);
+  const sorted = (lines: readonly string[]): string => [...lines].sort(compareCodePoints).join('\n');
+  if (sorted(prefix) !== sorted(staged)) return false;
+  const open = new Map<string, number>();
+  for (const line of prefix) {
+    const name = line.split('\t')[0]!.trim();
+    const what = name.replace(OPENS, '$1:').replace(CLOSES, '$1:');
+    if (OPENS.test(name)) open.set(what, (open.get(what) ?? 0) + 1);
+    else if (CLOSES.test(name)) open.set(what, (open.get(what) ?? 0) - 1);
+  }
+  return [...open.values()].every((n) => n === 0);
+}
+
+/**
+ * Where a case at `target` starts: after the latest usable stop (a number of the clean run's
+ * points, see stoppedLikeClean) at or before the point's place in the clean run — 0 is the
+ * build's start — with the point's occurrence counted from there, and that place (`index`, into
+ * `points`; -1 when the clean run never reached the target).
+ */
+export function startFor(points: readonly PointOccurrence[], stops: readonly number[], target: PointOccurrence): { readonly at: number; readonly occurrence: number; readonly index: number } {
+  const index = points.findIndex((p) => p.point === target.point && p.occurrence === target.occurrence);
+  if (index < 0) return { at: 0, occurrence: target.occurrence, index };
+  const at = Math.max(0, ...stops.filter((s) => s <= index));
+  const before = points.slice(0, at).filter((p) => p.point === target.point).length;
+  return { at, occurrence: target.occurrence - before, index };
+}
+
+/** Whether a run started after the clean run's first `at` points passed the clean run's next ones up to its `index`-th, in order. */
+export function followsClean(clean: readonly string[], at: number, index: number, run: readonly string[]): boolean {
+  const expected = clean.slice(at, index + 1);
+  return expected.length === index + 1 - at && run.length >= expected.length && expected.every((line, i) => run[i] === line);
+}

@@ -103,6 +103,12 @@ export const MUTANTS = [
       js: { find: 'calls?.flush();', replace: 'void calls;' } }],
     caughtBy: ['test/step-model-double.test.ts'],
   },
+  {
+    name: 'stop-occurrence-unadjusted',
+    bug: "a fuzz case started from a stop asks its child for the point's occurrence counted from the build's start, not from the stop (decision 0019): it strikes a later instant than the case names",
+    edits: [{ file: 'src/commands/fuzz-compare.ts', find: 'return { at, occurrence: target.occurrence - before, index };', replace: 'return { at, occurrence: target.occurrence + 0 * before, index };' }],
+    caughtBy: ['test/fuzz-stops.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

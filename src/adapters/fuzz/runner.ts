@@ -10,11 +10,13 @@
  * calls and repeated effects of every kind are counted independently of the log.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
-  auditSegments, choosePoints, compareBuilds, effectStarts, enumeratePoints, flightCombination, seeded, type CallProblem, type Divergence, type ObservedBuild, type PointOccurrence,
+  auditSegments, choosePoints, compareBuilds, effectStarts, enumeratePoints, flightCombination, followsClean, seeded, startFor, stoppedLikeClean,
+  type CallProblem, type Divergence, type LedgerCall, type ObservedBuild, type PointOccurrence,
 } from '../../commands/fuzz-compare.js';
 import { observeBuild, observeCrash, readLedgerCalls } from './observe.js';
 import { OutageProxy } from './outage-proxy.js';
@@ -66,8 +68,18 @@ export interface FuzzOptions {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Keep the temporary repositories of failed cases (their paths are in the report). */
   readonly keepFailed?: boolean;
+  /**
+   * Where a case at a point starts (decision 0019): 'stops' — from the latest place before its
+   * point where the clean run, stopped by `run --max-steps`, stood with nothing half done (found by
+   * running the build once more in stages); 'start' — from the initialised build; 'auto'
+   * (default) — stops when there are enough cases to repay the staged run.
+   */
+  readonly startFrom?: StartFrom;
   readonly onProgress?: (p: FuzzProgress) => void;
 }
+
+export const START_FROM = ['auto', 'stops', 'start'] as const;
+export type StartFrom = (typeof START_FROM)[number];
 
 /** Builds on PostgreSQL: a schema each, through a proxy that can take the database away. */
 interface PgBackend {
@@ -127,6 +139,12 @@ export interface CaseReport extends FuzzCase {
   readonly durationMs: number;
   /** The calls in flight where the fault struck (several workers, issue 16); absent: none. */
   readonly inFlight?: readonly string[];
+  /** The case started where the clean run stood after this many of its points (absent: from the start). */
+  readonly startedAt?: number;
+  /** Started from a stop, the run left the clean run's path before its point: run again from the start. */
+  readonly fellBack?: true;
+  /** A failure found by the case started from this stop, and confirmed by a run from the start (whose findings are reported). */
+  readonly foundFromStop?: number;
 }
 
 export interface FuzzReport {
@@ -157,6 +175,12 @@ export interface FuzzReport {
   readonly jobs: number;
   readonly durationMs: number;
   readonly clean: { readonly events: number; readonly outcome: string; readonly durationMs: number; readonly plannerCalls: number; readonly workerCalls: number; readonly effects: EffectCounts };
+  /**
+   * Where the cases started (decision 0019): the stops found by the staged run (and what it
+   * cost), how many cases started from one, how many of those fell back to the start, and the
+   * clean run's points the cases did not run again.
+   */
+  readonly starts: { readonly mode: StartFrom; readonly stops: number; readonly stagedMs: number; readonly fromStop: number; readonly fellBack: number; readonly pointsSkipped: number };
 }
 
 interface ChildResult {
@@ -225,20 +249,23 @@ function describeChild(r: ChildResult): string {
 const driverArgs = (d: FuzzDriver): string[] => ('blueprint' in d ? ['--blueprint', d.blueprint] : ['--request', d.request, '--config', d.config]);
 
 /** The exact command that reproduces one case. */
-export function reproduceCommand(driver: FuzzDriver, c: FuzzCase, log?: string): string {
+export function reproduceCommand(driver: FuzzDriver, c: FuzzCase, log?: string, fromStop = false): string {
   // The password of a --log URL is not printed: the command shows *** in its place.
   const logArg = log === undefined ? '' : ` --log 'postgres:${redactedUrl(log.replace(/^postgres(ql)?:/, ''))}'`;
   const base = `longbuild fuzz ${driverArgs(driver).join(' ')}${logArg}`;
   if (c.fault === 'random-kill') return `${base} --random-kill 1 --kill-at-ms ${c.delayMs}`;
   const faults = c.fault === 'kill' ? '' : ` --faults ${c.fault}`;
   const second = c.second ? ` --double --only-second ${c.second.point}:${c.second.occurrence}` : '';
-  return `${base}${faults} --only ${c.point}:${c.occurrence}${second}`;
+  return `${base}${faults} --only ${c.point}:${c.occurrence}${second}${fromStop ? ' --start-from stops' : ''}`;
 }
 
 interface CleanRun {
   readonly observed: ObservedBuild;
   readonly ledger: ReturnType<typeof readLedgerCalls>;
   readonly points: (PointOccurrence & { readonly inFlight: readonly string[] })[];
+  /** The points file's lines, in order (the points and the calls in flight at each). */
+  readonly lines: readonly string[];
+  readonly steps: number;
   readonly effects: EffectCounts;
   readonly code: number | null;
   readonly events: number;
@@ -247,6 +274,7 @@ interface CleanRun {
 }
 
 async function initRepo(root: string, driver: FuzzDriver, env: Readonly<Record<string, string | undefined>>, backend?: PgBackend): Promise<string> {
+  mkdirSync(root, { recursive: true });
   const repo = join(root, 'repo');
   const init = await longbuild(['init', ...driverArgs(driver), '--repo', repo, ...(backend ? ['--log', backend.next()] : [])], root, childEnv(env, {}));
   if (init.code !== 0) throw new Error(`longbuild init ${driverArgs(driver).join(' ')} failed (${describeChild(init)})`);
@@ -254,12 +282,103 @@ async function initRepo(root: string, driver: FuzzDriver, env: Readonly<Record<s
 }
 
 const readLines = (path: string): string[] => (existsSync(path) ? readFileSync(path, 'utf8').split('\n') : []);
+const pointLines = (path: string): string[] => readLines(path).filter((l) => l.trim() !== '');
 
-async function cleanRun(driver: FuzzDriver, env: Readonly<Record<string, string | undefined>>, backend?: PgBackend): Promise<CleanRun> {
+/** Copy a build (its repository, `.longbuild` and all) to `to`; returns `to`. */
+async function copyBuild(from: string, to: string): Promise<string> {
+  await cp(from, to, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
+  return to;
+}
+
+/**
+ * Whether a file of the build at `dir` names `path` (a worktree's gitdir, a path in a database):
+ * a copy of such a build would reach back into the original. Git's FETCH_HEAD, which only records
+ * where a fetch came from, is not counted.
+ */
+function namesPath(dir: string, path: string): boolean {
+  const needle = Buffer.from(path);
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!e.isFile() || e.name === 'FETCH_HEAD') continue;
+    if (readFileSync(join(e.path, e.name)).includes(needle)) return true;
+  }
+  return false;
+}
+
+/**
+ * Where cases start (decision 0019): a copy of the initialised build (`init` runs once per
+ * campaign, not once per case), or of the build stopped where the clean run stood.
+ */
+interface Starts {
+  /** The initialised build (null: every case runs `init`, e.g. each PostgreSQL log has its schema). */
+  readonly template: string | null;
+  /** Stopped builds, by how many of the clean run's points came before them, with the calls made by then. */
+  readonly stops: readonly Stop[];
+}
+
+interface Stop {
+  readonly at: number;
+  readonly repo: string;
+  readonly calls: number;
+}
+
+const NO_STARTS: Starts = { template: null, stops: [] };
+
+/** Where one case starts: the build to copy (null: `init`), after how many clean points, the point's occurrence from there. */
+interface CaseStart {
+  readonly source: string | null;
+  readonly at: number;
+  readonly occurrence: number;
+  readonly index: number;
+  readonly calls: number;
+}
+
+function caseStart(clean: CleanRun, starts: Starts, c: FuzzCase, useStops = true): CaseStart {
+  const fromStart: CaseStart = { source: starts.template, at: 0, occurrence: c.occurrence ?? 1, index: -1, calls: 0 };
+  if (!useStops || c.point === undefined || c.fault === 'random-kill' || starts.stops.length === 0) return fromStart;
+  const s = startFor(clean.points, starts.stops.map((x) => x.at), { point: c.point, occurrence: c.occurrence! });
+  const stop = starts.stops.find((x) => x.at === s.at);
+  return stop === undefined ? fromStart : { source: stop.repo, at: s.at, occurrence: s.occurrence, index: s.index, calls: stop.calls };
+}
+
+/** Most stages the staged run stops the build in (each is one more process start). */
+const MAX_STAGES = 24;
+/** 'auto' starts cases from stops when there are at least this many point cases per job. */
+const AUTO_STOPS_CASES = 12;
+
+const sameCalls = (a: readonly LedgerCall[], b: readonly LedgerCall[]): boolean => a.length === b.length && a.every((x, i) => x.kind === b[i]!.kind && x.key === b[i]!.key);
+
+/**
+ * Run the build once more in stages (`run --max-steps`), and keep a copy of it at every stop
+ * where it stands as the clean run stood after as many points (stoppedLikeClean) with the same
+ * calls made: a case whose point comes later starts there instead of from the beginning. Each
+ * stop is added to `stops` as soon as it is copied (the cases run meanwhile, earliest points
+ * first, and take the latest stop there is when they start).
+ */
+async function stagedStops(env: Readonly<Record<string, string | undefined>>, clean: CleanRun, template: string, base: string, stops: Stop[]): Promise<void> {
+  const dir = join(base, 'staged');
+  const repo = await copyBuild(template, join(dir, 'repo'));
+  const stride = Math.max(1, Math.ceil(clean.steps / MAX_STAGES));
+  const passed: string[] = [];
+  const calls: LedgerCall[] = [];
+  for (let stage = 0; stage <= MAX_STAGES + 1 && passed.length < clean.lines.length; stage++) {
+    const pointsFile = join(dir, `points-${stage}.txt`);
+    const ledgerFile = join(dir, `ledger-${stage}.ndjson`);
+    const r = await longbuild(['run', '--json', '--max-steps', String(stride)], repo, childEnv(env, { LONGBUILD_POINTS_FILE: pointsFile, LONGBUILD_EFFECTS_LEDGER: ledgerFile }));
+    const lines = pointLines(pointsFile);
+    if (r.signal !== null || (r.code !== 0 && r.code !== 1) || lines.length === 0) break;
+    passed.push(...lines);
+    calls.push(...readLedgerCalls(ledgerFile));
+    if (passed.length >= clean.lines.length || !stoppedLikeClean(clean.lines, passed) || !sameCalls(clean.ledger.slice(0, calls.length), calls)) continue;
+    const stop = await copyBuild(repo, join(base, 'stops', String(passed.length)));
+    if (!namesPath(stop, repo)) stops.push({ at: passed.length, repo: stop, calls: calls.length });
+  }
+}
+
+async function cleanRun(driver: FuzzDriver, env: Readonly<Record<string, string | undefined>>, backend?: PgBackend, template?: string | null): Promise<CleanRun> {
   const t0 = performance.now();
   const root = mkdtempSync(join(tmpdir(), 'longbuild-fuzz-clean-'));
   try {
-    const repo = await initRepo(root, driver, env, backend);
+    const repo = template ? await copyBuild(template, join(root, 'repo')) : await initRepo(root, driver, env, backend);
     const pointsFile = join(root, 'points.txt');
     const ledgerFile = join(root, 'ledger.ndjson');
     const t1 = performance.now();
@@ -268,9 +387,9 @@ async function cleanRun(driver: FuzzDriver, env: Readonly<Record<string, string 
     if (run.signal !== null || (run.code !== 0 && run.code !== 1)) throw new Error(`the clean run failed (${describeChild(run)})`);
     const observed = await observeBuild(repo);
     if (!observed.verifyOk) throw new Error(`the clean run does not verify: ${observed.verifyProblem ?? ''}`);
-    const lines = readLines(pointsFile);
-    const events = (JSON.parse(run.stdout) as { position: number }).position;
-    return { observed, ledger: readLedgerCalls(ledgerFile), points: enumeratePoints(lines), effects: effectStarts(lines), code: run.code, events, durationMs: performance.now() - t0, runMs };
+    const lines = pointLines(pointsFile);
+    const { position: events, steps } = JSON.parse(run.stdout) as { position: number; steps: number };
+    return { observed, ledger: readLedgerCalls(ledgerFile), points: enumeratePoints(lines), lines, steps, effects: effectStarts(lines), code: run.code, events, durationMs: performance.now() - t0, runMs };
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
@@ -289,24 +408,61 @@ interface CaseResult {
   readonly keptAt?: string;
   /** The calls in flight where the fault struck (the last point the interrupted run reached). */
   readonly inFlight?: readonly string[];
+  /** Started where the clean run stood after this many points (0: from the start). */
+  readonly startedAt: number;
+  /** Started from a stop, it left the clean run's path, and was run again from the start. */
+  readonly fellBack: boolean;
+  /** A failure first found from the stop after this many points, confirmed from the start. */
+  readonly foundFromStop?: number;
 }
+
+/** What one run of a case found; `offTrack`: started from a stop, the interrupted run left the clean run's path before its point. */
+type CaseRun = Omit<CaseResult, 'c' | 'durationMs' | 'startedAt' | 'fellBack' | 'foundFromStop'> & { readonly offTrack?: true };
 
 const noRepeats = (): EffectCounts => ({ planner: 0, worker: 0, verify: 0, promote: 0 });
 
-async function runCase(opts: FuzzOptions, clean: CleanRun, c: FuzzCase): Promise<CaseResult> {
+const failedRun = (r: CaseRun): boolean => r.divergences.length > 0 || r.duplicates.length > 0;
+
+async function runCase(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, starts: Starts): Promise<CaseResult> {
   const t0 = performance.now();
   const root = mkdtempSync(join(tmpdir(), 'longbuild-fuzz-case-'));
-  let r: Omit<CaseResult, 'c' | 'durationMs'>;
-  try {
-    r = await faultAndResume(opts, clean, c, root);
-  } catch (err) {
-    r = { divergences: [{ what: 'fuzz case crashed', rule: '-', clean: '-', resumed: err instanceof Error ? err.message : String(err) }], duplicates: [], inDoubt: 0, repeats: noRepeats(), notInterrupted: false, resumePoints: [] };
+  // Each run of the case has a directory of its own: this machine keeps the last checkpoint it
+  // signed for a build directory (R-36), and a second build in the same place would be refused.
+  let runs = 0;
+  const attempt = async (start: CaseStart): Promise<CaseRun & { readonly dir: string }> => {
+    const dir = join(root, `run-${++runs}`);
+    try {
+      return { ...await faultAndResume(opts, clean, c, dir, start), dir };
+    } catch (err) {
+      return { divergences: [{ what: 'fuzz case crashed', rule: '-', clean: '-', resumed: err instanceof Error ? err.message : String(err) }], duplicates: [], inDoubt: 0, repeats: noRepeats(), notInterrupted: false, resumePoints: [], dir };
+    }
+  };
+  const start = caseStart(clean, starts, c, opts.startFrom !== 'start');
+  let r = await attempt(start);
+  let startedAt = start.at;
+  let fellBack = false;
+  let foundFromStop: number | undefined;
+  // Off the clean run's path from a stop: the case is run from the start. A failure found from a
+  // stop is confirmed from the start, so that the command reported reproduces it; a failure only
+  // a start from a stop shows is reported as found (its command asks for stops).
+  if (start.at > 0 && (r.offTrack === true || failedRun(r))) {
+    const again = await attempt(caseStart(clean, starts, c, false));
+    if (r.offTrack === true || failedRun(again)) {
+      fellBack = r.offTrack === true;
+      if (!fellBack) foundFromStop = start.at;
+      r = again;
+      startedAt = 0;
+    }
   }
   const durationMs = Math.round(performance.now() - t0);
-  const failed = r.divergences.length > 0 || r.duplicates.length > 0;
-  if (failed && opts.keepFailed) return { c, ...r, durationMs, keptAt: root };
+  const { offTrack: _, dir, ...found } = r;
+  const result = { c, ...found, durationMs, startedAt, fellBack, ...(foundFromStop !== undefined ? { foundFromStop } : {}) };
+  if (failedRun(r) && opts.keepFailed) {
+    for (let i = 1; i <= runs; i++) if (join(root, `run-${i}`) !== dir) rmSync(join(root, `run-${i}`), { recursive: true, force: true });
+    return { ...result, keptAt: dir };
+  }
   rmSync(root, { recursive: true, force: true });
-  return { c, ...r, durationMs };
+  return result;
 }
 
 /** How long a db-down outage lasts: longer than a lease renewal period, well inside the reconnect window. */
@@ -315,8 +471,10 @@ const DB_DOWN_MS = 4000;
 const FAILED_WRITE = /^longbuild: (no space left for|I\/O error on) /m;
 
 /** Interrupt the build the case's way; return what went wrong with the interruption itself (or null), and whether it struck. */
-async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: string, env: Record<string, string>): Promise<{ problem: Divergence | null; struck: boolean; completed?: boolean }> {
-  const at = `${c.point}:${c.occurrence}`;
+async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: string, env: Record<string, string>, occurrence: number): Promise<{ problem: Divergence | null; struck: boolean; completed?: boolean }> {
+  // `at` is what the child counts (from where the case started), `name` the clean run's occurrence.
+  const at = `${c.point}:${occurrence}`;
+  const name = `${c.point}:${c.occurrence}`;
   const notReached = (r: ChildResult): Divergence => ({ what: 'interruption point not reached', rule: 'R-19', clean: `reached ${c.point} ${c.occurrence} time(s)`, resumed: `the run ended without reaching it (${describeChild(r)})` });
   switch (c.fault) {
     case 'kill': {
@@ -329,7 +487,7 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
       if (r.code === clean.code && r.signal === null && !FAILED_WRITE.test(r.stderr)) return { problem: notReached(r), struck: false };
       // Every failed write ends in one line naming what failed, exit 1 (never a crash or an internal error).
       if (r.code !== 1 || !FAILED_WRITE.test(r.stderr) || /internal error|\n\s+at /.test(r.stderr)) {
-        return { problem: { what: `${c.fault} at ${at}: the run's end`, rule: 'R-18', clean: 'exit 1 with one line naming the failed write', resumed: describeChild(r) }, struck: true };
+        return { problem: { what: `${c.fault} at ${name}: the run's end`, rule: 'R-18', clean: 'exit 1 with one line naming the failed write', resumed: describeChild(r) }, struck: true };
       }
       return { problem: null, struck: true };
     }
@@ -357,7 +515,7 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
       });
       if (raced === null) return { problem: notReached(first), struck: false };
       const second = await (raced as Promise<ChildResult>);
-      if (second.code !== 3) return { problem: { what: `a second controller racing at ${at}`, rule: 'R-3', clean: 'exit 3, nothing changed', resumed: describeChild(second) }, struck: true };
+      if (second.code !== 3) return { problem: { what: `a second controller racing at ${name}`, rule: 'R-3', clean: 'exit 3, nothing changed', resumed: describeChild(second) }, struck: true };
       if (first.code !== clean.code) return { problem: { what: 'the first controller after the race', rule: 'R-3', clean: `exit ${clean.code}`, resumed: describeChild(first) }, struck: true };
       return { problem: null, struck: true, completed: true };
     }
@@ -379,7 +537,7 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
       if (!downed) return { problem: notReached(r), struck: false };
       // The outage must have been met (the run said it was retrying), and waited out.
       if (r.code !== clean.code || r.signal !== null || /internal error|\n\s+at |Unhandled/.test(r.stderr) || !/is unreachable \(.*\); retrying/.test(r.stderr)) {
-        return { problem: { what: `a ${DB_DOWN_MS} ms database outage at ${at}`, rule: 'R-18', clean: `exit ${clean.code}, the outage waited out`, resumed: describeChild(r) }, struck: true, completed: true };
+        return { problem: { what: `a ${DB_DOWN_MS} ms database outage at ${name}`, rule: 'R-18', clean: `exit ${clean.code}, the outage waited out`, resumed: describeChild(r) }, struck: true, completed: true };
       }
       return { problem: null, struck: true, completed: true };
     }
@@ -390,26 +548,30 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
   }
 }
 
-async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, root: string): Promise<Omit<CaseResult, 'c' | 'durationMs'>> {
+async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, root: string, start: CaseStart): Promise<CaseRun> {
   const divergences: Divergence[] = [];
-  const repo = await initRepo(root, opts.driver, opts.env, opts.backend);
+  mkdirSync(root, { recursive: true });
+  const repo = start.source !== null ? await copyBuild(start.source, join(root, 'repo')) : await initRepo(root, opts.driver, opts.env, opts.backend);
   const crashLedger = join(root, 'ledger-crash.ndjson');
   const secondLedger = join(root, 'ledger-second.ndjson');
   const resumeLedger = join(root, 'ledger-resume.ndjson');
   const pointFiles = [join(root, 'points-crash.txt'), join(root, 'points-second.txt'), join(root, 'points-resume.txt')];
-  const hit = await interrupt(opts, clean, c, repo, { LONGBUILD_EFFECTS_LEDGER: crashLedger, LONGBUILD_POINTS_FILE: pointFiles[0]! });
+  const hit = await interrupt(opts, clean, c, repo, { LONGBUILD_EFFECTS_LEDGER: crashLedger, LONGBUILD_POINTS_FILE: pointFiles[0]! }, start.occurrence);
+  if (start.at > 0 && !(hit.struck && followsClean(clean.lines, start.at, start.index, pointLines(pointFiles[0]!)))) {
+    return { divergences: [], duplicates: [], inDoubt: 0, repeats: noRepeats(), notInterrupted: false, resumePoints: [], offTrack: true };
+  }
   if (hit.problem) divergences.push(hit.problem);
   if (!hit.struck) return { divergences, duplicates: [], inDoubt: 0, repeats: noRepeats(), notInterrupted: c.fault === 'random-kill', resumePoints: [] };
   const crashes = [await observeCrash(repo)];
-  const segments = [crashLedger];
+  // Started from a stop: the calls the clean run made before it count as this run's.
+  const segments: LedgerCall[][] = [[...clean.ledger.slice(0, start.calls), ...readLedgerCalls(crashLedger)]];
   if (c.second) {
     // --double: the resume is killed too, at a point it passes; its calls are judged against the first crash, the final resume's against the second.
     const again = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: secondLedger, LONGBUILD_POINTS_FILE: pointFiles[1]!, LONGBUILD_CRASH_AT: `${c.second.point}:${c.second.occurrence}` }));
     if (again.signal !== 'SIGKILL') divergences.push({ what: 'second interruption point not reached', rule: 'R-19', clean: `${c.second.point}:${c.second.occurrence}`, resumed: describeChild(again) });
     crashes.push(await observeCrash(repo));
-    segments.push(secondLedger);
+    segments.push(readLedgerCalls(secondLedger));
   }
-  segments.push(resumeLedger);
   if (!hit.completed) {
     const resumed = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: resumeLedger, LONGBUILD_POINTS_FILE: pointFiles[2]! }));
     if (resumed.signal !== null || resumed.code !== clean.code) {
@@ -418,12 +580,13 @@ async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, r
   }
   const observed = await observeBuild(repo);
   divergences.push(...compareBuilds(clean.observed, observed, { exactCommits: 'blueprint' in opts.driver, concurrent: clean.observed.concurrency > 1 }));
-  const audit = auditSegments(clean.ledger, segments.map(readLedgerCalls), crashes);
+  segments.push(readLedgerCalls(resumeLedger));
+  const audit = auditSegments(clean.ledger, segments, crashes);
   if (audit.missing.length > 0) divergences.push({ what: 'calls never made', rule: 'R-19', clean: audit.missing.join(', '), resumed: '(not called)' });
   if (audit.extra.length > 0) divergences.push({ what: 'calls the clean run did not make', rule: 'R-19', clean: '(not called)', resumed: audit.extra.join(', ') });
   // Every re-invocation the log records is one the effects ledger saw as in doubt (or, for a
   // command-driven build, one of its starts beyond the clean run's).
-  const started = effectStarts(pointFiles.flatMap(readLines));
+  const started = effectStarts([...clean.lines.slice(0, start.at), ...pointFiles.flatMap(readLines)]);
   const repeats = { planner: started.planner - clean.effects.planner, worker: started.worker - clean.effects.worker, verify: started.verify - clean.effects.verify, promote: started.promote - clean.effects.promote };
   const allowed = 'blueprint' in opts.driver ? audit.inDoubtReinvocations.length : repeats.planner + repeats.worker;
   if (observed.fingerprint.reinvocations > allowed) {
@@ -496,9 +659,26 @@ async function pgBackend(spec: string): Promise<PgBackend> {
 }
 
 async function campaign(o: FuzzOptions, t0: number): Promise<FuzzReport> {
+  const base = mkdtempSync(join(tmpdir(), 'longbuild-fuzz-'));
+  try {
+    return await campaignIn(base, o, t0);
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+}
+
+/** The initialised build every case copies, unless it cannot be copied (a PostgreSQL log; a file naming its own path). */
+async function templateBuild(base: string, o: FuzzOptions): Promise<string | null> {
+  if (o.backend) return null;
+  const repo = await initRepo(join(base, 'template'), o.driver, o.env);
+  return namesPath(repo, repo) ? null : repo;
+}
+
+async function campaignIn(base: string, o: FuzzOptions, t0: number): Promise<FuzzReport> {
   const opts = o;
   const driver = o.driver;
-  const clean = await cleanRun(driver, opts.env, o.backend);
+  const template = await templateBuild(base, o);
+  const clean = await cleanRun(driver, opts.env, o.backend, template);
   const faults = opts.faults && opts.faults.length > 0 ? opts.faults : ['kill' as const];
   const chosen = opts.randomKills !== undefined ? [] : opts.only && opts.only.length > 0 ? [...opts.only] : choosePoints(clean.points, opts.points, opts.seed);
   const cases: FuzzCase[] = faults.flatMap((fault) => chosen.map((po) => ({ fault, point: po.point, occurrence: po.occurrence })));
@@ -506,6 +686,19 @@ async function campaign(o: FuzzOptions, t0: number): Promise<FuzzReport> {
     const rand = seeded(opts.seed);
     for (let i = 0; i < opts.randomKills; i++) cases.push({ fault: 'random-kill', delayMs: opts.killAtMs ?? 30 + Math.floor(rand() * Math.max(1, clean.runMs)) });
   }
+  const mode = opts.startFrom ?? 'auto';
+  const pointCases = cases.filter((c) => c.fault !== 'random-kill').length;
+  const staging = template !== null && pointCases > 0 && (mode === 'stops' || (mode === 'auto' && pointCases >= AUTO_STOPS_CASES * opts.jobs));
+  // The staged run goes on beside the cases (decision 0019): they start from the stops found so far.
+  const stops: Stop[] = [];
+  const starts: Starts = { template, stops };
+  const t1 = performance.now();
+  let stagedMs = 0;
+  const staged = !staging ? Promise.resolve() : stagedStops(opts.env, clean, template, base, stops)
+    .catch(() => undefined) // a staged run that fails leaves fewer stops: the cases start from the start
+    .finally(() => { stagedMs = Math.round(performance.now() - t1); });
+  // Asked for stops: every case starts from the latest one before its point (what a reproduction needs).
+  if (mode === 'stops') await staged;
   let done = 0;
   let failedSoFar = 0;
   let total = cases.length;
@@ -514,14 +707,15 @@ async function campaign(o: FuzzOptions, t0: number): Promise<FuzzReport> {
     if (r.divergences.length > 0 || r.duplicates.length > 0) failedSoFar += 1;
     opts.onProgress?.({ done, total, failed: failedSoFar, last: caseName(r.c) });
   };
-  const results = await pool(cases, opts.jobs, (c) => runCase(o, clean, c), progress);
+  const results = await pool(cases, opts.jobs, (c) => runCase(o, clean, c, starts), progress);
   if (opts.double !== undefined) {
     // The resume of every passing kill case, killed in turn at the points it passes.
     const seconds: FuzzCase[] = results.filter((r) => r.c.fault === 'kill' && r.divergences.length === 0).flatMap((r) =>
       (opts.onlySecond && opts.onlySecond.length > 0 ? opts.onlySecond : choosePoints(r.resumePoints, opts.double!, opts.seed)).map((second) => ({ ...r.c, second })));
     total += seconds.length;
-    results.push(...await pool(seconds, opts.jobs, (c) => runCase(o, clean, c), progress));
+    results.push(...await pool(seconds, opts.jobs, (c) => runCase(o, clean, c, starts), progress));
   }
+  await staged;
   const failed: FuzzFailure[] = [];
   const inDoubtByPoint: Record<string, number> = {};
   const repeatedEffects = noRepeats();
@@ -537,12 +731,14 @@ async function campaign(o: FuzzOptions, t0: number): Promise<FuzzReport> {
     reports.push({
       ...r.c, result: r.notInterrupted ? 'not-interrupted' : bad ? 'failed' : 'passed', ...(bad ? { divergence: summarize(r) } : {}), repeats: r.repeats, inDoubt: r.inDoubt, durationMs: r.durationMs,
       ...(r.inFlight !== undefined ? { inFlight: r.inFlight } : {}),
+      ...(r.startedAt > 0 ? { startedAt: r.startedAt } : {}), ...(r.fellBack ? { fellBack: true as const } : {}),
+      ...(r.foundFromStop !== undefined ? { foundFromStop: r.foundFromStop } : {}),
     });
     if (!bad) continue;
     const keptAt = r.keptAt;
     failed.push({
       ...r.c, divergence: summarize(r), divergences: r.divergences, duplicates: r.duplicates,
-      reproduce: reproduceCommand(opts.driver, r.c, opts.log), ...(keptAt ? { keptAt } : {}),
+      reproduce: reproduceCommand(opts.driver, r.c, opts.log, r.startedAt > 0), ...(keptAt ? { keptAt } : {}),
     });
   }
   // Minimise the first failure of a blueprint build (the others usually share its cause).
@@ -574,6 +770,10 @@ async function campaign(o: FuzzOptions, t0: number): Promise<FuzzReport> {
     jobs: opts.jobs,
     durationMs: Math.round(performance.now() - t0),
     clean: { events: clean.events, outcome: clean.observed.fingerprint.outcome, durationMs: Math.round(clean.durationMs), plannerCalls: cleanCalls.planner, workerCalls: cleanCalls.worker, effects: clean.effects },
+    starts: {
+      mode, stops: starts.stops.length, stagedMs, fromStop: results.filter((r) => r.startedAt > 0).length,
+      fellBack: results.filter((r) => r.fellBack).length, pointsSkipped: results.reduce((n, r) => n + r.startedAt, 0),
+    },
   };
 }
 
@@ -632,7 +832,7 @@ async function minimise(opts: FuzzOptions, blueprintPath: string, failure: FuzzC
     const occurrences = clean.points.filter((p) => p.point === c.point).map((p) => p.occurrence).filter((k) => k <= (c.occurrence ?? 1));
     for (const k of occurrences) {
       const candidate = { ...c, occurrence: k };
-      const r = await runCase(o, clean, candidate);
+      const r = await runCase(o, clean, candidate, NO_STARTS);
       if (r.divergences.length > 0 || r.duplicates.length > 0) return candidate;
       if (trials >= maxTrials) break;
     }
