@@ -86,6 +86,6 @@ export interface EventLog {
    * without it makes every append durable on its own. `close()` drops what was held and not synced.
    */
   hold?(): void;
-  sync?(): void;
+  sync?(): void | Promise<void>;
   close(): Promise<void>;
 }

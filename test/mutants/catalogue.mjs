@@ -109,6 +109,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/commands/fuzz-compare.ts', find: 'return { at, occurrence: target.occurrence - before, index };', replace: 'return { at, occurrence: target.occurrence + 0 * before, index };' }],
     caughtBy: ['test/fuzz-stops.test.ts'],
   },
+  {
+    name: 'pg-held-appends-unread',
+    bug: "a PostgreSQL log holding appends (group commit) does not read them back itself: the controller would not see its own decisions until the commit (decision 0017). Needs LONGBUILD_PG_URL (without it the test is skipped and the mutant reported missed)",
+    edits: [{ file: 'src/adapters/log/postgres-log.ts', find: 'const extra = held.filter(wanted) as unknown as T[];', replace: 'const extra = held.filter(wanted).slice(0, 0) as unknown as T[];', js: { find: 'const extra = held.filter(wanted);', replace: 'const extra = held.filter(wanted).slice(0, 0);' } }],
+    caughtBy: ['test/postgres-group-commit.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

@@ -157,7 +157,7 @@ export class LogCursor {
     const events = this.held;
     this.held = [];
     try {
-      this.deps.log.sync?.();
+      await this.deps.log.sync?.();
     } catch (err) {
       this.broken = err instanceof Error ? err : new Error(String(err));
       throw err;
