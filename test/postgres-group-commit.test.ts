@@ -102,6 +102,30 @@ describe.skipIf(!url)('PostgreSQL log: hold and sync (group commit)', () => {
     expect((await b.verifyChain()).ok).toBe(true);
   });
 
+  it('R-3 two logs sync batches sealed on the same tail at the same time: exactly one is written, the other refused whole; no fork, the chain verifies', async () => {
+    for (let round = 0; round < 5; round++) {
+      const { log: a, schema } = await open();
+      const { log: b } = await open(schema);
+      await a.append('s', [tick(0)], 'no-stream');
+      a.hold();
+      b.hold();
+      await a.append('s', [tick(1), tick(2)], 0);
+      await b.append('t', [tick(3)], 'no-stream');
+      const [ra, rb] = await Promise.allSettled([a.sync(), b.sync()]);
+      expect([ra.status, rb.status].sort()).toEqual(['fulfilled', 'rejected']);
+      const refused = (ra.status === 'rejected' ? ra : rb) as PromiseRejectedResult;
+      expect(refused.reason).toBeInstanceOf(ConcurrencyError);
+      const { log: reader } = await open(schema);
+      expect(ns(await reader.readAll())).toEqual(ra.status === 'fulfilled' ? [0, 1, 2] : [0, 3]);
+      expect((await reader.verifyChain()).ok).toBe(true);
+      expect(await reader.anchor()).toEqual(await reader.head());
+      // The winner's statement wrote it; the loser's wrote nothing and its transaction refused it.
+      expect(a.held.oneStatement + b.held.oneStatement).toBe(1);
+      for (const l of logs.splice(0)) await l.close();
+      for (const s of schemas.splice(0)) await PostgresEventLog.dropSchema(url!, s);
+    }
+  }, 60_000);
+
   it('for all sequences of appends, syncs and reads: a held log reads exactly as an unheld log with the same appends (oracle: the unheld path), and after the last sync another connection sees the same log', async () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant('append' as const), stream: fc.constantFrom('a', 'b'), count: fc.integer({ min: 1, max: 3 }) }),
@@ -131,6 +155,8 @@ describe.skipIf(!url)('PostgreSQL log: hold and sync (group commit)', () => {
         }
       }
       await held.sync();
+      // Nobody else writes: every batch went in as one statement.
+      expect(held.held.oneStatement).toBe(held.held.batches);
       const { log: other } = await open(schema);
       expect((await other.readAll()).map((e) => e.hash)).toEqual((await plain.readAll()).map((e) => e.hash));
       expect((await other.verifyChain()).ok).toBe(true);

@@ -167,7 +167,7 @@ export async function takePostgresLease(options: PostgresLeaseOptions): Promise<
     const timer = setInterval(() => void renew(), Math.max(30, Math.floor(timeoutMs / 3)));
     timer.unref();
 
-    const appendFence: AppendFence = async (client: PoolClient, schema: string) => {
+    const check = async (client: PoolClient, schema: string): Promise<void> => {
       const r = await client.query<{ holder: string; token: string }>(`SELECT holder, token FROM "${schema}".controller_lease WHERE id = 1 FOR SHARE`);
       const row = r.rows[0];
       if (!row || row.holder !== holder || Number(row.token) !== myToken) {
@@ -175,6 +175,13 @@ export async function takePostgresLease(options: PostgresLeaseOptions): Promise<
         throw new LeaseLostError(holder, myToken, row ? { holder: row.holder, token: Number(row.token) } : null);
       }
     };
+    // The same check inside the statement that writes a held batch (its row locked FOR SHARE as above).
+    const appendFence: AppendFence = Object.assign(check, {
+      select: (schema: string, first: number) => ({
+        sql: `SELECT 1 FROM "${schema}".controller_lease WHERE id = 1 AND holder = $${first}::text AND token = $${first + 1}::bigint FOR SHARE`,
+        params: [holder, myToken],
+      }),
+    });
 
     const fenced = options.fencedDirs ? await fenceOrphans(options.fencedDirs) : [];
     let released = false;

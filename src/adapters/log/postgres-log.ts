@@ -31,7 +31,14 @@ export interface PostgresLogOptions {
  * check: throw (a ConcurrencyError) to refuse the append. The controller lease uses it to compare
  * its fencing token with the lease row, atomically with the write (issue 8).
  */
-export type AppendFence = (client: PoolClient, schema: string) => Promise<void>;
+export type AppendFence = ((client: PoolClient, schema: string) => Promise<void>) & {
+  /**
+   * The same check as a SELECT that returns a row when the append may go ahead (and locks what it
+   * read, e.g. FOR SHARE), its parameters numbered from `$first`: lets `sync()` write a held batch
+   * in one statement. Without it, held batches are written in a transaction that calls the fence.
+   */
+  readonly select?: (schema: string, first: number) => { readonly sql: string; readonly params: readonly unknown[] };
+};
 
 interface PgEventRow {
   position: string;
@@ -73,6 +80,8 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
    * without reading it again — the sync that writes that batch checks it under the writer lock.
    */
   private known: { readonly head: LogHead | null; readonly revisions: ReadonlyMap<string, number> } | null = null;
+  /** Held batches written, and how many of them in one statement (the rest: in the transaction of an append). */
+  readonly held = { batches: 0, oneStatement: 0 };
 
   constructor(options: PostgresLogOptions) {
     this.fence = options.fence;
@@ -215,13 +224,11 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     await c.query(
       `WITH inserted AS (
          INSERT INTO ${this.t.events} (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash)
-         SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])
+         ${UNNEST_ROWS}
        )
        INSERT INTO ${this.t.head} (id, position, hash) VALUES (1, $10, $11) ON CONFLICT (id) DO UPDATE SET position = excluded.position, hash = excluded.hash`,
       [
-        rows.map((r) => r.position), rows.map((r) => r.streamId), rows.map((r) => r.revision), rows.map((r) => r.type),
-        rows.map((r) => r.schemaVersion), rows.map((r) => r.dataJson), rows.map((r) => r.metadataJson),
-        rows.map((r) => r.prevHash), rows.map((r) => r.hash), last.position, last.hash,
+        ...rowArrays(rows), last.position, last.hash,
       ],
     );
   }
@@ -229,9 +236,10 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
   /**
    * Group commit (decision 0017): until `sync()`, appends are sealed here, on the log's tail as it
    * was read when the first of them was made, visible to this object's reads and to no one else;
-   * `sync()` writes them all in one transaction — the writer lock, a check that the tail is still
-   * the one they were sealed on (else R-3's ConcurrencyError and nothing written), the fence, one
-   * insert, the commit: five round trips for every event of a step instead of five per append.
+   * `sync()` writes them all in one statement — inserted only if the head row is still the one
+   * they were sealed on and the fence's row is there (one round trip for every event of a step,
+   * instead of five per append); when it writes nothing, the transaction of an append (the writer
+   * lock, the tail, the fence) says why — R-3's ConcurrencyError, a lost lease — or writes them.
    * `close()` drops what was held and not synced, as a crash drops it.
    */
   hold(): void {
@@ -246,7 +254,16 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     const known = this.known;
     this.known = null;
     try {
-      await this.appendOnce((seal) => this.transaction(async (c) => {
+      // One statement (autocommit): the rows go in only if the head is still the batch's base
+      // (and the fence's row is there); else nothing is written, and the transaction below says why.
+      const written = this.fence === undefined || this.fence.select !== undefined
+        ? await this.appendOnce((seal) => {
+          seal(p.events);
+          return this.insertOnTail(p);
+        }, () => true)
+        : false;
+      if (written) this.held.oneStatement += 1;
+      else await this.appendOnce((seal) => this.transaction(async (c) => {
         const [first, ...others] = [...p.base.revisions];
         const { head, revision } = await this.tailOf(c, first![0]);
         if (head?.position !== p.base.head?.position || head?.hash !== p.base.head?.hash || revision !== first![1]) {
@@ -260,12 +277,45 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
         seal(p.events);
         await this.insertRows(c, p.rows);
       }, this.beginWriting), () => undefined);
+      this.held.batches += 1;
       // What this sync wrote is the tail the next held batch is sealed on (merged with what was known).
       this.known = { head: p.head, revisions: new Map([...(known?.revisions ?? []), ...p.revisions]) };
     } catch (err) {
       if (isUniqueViolation(err)) throw new ConcurrencyError(p.events[0]!.streamId, 'the log as it was', await this.streamRevision(p.events[0]!.streamId));
       throw err;
     }
+  }
+
+  /**
+   * Write a held batch in one statement, only if the log's head row is still the batch's base
+   * (a compare-and-set on that row: a concurrent writer waits on its lock, then finds it moved)
+   * and the fence's row says the append may go ahead. Returns whether it was written.
+   */
+  private async insertOnTail(p: Pending): Promise<boolean> {
+    const rows = p.rows;
+    const last = rows[rows.length - 1]!;
+    const fence = this.fence?.select?.(this.schema, 14) ?? { sql: 'SELECT 1', params: [] };
+    const r = await this.pool.query<{ inserted: string }>(
+      `WITH fence AS (${fence.sql}),
+       moved AS (
+         UPDATE ${this.t.head} SET position = $10, hash = $11
+         WHERE id = 1 AND position = $12::bigint AND hash = $13::text AND EXISTS (SELECT 1 FROM fence) RETURNING 1
+       ),
+       created AS (
+         INSERT INTO ${this.t.head} (id, position, hash) SELECT 1, $10, $11
+         WHERE $12::bigint IS NULL AND EXISTS (SELECT 1 FROM fence) ON CONFLICT (id) DO NOTHING RETURNING 1
+       ),
+       inserted AS (
+         INSERT INTO ${this.t.events} (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash)
+         ${UNNEST_ROWS}
+         WHERE EXISTS (SELECT 1 FROM moved UNION ALL SELECT 1 FROM created) RETURNING 1
+       )
+       SELECT count(*) AS inserted FROM inserted`,
+      [
+        ...rowArrays(rows), last.position, last.hash, p.base.head?.position ?? null, p.base.head?.hash ?? null, ...fence.params,
+      ],
+    );
+    return Number(r.rows[0]?.inserted ?? 0) === rows.length;
   }
 
   /** A held append: sealed on the tail the held batch began on (the last sync's, else read once without the lock) and kept for `sync()`. */
@@ -469,6 +519,18 @@ function withHeld<T>(committed: T[], held: readonly StoredEvent[], wanted: (e: S
   const unique = all.filter((e) => !seen.has(key(e)) && seen.add(key(e)));
   return limit === undefined || limit === null ? unique : unique.slice(0, limit);
 }
+
+/** A batch's rows as the nine arrays `UNNEST_ROWS` takes ($1..$9). */
+function rowArrays(rows: readonly RawEventRow[]): unknown[] {
+  return [
+    rows.map((r) => r.position), rows.map((r) => r.streamId), rows.map((r) => r.revision), rows.map((r) => r.type),
+    rows.map((r) => r.schemaVersion), rows.map((r) => r.dataJson), rows.map((r) => r.metadataJson),
+    rows.map((r) => r.prevHash), rows.map((r) => r.hash),
+  ];
+}
+
+/** The rows of a batch, unnested server-side from nine arrays ($1..$9, see rowArrays). */
+const UNNEST_ROWS = 'SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])';
 
 function fromPg(row: PgEventRow): RawEventRow {
   return {
