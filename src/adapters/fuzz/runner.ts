@@ -9,23 +9,21 @@
  * effects ledger outside the build, and every child records the points it reaches, so duplicate
  * calls and repeated effects of every kind are counted independently of the log.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cp } from 'node:fs/promises';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
-  auditSegments, choosePoints, compareBuilds, effectStarts, enumeratePoints, flightCombination, followsClean, seeded, startFor, stoppedLikeClean,
+  auditSegments, choosePoints, compareBuilds, effectStarts, enumeratePoints, flightCombination, followsClean, seeded,
   type CallProblem, type Divergence, type LedgerCall, type ObservedBuild, type PointOccurrence,
 } from '../../commands/fuzz-compare.js';
 import { observeBuild, observeCrash, readLedgerCalls } from './observe.js';
+import { childEnv, describeChild, longbuild, pointLines, readLines, type ChildResult } from './child.js';
+import { AUTO_STOPS_CASES, caseStart, copyBuild, namesPath, NO_STARTS, stagedStops, type CaseStart, type Starts, type Stop } from './stops.js';
 import { OutageProxy } from './outage-proxy.js';
 import { postgresTarget } from '../log/open-log.js';
 import { redactedUrl } from '../log/pg-connection.js';
-import { packageFile } from '../package-files.js';
 
-/** The package's bin/longbuild.js. */
-export const LONGBUILD_BIN = packageFile('bin', 'longbuild.js');
+export { LONGBUILD_BIN } from './child.js';
 
 /** What a fuzzed build is made from: a blueprint, or a request and a config (command-driven). */
 export type FuzzDriver =
@@ -183,69 +181,6 @@ export interface FuzzReport {
   readonly starts: { readonly mode: StartFrom; readonly stops: number; readonly stagedMs: number; readonly fromStop: number; readonly fellBack: number; readonly pointsSkipped: number };
 }
 
-interface ChildResult {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-const FAULT_VARS = ['LONGBUILD_CRASH_AT', 'LONGBUILD_FAULT', 'LONGBUILD_PAUSE_AT', 'LONGBUILD_POINTS_FILE', 'LONGBUILD_EFFECTS_LEDGER'];
-
-function childEnv(base: Readonly<Record<string, string | undefined>>, extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(base)) if (v !== undefined && !FAULT_VARS.includes(k)) env[k] = v;
-  return { ...env, NO_COLOR: '1', ...extra };
-}
-
-interface ChildOptions {
-  readonly timeoutMs?: number;
-  /** Called with each chunk of stderr (lease-race and hang cases watch for a line). */
-  readonly onStderr?: (all: string, child: { pid: number }) => void;
-  /** SIGKILL the child's whole process group after this many ms (random kills). */
-  readonly killAfterMs?: number;
-}
-
-/** One `longbuild` child process in a process group of its own; resolves with its exit code or the signal that ended it. */
-function longbuild(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, o: ChildOptions = {}): Promise<ChildResult> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [LONGBUILD_BIN, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let errText = '';
-    const killGroup = () => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // gone already
-      }
-    };
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => {
-      err.push(b);
-      errText += b.toString('utf8');
-      o.onStderr?.(errText, { pid: child.pid! });
-    });
-    const timer = setTimeout(killGroup, o.timeoutMs ?? 10 * 60_000);
-    const killer = o.killAfterMs === undefined ? undefined : setTimeout(killGroup, o.killAfterMs);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      if (killer) clearTimeout(killer);
-      fail(e);
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      if (killer) clearTimeout(killer);
-      done({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: errText });
-    });
-  });
-}
-
-function describeChild(r: ChildResult): string {
-  const tail = r.stderr.trim().split('\n').slice(-1)[0] ?? '';
-  return `${r.signal ? `signal ${r.signal}` : `exit ${r.code}`}${tail ? `: ${tail}` : ''}`;
-}
-
 const driverArgs = (d: FuzzDriver): string[] => ('blueprint' in d ? ['--blueprint', d.blueprint] : ['--request', d.request, '--config', d.config]);
 
 /** The exact command that reproduces one case. */
@@ -279,99 +214,6 @@ async function initRepo(root: string, driver: FuzzDriver, env: Readonly<Record<s
   const init = await longbuild(['init', ...driverArgs(driver), '--repo', repo, ...(backend ? ['--log', backend.next()] : [])], root, childEnv(env, {}));
   if (init.code !== 0) throw new Error(`longbuild init ${driverArgs(driver).join(' ')} failed (${describeChild(init)})`);
   return repo;
-}
-
-const readLines = (path: string): string[] => (existsSync(path) ? readFileSync(path, 'utf8').split('\n') : []);
-const pointLines = (path: string): string[] => readLines(path).filter((l) => l.trim() !== '');
-
-/** Copy a build (its repository, `.longbuild` and all) to `to`; returns `to`. */
-async function copyBuild(from: string, to: string): Promise<string> {
-  await cp(from, to, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
-  return to;
-}
-
-/**
- * Whether a file of the build at `dir` names `path` (a worktree's gitdir, a path in a database):
- * a copy of such a build would reach back into the original. Git's FETCH_HEAD, which only records
- * where a fetch came from, is not counted.
- */
-function namesPath(dir: string, path: string): boolean {
-  const needle = Buffer.from(path);
-  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (!e.isFile() || e.name === 'FETCH_HEAD') continue;
-    if (readFileSync(join(e.path, e.name)).includes(needle)) return true;
-  }
-  return false;
-}
-
-/**
- * Where cases start (decision 0019): a copy of the initialised build (`init` runs once per
- * campaign, not once per case), or of the build stopped where the clean run stood.
- */
-interface Starts {
-  /** The initialised build (null: every case runs `init`, e.g. each PostgreSQL log has its schema). */
-  readonly template: string | null;
-  /** Stopped builds, by how many of the clean run's points came before them, with the calls made by then. */
-  readonly stops: readonly Stop[];
-}
-
-interface Stop {
-  readonly at: number;
-  readonly repo: string;
-  readonly calls: number;
-}
-
-const NO_STARTS: Starts = { template: null, stops: [] };
-
-/** Where one case starts: the build to copy (null: `init`), after how many clean points, the point's occurrence from there. */
-interface CaseStart {
-  readonly source: string | null;
-  readonly at: number;
-  readonly occurrence: number;
-  readonly index: number;
-  readonly calls: number;
-}
-
-function caseStart(clean: CleanRun, starts: Starts, c: FuzzCase, useStops = true): CaseStart {
-  const fromStart: CaseStart = { source: starts.template, at: 0, occurrence: c.occurrence ?? 1, index: -1, calls: 0 };
-  if (!useStops || c.point === undefined || c.fault === 'random-kill' || starts.stops.length === 0) return fromStart;
-  const s = startFor(clean.points, starts.stops.map((x) => x.at), { point: c.point, occurrence: c.occurrence! });
-  const stop = starts.stops.find((x) => x.at === s.at);
-  return stop === undefined ? fromStart : { source: stop.repo, at: s.at, occurrence: s.occurrence, index: s.index, calls: stop.calls };
-}
-
-/** Most stages the staged run stops the build in (each is one more process start). */
-const MAX_STAGES = 24;
-/** 'auto' starts cases from stops when there are at least this many point cases per job. */
-const AUTO_STOPS_CASES = 12;
-
-const sameCalls = (a: readonly LedgerCall[], b: readonly LedgerCall[]): boolean => a.length === b.length && a.every((x, i) => x.kind === b[i]!.kind && x.key === b[i]!.key);
-
-/**
- * Run the build once more in stages (`run --max-steps`), and keep a copy of it at every stop
- * where it stands as the clean run stood after as many points (stoppedLikeClean) with the same
- * calls made: a case whose point comes later starts there instead of from the beginning. Each
- * stop is added to `stops` as soon as it is copied (the cases run meanwhile, earliest points
- * first, and take the latest stop there is when they start).
- */
-async function stagedStops(env: Readonly<Record<string, string | undefined>>, clean: CleanRun, template: string, base: string, stops: Stop[]): Promise<void> {
-  const dir = join(base, 'staged');
-  const repo = await copyBuild(template, join(dir, 'repo'));
-  const stride = Math.max(1, Math.ceil(clean.steps / MAX_STAGES));
-  const passed: string[] = [];
-  const calls: LedgerCall[] = [];
-  for (let stage = 0; stage <= MAX_STAGES + 1 && passed.length < clean.lines.length; stage++) {
-    const pointsFile = join(dir, `points-${stage}.txt`);
-    const ledgerFile = join(dir, `ledger-${stage}.ndjson`);
-    const r = await longbuild(['run', '--json', '--max-steps', String(stride)], repo, childEnv(env, { LONGBUILD_POINTS_FILE: pointsFile, LONGBUILD_EFFECTS_LEDGER: ledgerFile }));
-    const lines = pointLines(pointsFile);
-    if (r.signal !== null || (r.code !== 0 && r.code !== 1) || lines.length === 0) break;
-    passed.push(...lines);
-    calls.push(...readLedgerCalls(ledgerFile));
-    if (passed.length >= clean.lines.length || !stoppedLikeClean(clean.lines, passed) || !sameCalls(clean.ledger.slice(0, calls.length), calls)) continue;
-    const stop = await copyBuild(repo, join(base, 'stops', String(passed.length)));
-    if (!namesPath(stop, repo)) stops.push({ at: passed.length, repo: stop, calls: calls.length });
-  }
 }
 
 async function cleanRun(driver: FuzzDriver, env: Readonly<Record<string, string | undefined>>, backend?: PgBackend, template?: string | null): Promise<CleanRun> {

@@ -264,15 +264,10 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
         : false;
       if (written) this.held.oneStatement += 1;
       else await this.appendOnce((seal) => this.transaction(async (c) => {
-        const [first, ...others] = [...p.base.revisions];
-        const { head, revision } = await this.tailOf(c, first![0]);
-        if (head?.position !== p.base.head?.position || head?.hash !== p.base.head?.hash || revision !== first![1]) {
-          throw new ConcurrencyError(first![0], String(first![1]), revision);
-        }
-        for (const [streamId, before] of others) {
-          const now = await this.revisionOf(c, streamId);
-          if (now !== before) throw new ConcurrencyError(streamId, String(before), now);
-        }
+        // Every append moves the head: an unmoved head means no stream moved either.
+        const { streamId, revision: before } = p.base.first!;
+        const { head, revision } = await this.tailOf(c, streamId);
+        if (head?.position !== p.base.head?.position || head?.hash !== p.base.head?.hash) throw new ConcurrencyError(streamId, String(before), revision);
         if (this.fence) await this.fence(c, this.schema);
         seal(p.events);
         await this.insertRows(c, p.rows);
@@ -326,12 +321,12 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
       // Through the pool (a checked-out client would need its own 'error' listener when the server goes away).
       if (this.known === null) read = await withReconnect(this.rc, () => this.tailOf(this.pool, streamId));
       const head = this.known !== null ? this.known.head : read!.head;
-      p = this.pending = { base: { head, revisions: new Map() }, head, revisions: new Map(), rows: [], events: [] };
+      p = this.pending = { base: { head, first: null }, head, revisions: new Map(), rows: [], events: [] };
     }
     if (!p.revisions.has(streamId)) {
       // The stream's revision before this batch: as read, as the last sync left it, or read now.
       const revision = read?.revision ?? this.known?.revisions.get(streamId) ?? await withReconnect(this.rc, () => this.revisionOf(this.pool, streamId));
-      p.base.revisions.set(streamId, revision);
+      p.base.first ??= { streamId, revision };
       p.revisions.set(streamId, revision);
     }
     const current = p.revisions.get(streamId)!;
@@ -398,7 +393,7 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
       `SELECT * FROM ${this.t.events} WHERE position ${backwards ? '<=' : '>='} $1 ORDER BY position ${backwards ? 'DESC' : 'ASC'} LIMIT $2`,
       [from, options.limit ?? null],
     );
-    return withHeld(r.rows.map((row) => rawRowToEvent(fromPg(row))), this.pending?.events ?? [], (e) => (backwards ? e.position <= from : e.position >= from), backwards, options.limit, (e) => e.position);
+    return withHeld(r.rows.map((row) => rawRowToEvent(fromPg(row))), this.pending?.events ?? [], (e) => (backwards ? e.position <= from : e.position >= from), backwards, options.limit);
   }
 
   async anchor(): Promise<LogHead | null> {
@@ -411,9 +406,8 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
 
   async readHashes(from: number, limit: number): Promise<string[]> {
     await this.ready();
-    const r = await this.q<{ hash: string; position: string }>(`SELECT hash, position FROM ${this.t.events} WHERE position >= $1 ORDER BY position ASC LIMIT $2`, [from, limit]);
-    const committed = r.rows.map((row) => ({ position: Number(row.position), hash: row.hash }));
-    return withHeld(committed, this.pending?.events ?? [], (e) => e.position >= from, false, limit, (e) => e.position).map((e) => e.hash);
+    const r = await this.q<{ hash: string }>(`SELECT hash FROM ${this.t.events} WHERE position >= $1 ORDER BY position ASC LIMIT $2`, [from, limit]);
+    return withHeld(r.rows, this.pending?.events ?? [], (e) => e.position >= from, false, limit).map((e) => e.hash);
   }
 
   async readStream(streamId: string, options: ReadOptions = {}): Promise<StoredEvent[]> {
@@ -425,7 +419,7 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
       [streamId, from, options.limit ?? null],
     );
     const held = (e: StoredEvent): boolean => e.streamId === streamId && (backwards ? e.revision <= from : e.revision >= from);
-    return withHeld(r.rows.map((row) => rawRowToEvent(fromPg(row))), this.pending?.events ?? [], held, backwards, options.limit, (e) => e.revision);
+    return withHeld(r.rows.map((row) => rawRowToEvent(fromPg(row))), this.pending?.events ?? [], held, backwards, options.limit);
   }
 
   async head(): Promise<LogHead | null> {
@@ -500,7 +494,8 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
 
 /** Appends held for `sync()`: their rows, their events, the tail they were sealed on, and the tail after them. */
 interface Pending {
-  readonly base: { readonly head: LogHead | null; readonly revisions: Map<string, number> };
+  /** The tail the batch was sealed on, and the first stream it appends to with that stream's revision then (for R-3's message). */
+  readonly base: { readonly head: LogHead | null; first: { readonly streamId: string; readonly revision: number } | null };
   head: LogHead | null;
   readonly revisions: Map<string, number>;
   readonly rows: RawEventRow[];
@@ -511,13 +506,12 @@ interface Pending {
  * A read's committed rows with the held events it covers (all after the committed ones), in the
  * read's order and within its limit.
  */
-function withHeld<T>(committed: T[], held: readonly StoredEvent[], wanted: (e: StoredEvent) => boolean, backwards: boolean, limit: number | undefined, key: (e: T | StoredEvent) => number): T[] {
+function withHeld<T>(committed: T[], held: readonly StoredEvent[], wanted: (e: StoredEvent) => boolean, backwards: boolean, limit: number | undefined): T[] {
   const extra = held.filter(wanted) as unknown as T[];
   if (extra.length === 0) return committed;
+  // Held events are never committed while held (sync takes them out first): no overlap to remove.
   const all = backwards ? [...[...extra].reverse(), ...committed] : [...committed, ...extra];
-  const seen = new Set<number>();
-  const unique = all.filter((e) => !seen.has(key(e)) && seen.add(key(e)));
-  return limit === undefined || limit === null ? unique : unique.slice(0, limit);
+  return limit === undefined ? all : all.slice(0, limit);
 }
 
 /** A batch's rows as the nine arrays `UNNEST_ROWS` takes ($1..$9). */

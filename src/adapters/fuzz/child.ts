@@ -1,0 +1,76 @@
+/**
+ * The fuzzer's children: `longbuild` processes in process groups of their own, with the fault
+ * variables set by the runner only, and the files they leave (points, ledgers) read back.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { packageFile } from '../package-files.js';
+
+/** The package's bin/longbuild.js. */
+export const LONGBUILD_BIN = packageFile('bin', 'longbuild.js');
+
+export interface ChildResult {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+const FAULT_VARS = ['LONGBUILD_CRASH_AT', 'LONGBUILD_FAULT', 'LONGBUILD_PAUSE_AT', 'LONGBUILD_POINTS_FILE', 'LONGBUILD_EFFECTS_LEDGER'];
+
+export function childEnv(base: Readonly<Record<string, string | undefined>>, extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(base)) if (v !== undefined && !FAULT_VARS.includes(k)) env[k] = v;
+  return { ...env, NO_COLOR: '1', ...extra };
+}
+
+export interface ChildOptions {
+  readonly timeoutMs?: number;
+  /** Called with each chunk of stderr (lease-race and hang cases watch for a line). */
+  readonly onStderr?: (all: string, child: { pid: number }) => void;
+  /** SIGKILL the child's whole process group after this many ms (random kills). */
+  readonly killAfterMs?: number;
+}
+
+/** One `longbuild` child process in a process group of its own; resolves with its exit code or the signal that ended it. */
+export function longbuild(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, o: ChildOptions = {}): Promise<ChildResult> {
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, [LONGBUILD_BIN, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let errText = '';
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    };
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => {
+      err.push(b);
+      errText += b.toString('utf8');
+      o.onStderr?.(errText, { pid: child.pid! });
+    });
+    const timer = setTimeout(killGroup, o.timeoutMs ?? 10 * 60_000);
+    const killer = o.killAfterMs === undefined ? undefined : setTimeout(killGroup, o.killAfterMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      if (killer) clearTimeout(killer);
+      fail(e);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (killer) clearTimeout(killer);
+      done({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: errText });
+    });
+  });
+}
+
+export function describeChild(r: ChildResult): string {
+  const tail = r.stderr.trim().split('\n').slice(-1)[0] ?? '';
+  return `${r.signal ? `signal ${r.signal}` : `exit ${r.code}`}${tail ? `: ${tail}` : ''}`;
+}
+
+export const readLines = (path: string): string[] => (existsSync(path) ? readFileSync(path, 'utf8').split('\n') : []);
+export const pointLines = (path: string): string[] => readLines(path).filter((l) => l.trim() !== '');
