@@ -72,7 +72,7 @@ describe('R-6 R-37 the build fold in place and from a view', () => {
     }
   });
 
-  it('R-6 a view keeps what is open and drops what is closed', () => {
+  it('R-6 a view keeps what is open, each node\'s latest attempt and the planner calls, and drops finished attempts before the latest', () => {
     const e = (position: number, type: string, data: Record<string, unknown>): StoredEvent => ({ position, streamId: 's', revision: position - 1, type, schemaVersion: 1, data: data as JsonValue, metadata: { recordedAt: 't' }, prevHash: '', hash: '' });
     const s = foldImmutable([
       e(1, 'BuildInitialized', { buildId: 'b', settings: { maxAttempts: 3 } }),
@@ -83,9 +83,13 @@ describe('R-6 R-37 the build fold in place and from a view', () => {
       e(6, 'AttemptStarted', { attemptId: 'a.1', nodeId: 'a', attempt: 1 }),
       e(7, 'AttemptStarted', { attemptId: 'b.1', nodeId: 'b', attempt: 1 }),
       e(8, 'AttemptFinished', { attemptId: 'a.1', nodeId: 'a', outcome: 'failed', adopted: false }),
+      e(9, 'AttemptFinished', { attemptId: 'b.1', nodeId: 'b', outcome: 'failed', adopted: false }),
+      e(10, 'AttemptStarted', { attemptId: 'a.2', nodeId: 'a', attempt: 2 }),
     ]);
     const v = buildView(s);
-    expect(Object.keys(v.plannerCalls)).toEqual(['c2']);
+    // Every planner call (one per round) stays; a finished attempt stays only while it is its node's latest.
+    expect(Object.keys(v.plannerCalls).sort()).toEqual(['c1', 'c2']);
+    expect(JSON.stringify(v.attempts)).toContain('"a.2"');
     expect(JSON.stringify(v.attempts)).toContain('"b.1"');
     expect(JSON.stringify(v.attempts)).not.toContain('"a.1"');
     expect(JSON.stringify(v.revisionPositions)).toBe(JSON.stringify(buildView(v).revisionPositions));

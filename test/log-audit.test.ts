@@ -256,6 +256,39 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     expect(sampled.stdout).toMatch(/1 time-travel snapshots refolded \(sample, --seed 7\)/);
   });
 
+  it('R-6 R-37 reading commands fold from the view and write nothing: a forged view at the head (its SHA recomputed) does not change what status and show print; show --revision reads the whole state', () => {
+    const b = build();
+    const status0 = runCli(['status', '--repo', b.repo, '--json'], { cwd: root });
+    const show0 = runCli(['show', '--repo', b.repo, '--json'], { cwd: root });
+    expect(status0.code, status0.stderr).toBe(0);
+    expect(show0.code, show0.stderr).toBe(0);
+    const log = new SqliteEventLog({ path: b.db, readonly: true });
+    const head = count(b.db);
+    const truth = stateAt((from, to) => log.readAllSync({ from, limit: to - from + 1 }), buildProjection, head).state;
+    const hash = log.readAllSync({ from: head, limit: 1 })[0]!.hash;
+    void log.close();
+    const forged = structuredClone(truth);
+    const victim = Object.keys(forged.nodes)[0]!;
+    (forged.nodes[victim] as { state: string }).state = 'blocked';
+    const snap = makeSnapshot('build-view', head, hash, buildView(forged));
+    const p = new Database(join(b.dir, 'projections.db'));
+    p.prepare('INSERT OR REPLACE INTO snapshots (projection, position, event_hash, state_json, sha256) VALUES (?,?,?,?,?)').run(snap.projection, snap.position, snap.eventHash, snap.stateJson, snap.sha256);
+    p.pragma('wal_checkpoint(TRUNCATE)');
+    p.close();
+    const bytes = (): string => ['projections.db', 'projections.db-wal'].map((f) => (existsSync(join(b.dir, f)) ? readFileSync(join(b.dir, f)).toString('base64') : '-')).join('|');
+    const before = bytes();
+    const status1 = runCli(['status', '--repo', b.repo, '--json'], { cwd: root });
+    const show1 = runCli(['show', '--repo', b.repo, '--json'], { cwd: root });
+    expect(status1.stdout).toBe(status0.stdout);
+    expect(show1.stdout).toBe(show0.stdout);
+    expect(bytes(), 'a reading command wrote to projections.db').toBe(before);
+    // A past revision's position is in the whole state only: show --revision opens it.
+    const revision = (JSON.parse(show0.stdout) as { graphRevision: number }).graphRevision - 1;
+    const past = runCli(['show', '--repo', b.repo, '--revision', String(revision), '--json'], { cwd: root });
+    expect(past.code, past.stderr).toBe(0);
+    expect((JSON.parse(past.stdout) as { graphRevision: number }).graphRevision).toBe(revision);
+  });
+
   it('R-35 a finished build has a signed checkpoint at its head whose root verify recomputes, and --expect-head accepts it and refuses another root', () => {
     const b = build();
     const total = count(b.db);

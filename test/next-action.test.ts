@@ -1,4 +1,4 @@
-import { attemptOf } from '../src/projections/build-state.js';
+import { attemptOf, buildView } from '../src/projections/build-state.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { deriveCheckpoint } from '../src/commands/checkpoint.js';
@@ -44,7 +44,7 @@ describe('R-17 controller decision order', () => {
     expect(nextAction(rejected.state)).toEqual({ kind: 'blocked', reason: 'a horizon holds one or two detailed milestones, the proposal has 0' });
   });
 
-  it('R-28 (property) for every ask limit A and every k refusals so far, the round asks again (ask k+1, its own id) while k < A, settles an in-doubt ask under the same id, and blocks at k = A naming the count', () => {
+  it('R-28 (property) for every ask limit A and every k refusals so far, the round asks again (ask k+1, its own id) while k < A, settles an in-doubt ask under the same id, and blocks at k = A naming the count (the same on the build\'s view)', () => {
     fc.assert(fc.property(fc.integer({ min: 1, max: 10 }), fc.nat(10), fc.boolean(), (asks, refusals, inDoubtLast) => {
       const k = Math.min(refusals, asks);
       const id = (n: number) => (n === 1 ? 'plan.seal.0' : `plan.seal.0.ask${n}`); // oracle: the documented id scheme
@@ -59,6 +59,8 @@ describe('R-17 controller decision order', () => {
       const pendingAsk = k < asks && inDoubtLast;
       if (pendingAsk) events.push({ type: 'PlannerInvoked', data: { callId: id(k + 1), purpose: 'seal', horizonRevision: 0, graphRevision: 0 } });
       const state = given(...events).state;
+      // Reading commands decide on the view (decision 0020): it keeps the refused asks.
+      expect(nextAction(buildView(state))).toEqual(nextAction(state));
       if (k < asks) {
         expect(nextAction(state)).toEqual({ kind: 'plan', purpose: 'seal', callId: id(k + 1), inDoubt: pendingAsk });
         expect(plannerInputOf(state, 'seal', id(k + 1)).feedback ?? []).toEqual(Array.from({ length: k }, (_, i) => ({ callId: id(i + 1), rule: 'R-28', reason: `bad ${i + 1}` })));

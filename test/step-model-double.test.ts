@@ -21,7 +21,10 @@ import { parseBlueprint } from '../src/adapters/blueprint/blueprint.js';
 import type { Planner } from '../src/commands/ports.js';
 import type { JsonValue } from '../src/events/canonical.js';
 import type { StoredEvent } from '../src/events/envelope.js';
-import { evolveBuild, initialBuildState, type BuildState } from '../src/projections/build-state.js';
+import { buildView, evolveBuild, initialBuildState, type BuildState } from '../src/projections/build-state.js';
+import { nextAction } from '../src/commands/next-action.js';
+import { statusOf } from '../src/adapters/cli/commands/status.js';
+import { viewOf } from '../src/projections/view.js';
 import { rankReadyWave } from '../src/projections/graph.js';
 import { dagArb, type RandomDag } from './support/arbitraries.js';
 import { buildInitialized } from './support/given.js';
@@ -346,6 +349,83 @@ function expectLinearPromotions(events: readonly StoredEvent[], w: SimWorld, bas
     head = r.resultCommit;
   }
 }
+
+/** What a reading command or the decider makes of a state: a value, or the error it throws. */
+const outcome = (f: () => unknown): string => {
+  try {
+    return JSON.stringify(f());
+  } catch (err) {
+    return `throws ${(err as Error).message}`;
+  }
+};
+
+/**
+ * Reading commands read the view (decision 0020): at every position k of a build's log, the next
+ * action, `status` and `show` of the whole fold (the oracle) equal those of the view of it, and of
+ * the fold of the rest of the log started from the view at k (what a reading command folds).
+ * Returns the kinds of next action seen.
+ */
+function expectViewReads(events: readonly StoredEvent[], view: (s: BuildState) => BuildState, label: string): Set<string> {
+  const states: BuildState[] = [];
+  let s = initialBuildState;
+  for (const e of events) states.push((s = evolveBuild(s, e)));
+  const last = states.at(-1)!;
+  const kinds = new Set<string>();
+  for (let k = 0; k < states.length; k++) {
+    const whole = states[k]!;
+    const decided = outcome(() => nextAction(whole));
+    kinds.add(decided.replace(/^\{"kind":"([a-z-]+)".*/, '$1'));
+    const v = view(whole);
+    expect(outcome(() => nextAction(v)), `${label}: next action at position ${k + 1}`).toBe(decided);
+    expect(outcome(() => statusOf(v)), `${label}: status at position ${k + 1}`).toBe(outcome(() => statusOf(whole)));
+    let resumed = v;
+    for (const e of events.slice(k + 1)) resumed = evolveBuild(resumed, e);
+    expect(outcome(() => [nextAction(resumed), statusOf(resumed), viewOf(resumed)]), `${label}: head folded from the view at position ${k + 1}`)
+      .toBe(outcome(() => [nextAction(last), statusOf(last), viewOf(last)]));
+  }
+  return kinds;
+}
+
+describe('reading commands read the view of the build (a test double of git and the agents)', () => {
+  it(`R-6 R-17 (double): ${Math.ceil(RUNS / 3)} random builds (acceptance and repair windows on or off, clean or resumed after a crash): at every position the next action, status and show of the view, and of the head folded from the view, equal the whole state's`, async () => {
+    const seen = new Set<string>();
+    await fc.assert(
+      fc.asyncProperty(caseArb, fc.boolean(), fc.boolean(), async (c0, acceptance, crash) => {
+        const c = { ...c0, acceptance };
+        const b = newBuild(c);
+        if (crash) {
+          const clean = newBuild(c);
+          const points = await runController(clean, 0);
+          await runController(b, 1 + Math.floor(c.crashes[0] * points));
+        }
+        await runController(b, 0);
+        for (const k of expectViewReads(eventsOf(b), buildView, `crashed at ${b.crashedAt.join(', ') || 'none'}`)) seen.add(k);
+      }),
+      { numRuns: Math.ceil(RUNS / 3) },
+    );
+    for (const kind of ['integrate', 'settle-attempt', 'settle-job', 'plan', 'accept', 'compact', 'blocked', 'complete']) expect(seen, `next actions seen: ${[...seen].join(', ')}`).toContain(kind);
+  }, 300_000);
+
+  it('R-6 the property catches a view that drops a validated node\'s latest attempt, or the repair windows planned', async () => {
+    const { shardedOf, shardGet } = await import('../src/projections/sharded.js');
+    const openOnly = (s: BuildState): BuildState => {
+      const v = buildView(s);
+      return { ...v, attempts: shardedOf(Object.fromEntries(s.openAttempts.map((id) => [id, shardGet(v.attempts, id)!]))) };
+    };
+    const noRepairs = (s: BuildState): BuildState => {
+      const v = buildView(s);
+      return { ...v, plannerCalls: Object.fromEntries(Object.entries(v.plannerCalls).filter(([, c]) => c.status !== 'returned')) };
+    };
+    for (const [name, broken] of [['open attempts only', openOnly], ['no repair windows', noRepairs]] as const) {
+      const run = await fc.check(fc.asyncProperty(caseArb, async (c) => {
+        const b = newBuild({ ...c, acceptance: true });
+        await runController(b, 0);
+        expectViewReads(eventsOf(b), broken, name);
+      }), { numRuns: 200, seed: 42 });
+      expect(run.failed, `a broken view (${name}) passed 200 runs`).toBe(true);
+    }
+  }, 300_000);
+});
 
 describe('several workers in flight over the simulated world (a test double of git and the agents): issue 16 properties', () => {
   it(`K = 1 (double): ${Math.ceil(RUNS / 3)} random builds run by runAll record exactly the events of the one-step-at-a-time controller`, async () => {

@@ -24,8 +24,7 @@ export type PlannerPurpose = 'seal' | 'renew' | 'repair';
 export const plannerAskId = (purpose: PlannerPurpose, horizonRevision: number, ask: number): string =>
   ask === 1 ? plannerCallId(purpose, horizonRevision) : `${plannerCallId(purpose, horizonRevision)}.ask${ask}`;
 
-/** Deterministic attempt id: node id and attempt number (both safe for paths and refs). */
-export const attemptIdOf = (nodeId: string, attempt: number): string => `${nodeId}.${attempt}`;
+export { attemptIdOf } from '../projections/build-records.js';
 
 /** A worker call's idempotency key: the build and the attempt (the same across re-invocations). */
 export const workerCallKey = (buildId: string, attemptId: string): string => `${buildId}:${attemptId}`;

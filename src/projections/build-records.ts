@@ -4,6 +4,9 @@ import type {
   BuildSettings, CommandEvidence, HorizonPins, SandboxSettings, MilestoneRef, NodeKind, NodeState, Receipt,
 } from '../events/catalogue.js';
 
+/** Deterministic attempt id: node id and attempt number (both safe for paths and refs). */
+export const attemptIdOf = (nodeId: string, attempt: number): string => `${nodeId}.${attempt}`;
+
 export interface NodeRecord {
   readonly id: string;
   readonly kind: NodeKind;

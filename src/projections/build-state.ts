@@ -8,7 +8,7 @@ import { applyCompaction, liveSummaryOf, type SummaryRecord } from './summaries.
 import { shardDraft, shardedOf, shardGet, shardSet, type Sharded } from './sharded.js';
 
 export type { AcceptanceRun, AcceptanceState, AttemptRecord, BuildInfo, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
-import type { AcceptanceState, AttemptRecord, BuildInfo, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
+import { attemptIdOf, type AcceptanceState, type AttemptRecord, type BuildInfo, type HorizonRecord, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-records.js';
 
 /** Everything the controller knows, folded from the log (R-1). Plain data: it snapshots as JSON. */
 export interface BuildState {
@@ -162,27 +162,30 @@ export function positionOfRevision(state: Pick<BuildState, 'revisionPositions'>,
 }
 
 /**
- * The build state without its closed history (R-6 time travel, R-37 audit): attempts that have
- * finished, planner calls that have returned and the positions of past graph revisions dropped;
- * everything else (graph, horizon, checkpoints, jobs, summaries, counters, open work) kept.
+ * The build state without its closed history (R-6 time travel, R-37 audit, reading commands):
+ * attempts that have finished (except each graph node's latest) and the positions of past graph
+ * revisions dropped; everything else (graph, horizon, checkpoints, jobs, summaries, planner calls
+ * — one per planning round —, counters, open work) kept.
  * The fold never reads what is dropped for anything it keeps, so for every state `s` and events
  * `E`, `buildView(fold(buildView(s), E))` equals `buildView(fold(s, E))` (property-tested): a
  * view is a valid place to start folding from, and it stays small however long the build runs.
+ * The next action decided on a view is the one decided on the whole state, and so is everything
+ * `status` and `show` print (property-tested on simulated builds): they read the view.
  * Jobs are kept whole: a replayed IntegrationStarted looks up the job it names.
  */
 export function buildView(state: BuildState): BuildState {
   const attempts: Record<string, AttemptRecord> = {};
-  for (const id of state.openAttempts) {
+  const keep = (id: string): void => {
     const a = attemptOf(state, id);
     if (a !== undefined) attempts[id] = a;
-  }
-  const plannerCalls: Record<string, PlannerCallRecord> = {};
-  for (const id in state.plannerCalls) if (state.plannerCalls[id]!.status === 'invoked') plannerCalls[id] = state.plannerCalls[id]!;
+  };
+  for (const id of state.openAttempts) keep(id);
+  // A validated node is integrated with its latest attempt's commit.
+  for (const id in state.nodes) if (state.nodes[id]!.attempts > 0) keep(attemptIdOf(id, state.nodes[id]!.attempts));
   const at = positionOfRevision(state, state.graphRevision);
   return {
     ...state,
     attempts: shardedOf(attempts),
-    plannerCalls,
     revisionPositions: shardedOf(at === undefined ? {} : { [String(state.graphRevision)]: at }),
   };
 }

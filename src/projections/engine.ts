@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
 import { canonicalJson } from '../events/canonical.js';
 import { CorruptLogError, ValidationError } from '../events/errors.js';
 import { GENESIS_HASH, sha256Hex } from '../events/hash.js';
@@ -83,6 +84,28 @@ export class ProjectionStore {
     db.pragma('synchronous = NORMAL');
     db.pragma('busy_timeout = 10000');
     return new ProjectionStore(db, projections, options);
+  }
+
+  /**
+   * The snapshots of `projection` in the database at `path`, to read without opening a store
+   * (reading commands): null when there is no such file, or its tables were made by another layout
+   * or state version of `projection` (its snapshots are stale until a store opens and rebuilds it).
+   * The caller closes `db`.
+   */
+  static snapshotsOf(path: string, projection: Projection<unknown>): { readonly db: Database.Database; readonly snapshots: SnapshotStore } | null {
+    if (!existsSync(path)) return null;
+    const db = openDatabase(path);
+    try {
+      db.pragma('busy_timeout = 10000');
+      const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'projection_positions'").get() !== undefined;
+      const stored = hasMeta ? db.prepare('SELECT fingerprint FROM projection_positions WHERE name = ?').pluck(true).get(projection.name) : undefined;
+      if (stored === fingerprintOf(projection)) return { db, snapshots: new SqliteSnapshotStore(db) };
+    } catch (err) {
+      closeDatabase(db);
+      throw err;
+    }
+    closeDatabase(db);
+    return null;
   }
 
   /** Wrap an open database; creates missing tables and resets projections whose layout changed. */

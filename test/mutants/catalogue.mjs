@@ -110,6 +110,18 @@ export const MUTANTS = [
     caughtBy: ['test/fuzz-stops.test.ts'],
   },
   {
+    name: 'reading-view-unchecked',
+    bug: "a reading command takes the state folded from a view snapshot without checking its graph against the SHA-256 the log recorded for its revision (R-37, decision 0020): a forged view (its own SHA recomputed) is printed",
+    edits: [{ file: 'src/adapters/cli/time-travel.ts', find: '  if (await graphAsRecorded(log, fast)) return fast;', replace: '  if (fast !== null) return fast;', js: { find: 'if (await graphAsRecorded(log, fast))', replace: 'if (fast !== null)' } }],
+    caughtBy: ['test/log-audit.test.ts'],
+  },
+  {
+    name: 'view-drops-latest-attempts',
+    bug: "the build's view keeps only open attempts (decision 0020): a reading command folding from it cannot tell which commit a validated node is integrated with, so status fails or differs",
+    edits: [{ file: 'src/projections/build-state.ts', find: '  for (const id in state.nodes) if (state.nodes[id]!.attempts > 0) keep(attemptIdOf(id, state.nodes[id]!.attempts));', replace: '  for (const id in state.nodes) if (state.nodes[id]!.attempts < 0) keep(attemptIdOf(id, state.nodes[id]!.attempts));', js: { find: 'if (state.nodes[id].attempts > 0)', replace: 'if (state.nodes[id].attempts < 0)' } }],
+    caughtBy: ['test/step-model-double.test.ts'],
+  },
+  {
     name: 'pg-held-appends-unread',
     bug: "a PostgreSQL log holding appends (group commit) does not read them back itself: the controller would not see its own decisions until the commit (decision 0017). Needs LONGBUILD_PG_URL (without it the test is skipped and the mutant reported missed)",
     edits: [{ file: 'src/adapters/log/postgres-log.ts', find: 'const extra = held.filter(wanted) as unknown as T[];', replace: 'const extra = held.filter(wanted).slice(0, 0) as unknown as T[];', js: { find: 'const extra = held.filter(wanted);', replace: 'const extra = held.filter(wanted).slice(0, 0);' } }],

@@ -13,9 +13,24 @@ import type { BuildSession } from '../session.js';
 
 export type TimePoint = { at: number } | { revision: number } | { checkpoint: string } | { now: true };
 
+/**
+ * What time travel reads: the build state at the log's head, the log, and the local snapshots.
+ * `whole`: the state keeps the whole history (false: a view, buildView — the positions of graph
+ * revisions before the current one are not in it, so `--revision` needs a whole state).
+ */
+export interface TimeSource {
+  readonly state: BuildState;
+  readonly whole: boolean;
+  readonly log: EventLog;
+  readonly snapshots: SnapshotStore;
+}
+
+/** The time source of an open build session (its controller's state is whole). */
+export const sessionTimeSource = (s: BuildSession): TimeSource => ({ state: s.controller.current, whole: true, log: s.log, snapshots: new SqliteSnapshotStore(s.projections.db) });
+
 /** The build state as of a point (R-6): a position, a graph revision, or a checkpoint. */
-export async function stateAsOf(s: BuildSession, point: TimePoint): Promise<BuildState> {
-  const current = s.controller.current;
+export async function stateAsOf(s: TimeSource, point: TimePoint): Promise<BuildState> {
+  const current = s.state;
   let position: number;
   if ('now' in point) return current;
   if ('at' in point) {
@@ -23,6 +38,7 @@ export async function stateAsOf(s: BuildSession, point: TimePoint): Promise<Buil
     if (!Number.isInteger(position) || position < 0) throw new ValidationError(`--at must be a position ≥ 0, got ${position}`, 'R-6');
     if (position > current.position) throw new NotFoundError(`position ${position} is beyond the end of the log (${current.position})`);
   } else if ('revision' in point) {
+    if (!s.whole && point.revision !== current.graphRevision) throw new Error('a graph revision needs the whole build state (open it with whole: true)');
     const p = positionOfRevision(current, point.revision);
     if (p === undefined) throw new NotFoundError(`graph revision ${point.revision} does not exist (the graph is at revision ${current.graphRevision})`);
     position = p;
@@ -32,13 +48,19 @@ export async function stateAsOf(s: BuildSession, point: TimePoint): Promise<Buil
     position = c.position;
   }
   if (position === current.position) return current;
-  const snapshots = new SqliteSnapshotStore(s.projections.db);
-  const fast = await stateAtFromLog(s.log, buildProjection, position, snapshots);
-  if (await graphAsRecorded(s.log, fast)) return fast;
-  // The graph a snapshot gave is not the one the log recorded for that revision (R-37): the
-  // snapshot is forged or stale. Fold the log itself instead (`verify` names the snapshot).
-  const folded = await stateAtFromLog(s.log, buildProjection, position, { candidates: () => [], put() {}, clear() {} });
-  if (!(await graphAsRecorded(s.log, folded))) throw new CorruptLogError(position, `the graph folded from the log differs from the SHA-256 the log recorded for revision ${folded.graphRevision}; run \`longbuild verify\``);
+  return stateAtPosition(s.log, position, s.snapshots);
+}
+
+/**
+ * The build state at `position`, from the newest snapshot that verifies (a view first), checked
+ * against the graph SHA-256 the log recorded for its revision (R-37); a forged or stale snapshot
+ * is passed over for the log itself (`verify` names the snapshot).
+ */
+export async function stateAtPosition(log: EventLog, position: number, snapshots: SnapshotStore): Promise<BuildState> {
+  const fast = await stateAtFromLog(log, buildProjection, position, snapshots);
+  if (await graphAsRecorded(log, fast)) return fast;
+  const folded = await stateAtFromLog(log, buildProjection, position, { candidates: () => [], put() {}, clear() {} });
+  if (!(await graphAsRecorded(log, folded))) throw new CorruptLogError(position, `the graph folded from the log differs from the SHA-256 the log recorded for revision ${folded.graphRevision}; run \`longbuild verify\``);
   return folded;
 }
 

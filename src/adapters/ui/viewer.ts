@@ -30,7 +30,7 @@ import { layoutOf, type LaidOut } from './layout.js';
 import { FileEvidenceStore } from '../evidence-store.js';
 import { readPages } from '../log/paging.js';
 import type { BuildPaths } from '../build-dir.js';
-import { stateAsOf } from '../cli/time-travel.js';
+import { sessionTimeSource, stateAsOf } from '../cli/time-travel.js';
 import type { BuildSession } from '../session.js';
 import { packageFile } from '../package-files.js';
 
@@ -251,7 +251,7 @@ export class Viewer {
     const hit = this.views.get(at);
     if (hit) return hit;
     const view = await this.withSession(at, async (s) => {
-      const st = await stateAsOf(s, { at });
+      const st = await stateAsOf(sessionTimeSource(s), { at });
       return { ...layoutOf(viewOf(st)), criticalPath: criticalPath(st) };
     });
     if (this.views.size > 256) this.views.delete(this.views.keys().next().value!);

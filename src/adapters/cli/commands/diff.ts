@@ -2,7 +2,7 @@ import { UsageError } from '../../../events/errors.js';
 import { diffViews, viewOf, type ViewDiff } from '../../../projections/view.js';
 import { stateAsOf, type TimePoint } from '../time-travel.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { withBuild } from '../with-build.js';
+import { withReading } from '../with-reading.js';
 
 export const positionals = { min: 2, max: 2 };
 export const flags: Record<string, FlagSpec> = { revision: { type: 'boolean' }, checkpoint: { type: 'boolean' } };
@@ -32,7 +32,7 @@ export function diffPoints(flags: Readonly<Record<string, unknown>>, a: string, 
 /** Everything that changed in the build between two points of its log (nodes, compaction, dependencies, ready wave, horizon). */
 export async function run(ctx: CommandContext): Promise<DiffOutput> {
   const [pa, pb] = diffPoints(ctx.flags, ctx.positionals[0]!, ctx.positionals[1]!);
-  return withBuild(ctx, async (s) => {
+  return withReading(ctx, async (s) => {
     const d = diffViews(viewOf(await stateAsOf(s, pa)), viewOf(await stateAsOf(s, pb)));
     const { from, to, ...rest } = d;
     return {
@@ -41,7 +41,7 @@ export async function run(ctx: CommandContext): Promise<DiffOutput> {
       graphRevision: { from: from.graphRevision, to: to.graphRevision },
       integrationHead: { from: from.integrationHead, to: to.integrationHead },
     };
-  }, { reading: true });
+  }, { whole: ctx.flags.revision === true });
 }
 
 const list = (xs: readonly string[]): string => xs.join(', ') || '-';

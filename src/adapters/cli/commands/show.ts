@@ -1,7 +1,7 @@
 import { viewOf, type GraphView } from '../../../projections/view.js';
 import { stateAsOf, timePointFromFlags } from '../time-travel.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { withBuild } from '../with-build.js';
+import { withReading } from '../with-reading.js';
 
 export const flags: Record<string, FlagSpec> = { at: { type: 'int' }, revision: { type: 'int' }, checkpoint: { type: 'string' } };
 
@@ -10,7 +10,7 @@ export type ShowOutput = GraphView;
 /** The graph (summaries with what they compacted), ready wave, horizon and integration head as of a point in the log. */
 export async function run(ctx: CommandContext): Promise<ShowOutput> {
   const point = timePointFromFlags(ctx.flags);
-  return withBuild(ctx, async (s) => viewOf(await stateAsOf(s, point)), { reading: true });
+  return withReading(ctx, async (s) => viewOf(await stateAsOf(s, point)), { whole: 'revision' in point });
 }
 
 export function render(d: ShowOutput): string {

@@ -8,7 +8,7 @@ import { holdings } from '../../../projections/view.js';
 import { hasAcceptance, latestAcceptance } from '../../../commands/acceptance.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { pause } from '../../interrupt.js';
-import { withBuild } from '../with-build.js';
+import { withReading } from '../with-reading.js';
 
 export interface StatusOutput {
   /** Planned nodes accepted so far, compacted ones included (`nodes` counts the live graph, where a summary stands for them). */
@@ -154,7 +154,7 @@ export const flags: Record<string, FlagSpec> = { watch: { type: 'boolean' } };
 const WATCH_POLL_MS = 1000;
 
 export async function run(ctx: CommandContext): Promise<StatusOutput> {
-  const once = () => withBuild(ctx, async (s) => statusOf(s.controller.current), { reading: true });
+  const once = () => withReading(ctx, async (s) => statusOf(s.state));
   if (ctx.flags.watch !== true) return once();
   // --watch: print the status each time the log moves, until the build completes or an interrupt.
   const tty = !ctx.json && process.stdout.isTTY === true;
