@@ -4,7 +4,7 @@
 //   api     GET /api/view?at=P from a cold cache (time travel from the nearest snapshot + layout)
 //   page    the page in Debian's chromium (playwright-core): navigation to ?at=P until the graph of
 //           that point is drawn (the page's own request-to-drawn time, and the whole navigation)
-// Prints medians and maxima; not a timed test.
+// Prints medians and maxima; not a timed test. LONGBUILD_BASELINE=DIR runs another built checkout's CLI instead.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { syntheticBuild } from './lib/synthetic-build.mjs';
 
 const N = Number(process.env.BENCH_EVENTS ?? 100_000);
 const POINTS = Number(process.env.BENCH_POINTS ?? 20);
-const BIN = join(import.meta.dirname, '..', 'bin', 'longbuild.js');
+const BIN = join(process.env.LONGBUILD_BASELINE ?? join(import.meta.dirname, '..'), 'bin', 'longbuild.js');
 const root = mkdtempSync(join(tmpdir(), 'lb-bench-ui-'));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const max = (xs) => Math.max(...xs);
@@ -39,6 +39,9 @@ const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffff
 const points = Array.from({ length: POINTS }, () => 1 + Math.floor(rand() * (N - 1)));
 
 const api = [];
+const first = performance.now();
+await (await fetch(`${url}api/view?at=${N}`)).json();
+console.log(`api  first /api/view (at the head; opens the build for reading): ${(performance.now() - first).toFixed(0)} ms`);
 for (const p of points) {
   const s = performance.now();
   const r = await fetch(`${url}api/view?at=${p}`);

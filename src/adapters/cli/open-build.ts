@@ -1,6 +1,6 @@
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
 import { buildPaths, openBuildLog as openLogOfBuild, openBuildProjections, type BuildPaths } from '../build-dir.js';
-import { sessionOptions } from './with-build.js';
+import { sessionOptions } from './session-options.js';
 import type { TransferableEventLog } from '../log/verbatim.js';
 import type { CommandContext } from './types.js';
 

@@ -1,18 +1,9 @@
 import { InterruptedError, StorageError } from '../../events/errors.js';
 import { openBuild, type BuildSession, type OpenOptions } from '../session.js';
+import { sessionOptions } from './session-options.js';
 import type { CommandContext } from './types.js';
 
-/** Session options from the CLI context: an explicit --dir wins, else the build lives in the repo. */
-export function sessionOptions(ctx: CommandContext): OpenOptions {
-  return {
-    repo: ctx.repo,
-    ...(ctx.flags.dir !== undefined ? { dir: ctx.dir } : {}),
-    cwd: ctx.cwd,
-    env: ctx.env as NodeJS.ProcessEnv,
-    warn: (line) => ctx.stderr(`longbuild: ${line}\n`),
-    ...(typeof ctx.flags['signing-key'] === 'string' ? { signingKey: ctx.flags['signing-key'] } : {}),
-  };
-}
+export { sessionOptions };
 
 /**
  * Open the build, run `fn`, always close. An interrupt or a storage failure is reported with the

@@ -30,8 +30,8 @@ import { layoutOf, type LaidOut } from './layout.js';
 import { FileEvidenceStore } from '../evidence-store.js';
 import { readPages } from '../log/paging.js';
 import type { BuildPaths } from '../build-dir.js';
-import { sessionTimeSource, stateAsOf } from '../cli/time-travel.js';
-import type { BuildSession } from '../session.js';
+import { stateAsOf, type TimeSource } from '../cli/time-travel.js';
+import type { OpenTimeSource } from '../cli/with-reading.js';
 import { packageFile } from '../package-files.js';
 
 /** Where the page's files are: `ui/` at the package's root. */
@@ -45,8 +45,8 @@ export interface ViewerOptions {
   readonly paths: BuildPaths;
   /** Open the build's log for reading (the event index). */
   readonly openLog: () => Promise<EventLog>;
-  /** Open the build (read-only use: no lease, nothing appended); the viewer keeps one open and reopens it when the log grew. */
-  readonly openSession: () => Promise<BuildSession>;
+  /** Open the build for reading (no lease, nothing written); the viewer keeps one open and reopens it when the log grew. */
+  readonly openSource: () => Promise<OpenTimeSource>;
   /** How often the event index looks for new events (live mode). */
   readonly pollMs?: number;
   /** The chain check for the badge (the `verify` command's run), started once in the background. */
@@ -85,7 +85,7 @@ export class Viewer {
   private server: Server | null = null;
   private reading: Promise<void> = Promise.resolve();
   private checking = false;
-  private session: { s: BuildSession; head: number } | null = null;
+  private session: { s: OpenTimeSource; head: number } | null = null;
   /** The log, read by the event index (polled); the session is opened only for states at a point. */
   private log: EventLog | null = null;
   private queue: Promise<unknown> = Promise.resolve();
@@ -122,20 +122,20 @@ export class Viewer {
   }
 
   /**
-   * Run `fn` on the open session, one at a time; reopened first when it was opened before the log
-   * reached position `needs` (its state at its head is what time travel starts from). Opening a big build
-   * costs seconds; each request does not pay it.
+   * Run `fn` on the build open for reading, one at a time; reopened first when it was opened before
+   * the log reached position `needs` (its state at its head is what time travel starts from). Each
+   * request does not pay the opening (the newest view and the events after it, decision 0020).
    */
-  private withSession<T>(needs: number, fn: (s: BuildSession) => Promise<T>): Promise<T> {
+  private withSession<T>(needs: number, fn: (s: TimeSource) => Promise<T>): Promise<T> {
     const run = async (): Promise<T> => {
       if (this.session === null || this.session.head < needs) {
         const old = this.session;
         this.session = null;
-        await old?.s.close({ sign: false });
-        const s = await this.o.openSession();
-        this.session = { s, head: s.controller.current.position };
+        await old?.s.close();
+        const s = await this.o.openSource();
+        this.session = { s, head: s.source.state.position };
       }
-      return fn(this.session.s);
+      return fn(this.session.s.source);
     };
     const next = this.queue.then(run, run);
     this.queue = next.catch(() => {});
@@ -187,7 +187,7 @@ export class Viewer {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     await this.queue;
-    await this.session?.s.close({ sign: false });
+    await this.session?.s.close();
     this.session = null;
     await this.log?.close();
     this.log = null;
@@ -251,7 +251,7 @@ export class Viewer {
     const hit = this.views.get(at);
     if (hit) return hit;
     const view = await this.withSession(at, async (s) => {
-      const st = await stateAsOf(sessionTimeSource(s), { at });
+      const st = await stateAsOf(s, { at });
       return { ...layoutOf(viewOf(st)), criticalPath: criticalPath(st) };
     });
     if (this.views.size > 256) this.views.delete(this.views.keys().next().value!);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { UsageError } from '../../../events/errors.js';
 import { initFromBlueprint, initFromRequest } from '../../session.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { sessionOptions } from '../with-build.js';
+import { sessionOptions } from '../session-options.js';
 
 export const flags: Record<string, FlagSpec> = { blueprint: { type: 'string' }, request: { type: 'string' }, config: { type: 'string' }, log: { type: 'string' }, 'signing-key': { type: 'string' } };
 

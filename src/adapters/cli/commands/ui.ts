@@ -4,8 +4,8 @@ import { pause } from '../../interrupt.js';
 import { Viewer } from '../../ui/viewer.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { sessionOptions } from '../with-build.js';
-import { openBuild } from '../../session.js';
+import { sessionOptions } from '../session-options.js';
+import { openTimeSource } from '../with-reading.js';
 import { packageFile } from '../../package-files.js';
 
 export const flags: Record<string, FlagSpec> = { port: { type: 'int' }, host: { type: 'string' }, open: { type: 'boolean' } };
@@ -36,7 +36,7 @@ export async function run(ctx: CommandContext): Promise<UiOutput> {
   const viewer = new Viewer({
     host, port, allowAnyHost: explicitHost, paths,
     openLog: () => openBuildLog(paths),
-    openSession: () => openBuild({ ...sessionOptions(quiet) }),
+    openSource: () => openTimeSource(sessionOptions(quiet)),
     // `longbuild verify` in a process of its own: on a big log it folds every event again, which
     // would stall the server's event loop for as long.
     verify: () => verifyInChild(ctx),
