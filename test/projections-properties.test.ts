@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
+import Database from 'better-sqlite3';
 import { ProjectionStore } from '../src/projections/engine.js';
-import { makeSnapshot } from '../src/projections/snapshots.js';
+import { makeSnapshot, openSnapshot } from '../src/projections/snapshots.js';
 import { SqliteSnapshotStore } from '../src/projections/snapshot-store.js';
 import { stateAt } from '../src/projections/time-travel.js';
 import { testCatalogue } from './contract/test-catalogue.js';
@@ -133,5 +134,39 @@ describe('R-6 time travel', () => {
     const kept = (store.db.prepare('SELECT position FROM snapshots ORDER BY position').pluck(true).all() as number[]);
     expect(kept).toEqual([...Array.from({ length: 24 }, (_, i) => 40 * (i + 1)), 990, 1000]);
     for (const p of [5, 170, 999]) expect(stateAt((from, to) => log.readAllSync({ from, limit: to - from + 1 }), counterProjection, p, new SqliteSnapshotStore(store.db)).position).toBe(p);
+  });
+});
+
+describe('R-6 snapshots stored deflated', () => {
+  it('R-6 (property) for all states, a snapshot reads back exactly as it was put; one of 4 KiB of JSON or more is stored deflated and smaller, and a damaged one is passed over', () => {
+    const stateArb = fc.record({
+      total: fc.integer(),
+      rows: fc.array(fc.record({ id: fc.string(), n: fc.integer(), tags: fc.array(fc.string({ maxLength: 12 }), { maxLength: 4 }) }), { maxLength: 400, size: 'max' }),
+    });
+    let deflated = 0;
+    fc.assert(fc.property(stateArb, fc.nat(), (state, flip) => {
+      const db = new Database(':memory:');
+      const store = new SqliteSnapshotStore(db);
+      const snap = makeSnapshot('p', 7, 'a'.repeat(64), state);
+      store.put(snap);
+      const [back] = [...store.candidates('p', 7)];
+      expect(back).toEqual(snap); // the oracle: what was put
+      expect(openSnapshot(back!)).toEqual(JSON.parse(snap.stateJson));
+      const stored = db.prepare('SELECT state_json FROM snapshots').pluck().get() as string | Buffer;
+      if (snap.stateJson.length < 4096) {
+        expect(typeof stored).toBe('string');
+      } else {
+        deflated++;
+        expect(Buffer.isBuffer(stored)).toBe(true);
+        expect((stored as Buffer).length).toBeLessThan(Buffer.byteLength(snap.stateJson));
+        const damaged = Buffer.from(stored as Buffer);
+        damaged[flip % damaged.length]! ^= 0xff;
+        db.prepare('UPDATE snapshots SET state_json = ?').run(damaged);
+        const [bad] = [...store.candidates('p', 7)];
+        expect(openSnapshot(bad!)).toBeNull();
+      }
+      db.close();
+    }), { numRuns: 150 });
+    expect(deflated).toBeGreaterThan(150 / 4);
   });
 });
