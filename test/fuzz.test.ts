@@ -5,7 +5,7 @@
  */
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { auditCalls, auditSegments, choosePoints, effectStarts, enumeratePoints } from '../src/commands/fuzz-compare.js';
 import { shrinkCandidates } from '../src/adapters/fuzz/runner.js';
 import { parseFault } from '../src/adapters/faults.js';
@@ -20,8 +20,13 @@ function fuzzJson(args: string[], bin?: string): { code: number | null; report: 
 }
 
 describe('longbuild fuzz (issue 7)', () => {
-  it('R-19 helios (seed shape): a deterministic sample of 3 interruption points resumes exactly, with no duplicate call', () => {
+  it('R-19 helios (seed shape): a deterministic sample of 3 interruption points resumes exactly, with no duplicate call; its temporary builds leave no head checkpoint behind in the config directory', () => {
+    const heads = join(process.env.LONGBUILD_CONFIG_DIR!, 'heads');
+    const kept = (): string[] => (existsSync(heads) ? readdirSync(heads).sort() : []);
+    const before = kept();
     const { code, report, stderr } = fuzzJson(['--blueprint', HELIOS, '--points', '3', '--seed', '7', '--jobs', '2']);
+    // this machine kept a signed head for each of the campaign's builds while they existed.
+    expect(kept()).toEqual(before);
     expect(report?.failed ?? stderr, stderr).toEqual([]);
     expect(code).toBe(0);
     expect(report.points).toBe(3);

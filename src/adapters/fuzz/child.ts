@@ -3,8 +3,10 @@
  * variables set by the runner only, and the files they leave (points, ledgers) read back.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, type Dirent } from 'node:fs';
+import { join } from 'node:path';
 import { packageFile } from '../package-files.js';
+import { signedHeadPath } from '../transparency/keys.js';
 
 /** The package's bin/longbuild.js. */
 export const LONGBUILD_BIN = packageFile('bin', 'longbuild.js');
@@ -74,3 +76,30 @@ export function describeChild(r: ChildResult): string {
 
 export const readLines = (path: string): string[] => (existsSync(path) ? readFileSync(path, 'utf8').split('\n') : []);
 export const pointLines = (path: string): string[] => readLines(path).filter((l) => l.trim() !== '');
+
+/**
+ * Remove `dir` and every build in it, with the head checkpoint this machine kept for each (R-36
+ * keeps the last signed checkpoint per build directory in the config directory `env` names): a
+ * campaign's hundreds of temporary builds leave nothing behind there.
+ */
+export function removeBuilds(dir: string, env: Readonly<Record<string, string | undefined>>): void {
+  for (const build of buildDirsIn(dir, 6)) rmSync(signedHeadPath(env as NodeJS.ProcessEnv, build), { force: true });
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** The `.longbuild` directories under `dir`, at most `depth` levels down (git directories not entered). */
+function buildDirsIn(dir: string, depth: number): string[] {
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  const found: string[] = [];
+  for (const e of entries) {
+    if (!e.isDirectory()) continue;
+    if (e.name === '.longbuild') found.push(join(dir, e.name));
+    else if (depth > 1 && e.name !== '.git' && !e.name.endsWith('.git')) found.push(...buildDirsIn(join(dir, e.name), depth - 1));
+  }
+  return found;
+}

@@ -9,7 +9,7 @@
  * effects ledger outside the build, and every child records the points it reaches, so duplicate
  * calls and repeated effects of every kind are counted independently of the log.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
@@ -17,7 +17,7 @@ import {
   type CallProblem, type Divergence, type LedgerCall, type ObservedBuild, type PointOccurrence,
 } from '../../commands/fuzz-compare.js';
 import { observeBuild, observeCrash, readLedgerCalls } from './observe.js';
-import { childEnv, describeChild, longbuild, pointLines, readLines, type ChildResult } from './child.js';
+import { childEnv, describeChild, longbuild, pointLines, readLines, removeBuilds, type ChildResult } from './child.js';
 import { AUTO_STOPS_CASES, caseStart, copyBuild, namesPath, NO_STARTS, stagedStops, type CaseStart, type Starts, type Stop } from './stops.js';
 import { OutageProxy } from './outage-proxy.js';
 import { postgresTarget } from '../log/open-log.js';
@@ -233,7 +233,7 @@ async function cleanRun(driver: FuzzDriver, env: Readonly<Record<string, string 
     const { position: events, steps } = JSON.parse(run.stdout) as { position: number; steps: number };
     return { observed, ledger: readLedgerCalls(ledgerFile), points: enumeratePoints(lines), lines, steps, effects: effectStarts(lines), code: run.code, events, durationMs: performance.now() - t0, runMs };
   } finally {
-    rmSync(root, { recursive: true, force: true });
+    removeBuilds(root, env);
   }
 }
 
@@ -300,10 +300,10 @@ async function runCase(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, starts: 
   const { offTrack: _, dir, ...found } = r;
   const result = { c, ...found, durationMs, startedAt, fellBack, ...(foundFromStop !== undefined ? { foundFromStop } : {}) };
   if (failedRun(r) && opts.keepFailed) {
-    for (let i = 1; i <= runs; i++) if (join(root, `run-${i}`) !== dir) rmSync(join(root, `run-${i}`), { recursive: true, force: true });
+    for (let i = 1; i <= runs; i++) if (join(root, `run-${i}`) !== dir) removeBuilds(join(root, `run-${i}`), opts.env);
     return { ...result, keptAt: dir };
   }
-  rmSync(root, { recursive: true, force: true });
+  removeBuilds(root, opts.env);
   return result;
 }
 
@@ -505,7 +505,7 @@ async function campaign(o: FuzzOptions, t0: number): Promise<FuzzReport> {
   try {
     return await campaignIn(base, o, t0);
   } finally {
-    rmSync(base, { recursive: true, force: true });
+    removeBuilds(base, o.env);
   }
 }
 
@@ -698,7 +698,7 @@ async function minimise(opts: FuzzOptions, blueprintPath: string, failure: FuzzC
     writeFileSync(out, `${JSON.stringify(best, null, 2)}\n`);
     return { blueprint: out, ...sizeOf(best), ...(bestCase.point ? { point: bestCase.point, occurrence: bestCase.occurrence! } : {}), trials };
   } finally {
-    rmSync(root, { recursive: true, force: true });
+    removeBuilds(root, opts.env);
   }
 }
 
