@@ -95,17 +95,15 @@ export class ProjectionStore {
   static snapshotsOf(path: string, projection: Projection<unknown>): { readonly db: Database.Database; readonly snapshots: SnapshotStore } | null {
     if (!existsSync(path)) return null;
     const db = openDatabase(path);
+    let current = false;
     try {
       db.pragma('busy_timeout = 10000');
       const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'projection_positions'").get() !== undefined;
-      const stored = hasMeta ? db.prepare('SELECT fingerprint FROM projection_positions WHERE name = ?').pluck(true).get(projection.name) : undefined;
-      if (stored === fingerprintOf(projection)) return { db, snapshots: new SqliteSnapshotStore(db) };
-    } catch (err) {
-      closeDatabase(db);
-      throw err;
+      current = hasMeta && db.prepare('SELECT fingerprint FROM projection_positions WHERE name = ?').pluck(true).get(projection.name) === fingerprintOf(projection);
+    } finally {
+      if (!current) closeDatabase(db);
     }
-    closeDatabase(db);
-    return null;
+    return current ? { db, snapshots: new SqliteSnapshotStore(db) } : null;
   }
 
   /** Wrap an open database; creates missing tables and resets projections whose layout changed. */

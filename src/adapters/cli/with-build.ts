@@ -3,8 +3,6 @@ import { openBuild, type BuildSession, type OpenOptions } from '../session.js';
 import { sessionOptions } from './session-options.js';
 import type { CommandContext } from './types.js';
 
-export { sessionOptions };
-
 /**
  * Open the build, run `fn`, always close. An interrupt or a storage failure is reported with the
  * position the log stands at; a failure of the close after a failure does not hide the first.

@@ -36,8 +36,15 @@ export async function openTimeSource(opts: OpenOptions, options: { readonly whol
 async function openView(opts: OpenOptions): Promise<OpenTimeSource | null> {
   const paths = buildPaths(opts);
   const log = await openBuildLog(paths);
-  let source: TimeSource | null = null;
   let local: ReturnType<typeof ProjectionStore.snapshotsOf> = null;
+  const close = async (): Promise<void> => {
+    try {
+      if (local !== null) closeDatabase(local.db);
+    } finally {
+      await log.close();
+    }
+  };
+  let source: TimeSource | null = null;
   try {
     local = ProjectionStore.snapshotsOf(paths.projections, buildProjection);
     const head = local === null ? null : await log.head();
@@ -46,23 +53,10 @@ async function openView(opts: OpenOptions): Promise<OpenTimeSource | null> {
       // A log that does not start with BuildInitialized is reported by the whole open.
       if (state.build !== null) source = { state, whole: false, log, snapshots: local.snapshots };
     }
-  } catch (err) {
-    if (local !== null) closeDatabase(local.db);
-    await log.close();
-    throw err;
+  } finally {
+    if (source === null) await close();
   }
-  const close = async (): Promise<void> => {
-    try {
-      if (local !== null) closeDatabase(local.db);
-    } finally {
-      await log.close();
-    }
-  };
-  if (source === null) {
-    await close();
-    return null;
-  }
-  return { source, close };
+  return source === null ? null : { source, close };
 }
 
 /** Open the build for reading (openTimeSource), run `fn`, always close. */

@@ -39,7 +39,6 @@ export function longbuild(args: readonly string[], cwd: string, env: NodeJS.Proc
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [LONGBUILD_BIN, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
-    const err: Buffer[] = [];
     let errText = '';
     const killGroup = () => {
       try {
@@ -50,7 +49,6 @@ export function longbuild(args: readonly string[], cwd: string, env: NodeJS.Proc
     };
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => {
-      err.push(b);
       errText += b.toString('utf8');
       o.onStderr?.(errText, { pid: child.pid! });
     });
@@ -99,7 +97,7 @@ function buildDirsIn(dir: string, depth: number): string[] {
   for (const e of entries) {
     if (!e.isDirectory()) continue;
     if (e.name === '.longbuild') found.push(join(dir, e.name));
-    else if (depth > 1 && e.name !== '.git' && !e.name.endsWith('.git')) found.push(...buildDirsIn(join(dir, e.name), depth - 1));
+    else if (depth > 1 && !e.name.endsWith('.git')) found.push(...buildDirsIn(join(dir, e.name), depth - 1));
   }
   return found;
 }

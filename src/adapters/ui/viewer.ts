@@ -85,8 +85,8 @@ export class Viewer {
   private server: Server | null = null;
   private reading: Promise<void> = Promise.resolve();
   private checking = false;
-  private session: { s: OpenTimeSource; head: number } | null = null;
-  /** The log, read by the event index (polled); the session is opened only for states at a point. */
+  private open: OpenTimeSource | null = null;
+  /** The log, read by the event index (polled); the build is opened for reading only for states at a point. */
   private log: EventLog | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private checkAgain = false;
@@ -126,16 +126,15 @@ export class Viewer {
    * the log reached position `needs` (its state at its head is what time travel starts from). Each
    * request does not pay the opening (the newest view and the events after it, decision 0020).
    */
-  private withSession<T>(needs: number, fn: (s: TimeSource) => Promise<T>): Promise<T> {
+  private withSource<T>(needs: number, fn: (s: TimeSource) => Promise<T>): Promise<T> {
     const run = async (): Promise<T> => {
-      if (this.session === null || this.session.head < needs) {
-        const old = this.session;
-        this.session = null;
-        await old?.s.close();
-        const s = await this.o.openSource();
-        this.session = { s, head: s.source.state.position };
+      if (this.open === null || this.open.source.state.position < needs) {
+        const old = this.open;
+        this.open = null;
+        await old?.close();
+        this.open = await this.o.openSource();
       }
-      return fn(this.session.s.source);
+      return fn(this.open.source);
     };
     const next = this.queue.then(run, run);
     this.queue = next.catch(() => {});
@@ -187,8 +186,8 @@ export class Viewer {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     await this.queue;
-    await this.session?.s.close();
-    this.session = null;
+    await this.open?.close();
+    this.open = null;
     await this.log?.close();
     this.log = null;
     for (const c of this.clients) c.end();
@@ -250,7 +249,7 @@ export class Viewer {
   async viewAt(at: number): Promise<LaidOut> {
     const hit = this.views.get(at);
     if (hit) return hit;
-    const view = await this.withSession(at, async (s) => {
+    const view = await this.withSource(at, async (s) => {
       const st = await stateAsOf(s, { at });
       return { ...layoutOf(viewOf(st)), criticalPath: criticalPath(st) };
     });
