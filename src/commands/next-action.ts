@@ -1,7 +1,8 @@
 import { compareCodePoints } from '../events/canonical.js';
 import { attemptOf, jobOf, type AcceptanceRun, type BuildState, type JobRecord, type PlannerCallRecord } from '../projections/build-state.js';
 import { acceptanceDue, acceptanceRepairsOf, hasAcceptance, latestAcceptance, repairsPlanned } from './acceptance.js';
-import { activeMilestone, rankReadyWave } from '../projections/graph.js';
+import { activeMilestone, firstReady } from '../projections/graph.js';
+import { graphIndexOf } from '../projections/graph-index.js';
 import { batchGroup, isBatchMode } from './batch.js';
 import { pendingCompaction } from './compaction.js';
 import { acceptanceRunIdOf, attemptIdOf, jobIdOf, plannerAskId } from './ids.js';
@@ -102,10 +103,8 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
 
   for (const m of horizon.detailed) {
     if (state.checkpoints[m.id]) continue;
-    const ids = Object.keys(state.nodes).filter((id) => state.nodes[id]!.milestone === m.id);
-    // Complete when every node is accepted or canceled by an operator (NodeCanceled).
-    if (ids.length > 0 && ids.every((id) => state.nodes[id]!.state === 'accepted' || state.nodes[id]!.state === 'canceled')) return { kind: 'checkpoint', milestoneId: m.id };
-    if (ids.length === 0) return { kind: 'checkpoint', milestoneId: m.id };
+    // Complete when every node is accepted or canceled by an operator (NodeCanceled), or it has none.
+    if (graphIndexOf(state.nodes).milestoneCounts(m.id).open === 0) return { kind: 'checkpoint', milestoneId: m.id };
     break; // checkpoints are written in milestone order
   }
 
@@ -144,7 +143,7 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
     });
     return { kind: 'integrate', candidates, jobId: jobIdOf(state), ...stacked };
   }
-  const validating = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'validating' && !busy.has(id)).sort(compareCodePoints);
+  const validating = [...graphIndexOf(state.nodes).withState('validating')].filter((id) => !busy.has(id)).sort(compareCodePoints);
   if (validating.length > 0 && !isBatchMode(state) && !integrating) {
     const nodeId = validating[0]!;
     const attemptId = attemptIdOf(nodeId, state.nodes[nodeId]!.attempts);
@@ -169,11 +168,11 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
     return { kind: 'complete' };
   }
 
-  const revising = Object.keys(state.nodes)
-    .filter((id) => state.nodes[id]!.milestone === active && state.nodes[id]!.state === 'revising')
+  const revising = [...graphIndexOf(state.nodes).withState('revising')]
+    .filter((id) => state.nodes[id]!.milestone === active)
     .sort(compareCodePoints);
   if (workers >= concurrencyOf(state)) return { kind: 'wait' };
-  const next = revising[0] ?? rankReadyWave(state)[0];
+  const next = revising[0] ?? firstReady(state);
   if (next === undefined && running.size > 0) return { kind: 'wait' };
   if (next !== undefined) {
     const attempt = state.nodes[next]!.attempts + 1;

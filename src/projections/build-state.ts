@@ -1,5 +1,6 @@
-import { Immer, isDraft, original, type Draft } from 'immer';
+import { enablePatches, Immer, isDraft, original, type Draft } from 'immer';
 import { planOrder } from './graph.js';
+import { changedNodeIds, forgetNodes, noteNodesFolded } from './graph-index.js';
 import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type { Checkpoint, DataOf, DomainEvent, NodeState } from '../events/catalogue.js';
@@ -105,14 +106,18 @@ export const initialBuildState: BuildState = {
  * of a step, and nothing outside `produce` writes to a state (the types are readonly throughout).
  */
 const immer = new Immer({ autoFreeze: false });
+enablePatches();
 
 /** Fold one stored event into the build state (pure; R-7). Unknown types are ignored. */
 export function evolveBuild(state: BuildState, event: StoredEvent): BuildState {
-  return immer.produce(state, (draft) => {
+  const [next, patches] = immer.produceWithPatches(state, (draft) => {
     draft.position = event.position;
     graphBumped = false;
     applyDomainEvent(draft, { type: event.type, data: event.data } as DomainEvent, event.metadata.recordedAt);
   });
+  // The graph index (R-9 SHA, R-10 ready wave) follows the nodes this event changed (decision 0021).
+  noteNodesFolded(state.nodes, next.nodes, changedNodeIds(patches));
+  return next;
 }
 
 /**
@@ -121,9 +126,11 @@ export function evolveBuild(state: BuildState, event: StoredEvent): BuildState {
  * `state` must be the caller's own (e.g. `structuredClone(initialBuildState)`): it is changed.
  */
 export function evolveBuildInPlace(state: Draft<BuildState>, event: StoredEvent): void {
+  forgetNodes(state.nodes); // changed in place: nothing derived from it stays
   state.position = event.position;
   graphBumped = false;
   applyDomainEvent(state, { type: event.type, data: event.data } as DomainEvent, event.metadata.recordedAt);
+  forgetNodes(state.nodes);
 }
 
 /**

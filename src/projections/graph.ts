@@ -1,6 +1,9 @@
 import { canonicalJson, compareCodePoints } from '../events/canonical.js';
 import { sha256Hex } from '../events/hash.js';
 import type { BuildState, NodeRecord } from './build-state.js';
+import { graphIndexOf, knownGraphIndexOf, nodeCanonical, type GraphIndex } from './graph-index.js';
+
+export { isSatisfied } from './graph-index.js';
 
 /** Canonical form of the work graph: nodes sorted by id, deps sorted (R-9). */
 export function canonicalGraph(nodes: Readonly<Record<string, NodeRecord>>): string {
@@ -12,44 +15,18 @@ export function canonicalGraph(nodes: Readonly<Record<string, NodeRecord>>): str
 }
 
 /**
- * SHA-256 of the canonical graph (R-9): the bytes of `canonicalGraph`, built from each node's
- * canonical JSON cached by node object and checked against its fields (a fold shares unchanged
- * node records, so a step re-serialises only the nodes it changed) and the sorted ids of the last call when the id set
- * is the same.
+ * SHA-256 of the canonical graph (R-9): the bytes of `canonicalGraph`. From the graph index when
+ * the state was folded from one that has it (the controller's steps: only the changed nodes are
+ * serialised again, decision 0021); else from each node's canonical JSON cached by node object
+ * and checked against its fields, and the sorted ids of the last call when the id set is the same.
  */
 export function graphSha256(nodes: Readonly<Record<string, NodeRecord>>): string {
+  const index = knownGraphIndexOf(nodes);
+  if (index !== null) return index.graphSha256();
   const ids = sortedIds(nodes);
   let out = '[';
   for (let i = 0; i < ids.length; i++) out += (i === 0 ? '' : ',') + nodeCanonical(nodes[ids[i]!]!);
   return sha256Hex(`${out}]`);
-}
-
-interface CachedNode {
-  readonly id: string;
-  readonly kind: string;
-  readonly state: string;
-  readonly milestone: string;
-  readonly deps: readonly string[];
-  readonly json: string;
-}
-
-// By node object, checked against the fields it was made from: a record folded in place (the
-// audit's one-pass fold) is re-serialised when it changed, a shared unchanged one is not.
-const nodeJson = new WeakMap<object, CachedNode>();
-
-function nodeCanonical(n: NodeRecord): string {
-  const c = nodeJson.get(n);
-  if (c !== undefined && c.id === n.id && c.kind === n.kind && c.state === n.state && c.milestone === n.milestone && sameList(c.deps, n.deps)) return c.json;
-  const deps = [...n.deps];
-  const json = canonicalJson({ id: n.id, kind: n.kind, state: n.state, milestone: n.milestone, deps: [...deps].sort(compareCodePoints) });
-  nodeJson.set(n, { id: n.id, kind: n.kind, state: n.state, milestone: n.milestone, deps, json });
-  return json;
-}
-
-function sameList(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 let lastIds: string[] = [];
@@ -59,11 +36,6 @@ function sortedIds(nodes: Readonly<Record<string, NodeRecord>>): string[] {
   if (keys.length === lastIds.length && lastIds.every((id) => id in nodes)) return lastIds;
   lastIds = keys.sort(compareCodePoints);
   return lastIds;
-}
-
-/** A summary node, or an accepted one, satisfies its dependents (R-10). */
-export function isSatisfied(node: NodeRecord | undefined): boolean {
-  return node !== undefined && node.state === 'accepted';
 }
 
 /** The first detailed milestone of the horizon without a checkpoint, or null. */
@@ -78,33 +50,7 @@ export function activeMilestone(state: BuildState): string | null {
  * unfinished dependents below it (a node with none has depth 0).
  */
 export function unlockDepths(nodes: Readonly<Record<string, NodeRecord>>): Map<string, number> {
-  const dependents = new Map<string, string[]>();
-  const unfinished: string[] = [];
-  for (const id in nodes) {
-    const n = nodes[id]!;
-    if (n.state === 'accepted' || n.state === 'canceled') continue;
-    unfinished.push(id);
-    for (const dep of n.deps) {
-      let list = dependents.get(dep);
-      if (!list) dependents.set(dep, (list = []));
-      list.push(id);
-    }
-  }
-  const depth = new Map<string, number>();
-  const visiting = new Set<string>();
-  const visit = (id: string): number => {
-    const known = depth.get(id);
-    if (known !== undefined) return known;
-    if (visiting.has(id)) return 0; // a cycle is refused at sealing; never loop here
-    visiting.add(id);
-    let best = 0;
-    for (const child of dependents.get(id) ?? []) best = Math.max(best, 1 + visit(child));
-    visiting.delete(id);
-    depth.set(id, best);
-    return best;
-  };
-  for (const id of unfinished) visit(id);
-  return depth;
+  return graphIndexOf(nodes).allDepths();
 }
 
 /** Stable topological order (Kahn's algorithm, ties by node id) of the given node ids. */
@@ -193,18 +139,28 @@ class IdHeap {
 export function rankReadyWave(state: BuildState): string[] {
   const milestone = activeMilestone(state);
   if (milestone === null) return [];
-  const nodes = state.nodes;
+  const index = graphIndexOf(state.nodes);
   const ready: string[] = [];
-  for (const id in nodes) {
-    const n = nodes[id]!;
-    if (n.milestone !== milestone || n.state !== 'queued') continue;
-    if (n.deps.every((d) => isSatisfied(nodes[d]))) ready.push(id);
-  }
-  if (ready.length === 0) return [];
-  const depths = unlockDepths(nodes);
+  for (const id of index.ready()) if (state.nodes[id]!.milestone === milestone) ready.push(id);
+  return ready.sort(rankOrder(state, index));
+}
+
+/** The top of the ranked ready wave (R-10), or undefined: `rankReadyWave(state)[0]` without sorting the wave. */
+export function firstReady(state: BuildState): string | undefined {
+  const milestone = activeMilestone(state);
+  if (milestone === null) return undefined;
+  const index = graphIndexOf(state.nodes);
+  const order = rankOrder(state, index);
+  let best: string | undefined;
+  for (const id of index.ready()) if (state.nodes[id]!.milestone === milestone && (best === undefined || order(id, best) < 0)) best = id;
+  return best;
+}
+
+/** R-10's order: unlock depth (larger first), then the plan's stable topological order, then id. */
+function rankOrder(state: BuildState, index: GraphIndex): (a: string, b: string) => number {
   // The fold keeps each node's position in its plan's order; a wave's nodes share one plan.
   const topo = state.topoIndex ?? {};
-  return ready.sort((a, b) => (depths.get(b) ?? 0) - (depths.get(a) ?? 0) || (topo[a] ?? 0) - (topo[b] ?? 0) || compareCodePoints(a, b));
+  return (a, b) => index.depth(b) - index.depth(a) || (topo[a] ?? 0) - (topo[b] ?? 0) || compareCodePoints(a, b);
 }
 
 /** The one canonical byte form of a ranked ready list (R-10). */

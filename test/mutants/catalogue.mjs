@@ -22,7 +22,7 @@ export const MUTANTS = [
   {
     name: 'inverted-ranking',
     bug: 'the ready wave ranks the smallest unlock depth first (R-10 inverted)',
-    edits: [{ file: 'src/projections/graph.ts', find: 'ready.sort((a, b) => (depths.get(b) ?? 0) - (depths.get(a) ?? 0) ||', replace: 'ready.sort((a, b) => (depths.get(a) ?? 0) - (depths.get(b) ?? 0) ||' }],
+    edits: [{ file: 'src/projections/graph.ts', find: 'return (a, b) => index.depth(b) - index.depth(a) ||', replace: 'return (a, b) => index.depth(a) - index.depth(b) ||' }],
     caughtBy: ['test/step-model-double.test.ts'],
   },
   {
@@ -114,6 +114,24 @@ export const MUTANTS = [
     bug: "a reading command takes the state folded from a view snapshot without checking its graph against the SHA-256 the log recorded for its revision (R-37, decision 0020): a forged view (its own SHA recomputed) is printed",
     edits: [{ file: 'src/adapters/cli/time-travel.ts', find: '  if (await graphAsRecorded(log, fast)) return fast;', replace: '  if (fast !== null) return fast;', js: { find: 'if (await graphAsRecorded(log, fast))', replace: 'if (fast !== null)' } }],
     caughtBy: ['test/log-audit.test.ts'],
+  },
+  {
+    name: 'graph-index-forgets-dependents',
+    bug: "the graph index does not look again at the dependents of a node that became accepted (decision 0021): they never become ready, or stay ready after it is reopened",
+    edits: [{ file: 'src/projections/graph-index.ts', find: 'for (const id of satisfactionChanged) for (const child of this.dependents.get(id) ?? []) this.recheckReady(child);', replace: 'void satisfactionChanged;', js: { find: 'for (const id of satisfactionChanged)', replace: 'for (const id of [])' } }],
+    caughtBy: ['test/graph-index.test.ts', 'test/step-model-double.test.ts'],
+  },
+  {
+    name: 'graph-index-stale-slice',
+    bug: "the graph index keeps the cached canonical bytes of a slice whose node changed state (decision 0021): the graph SHA-256 recorded for a revision is the old graph's",
+    edits: [{ file: 'src/projections/graph-index.ts', find: '        this.chunks[Math.floor(searchIds(this.ids, id) / CHUNK)] = null;', replace: '        void CHUNK;' }],
+    caughtBy: ['test/graph-index.test.ts'],
+  },
+  {
+    name: 'graph-index-depth-stops-early',
+    bug: "the graph index updates the unlock depth of a changed node's dependencies but not further up (decision 0021): the ready wave is ranked on stale depths",
+    edits: [{ file: 'src/projections/graph-index.ts', find: '      for (const d of n!.deps) if (!finished(this.records.get(d))) work.push(d);', replace: '      if (seeds.includes(id)) for (const d of n!.deps) if (!finished(this.records.get(d))) work.push(d);', js: { find: 'this.depths.set(id, best);\n            for (const d of n.deps)', replace: 'this.depths.set(id, best);\n            if (seeds.includes(id)) for (const d of n.deps)' } }],
+    caughtBy: ['test/graph-index.test.ts'],
   },
   {
     name: 'view-drops-latest-attempts',
