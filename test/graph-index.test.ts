@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { enablePatches, produceWithPatches } from 'immer';
+import { produce } from 'immer';
 import { describe, expect, it } from 'vitest';
 import type { NodeRecord } from '../src/projections/build-state.js';
-import { changedNodeIds, graphIndexOf, knownGraphIndexOf, noteNodesFolded, type GraphIndex } from '../src/projections/graph-index.js';
+import { graphIndexOf, knownGraphIndexOf, noteNodesFolded, trackingNodes, type GraphIndex, type Touched } from '../src/projections/graph-index.js';
 
-enablePatches();
 
 type Nodes = Record<string, NodeRecord>;
 const STATES = ['queued', 'running', 'validating', 'revising', 'blocked', 'canceled', 'accepted'] as const;
@@ -49,7 +48,7 @@ function expectLikeReference(index: GraphIndex, nodes: Nodes): void {
   }
 }
 
-// ---- graph changes as the fold makes them: immer, unchanged records shared, the ids from immer's patches ----
+// ---- graph changes as the fold makes them: immer, unchanged records shared, the ids the draft saw touched ----
 
 /** Ids are added in order: a node depends only on nodes added before it (the graph stays acyclic) or on ids never added. */
 const op = fc.oneof(
@@ -58,6 +57,7 @@ const op = fc.oneof(
   fc.record({ kind: fc.constant('state' as const), pick: fc.nat(), state: fc.constant('accepted' as const) }),
   fc.record({ kind: fc.constant('deps' as const), pick: fc.nat(), deps: fc.array(fc.nat(), { maxLength: 3 }) }),
   fc.record({ kind: fc.constant('remove' as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant('rewrite' as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant('plan' as const), count: fc.integer({ min: 10, max: 70 }), seed: fc.nat(), milestone: fc.constantFrom('m1', 'm2', 'm3') }),
   fc.record({ kind: fc.constant('many' as const), picks: fc.array(fc.nat(), { minLength: 2, maxLength: 80 }), state: fc.constantFrom(...STATES) }),
 );
@@ -68,7 +68,9 @@ const nameOf = (k: number): string => `n${((k * 37) % 10007).toString().padStart
 
 function applyOp(nodes: Nodes, o: Op, added: string[]): Nodes {
   const ids = Object.keys(nodes);
-  const [next, patches] = produceWithPatches({ nodes }, (d) => {
+  const touched: Touched = { ids: new Set(), whole: false };
+  const next = produce({ nodes }, (draft) => {
+    const d = trackingNodes(draft, touched);
     if (o.kind === 'add') {
       const id = nameOf(added.length);
       const deps = added.length === 0 ? [] : o.deps.map((k) => added[k % added.length]!);
@@ -93,11 +95,15 @@ function applyOp(nodes: Nodes, o: Op, added: string[]): Nodes {
       (d.nodes[id] as { deps: string[] }).deps = earlier.length === 0 ? [] : [...new Set(o.deps.map((k) => earlier[k % earlier.length]!))];
     } else if (o.kind === 'remove') {
       delete d.nodes[ids[o.pick % ids.length]!];
+    } else if (o.kind === 'rewrite') {
+      // `nodes` replaced whole (the index cannot follow: the next question rebuilds it).
+      const id = ids[o.pick % ids.length]!;
+      d.nodes = { ...nodes, [id]: { ...nodes[id]!, state: 'accepted' } } as never;
     } else {
       for (const p of o.picks) (d.nodes[ids[p % ids.length]!] as { state: string }).state = o.state;
     }
   });
-  noteNodesFolded(nodes, next.nodes, changedNodeIds(patches));
+  noteNodesFolded(nodes, next.nodes, touched.whole ? null : touched.ids);
   return next.nodes;
 }
 

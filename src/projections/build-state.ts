@@ -1,6 +1,6 @@
-import { enablePatches, Immer, isDraft, original, type Draft } from 'immer';
+import { Immer, isDraft, original, type Draft } from 'immer';
 import { planOrder } from './graph.js';
-import { changedNodeIds, forgetNodes, noteNodesFolded } from './graph-index.js';
+import { forgetNodes, noteNodesFolded, trackingNodes, type Touched } from './graph-index.js';
 import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type { Checkpoint, DataOf, DomainEvent, NodeState } from '../events/catalogue.js';
@@ -106,17 +106,17 @@ export const initialBuildState: BuildState = {
  * of a step, and nothing outside `produce` writes to a state (the types are readonly throughout).
  */
 const immer = new Immer({ autoFreeze: false });
-enablePatches();
 
 /** Fold one stored event into the build state (pure; R-7). Unknown types are ignored. */
 export function evolveBuild(state: BuildState, event: StoredEvent): BuildState {
-  const [next, patches] = immer.produceWithPatches(state, (draft) => {
+  // The graph index (R-9 SHA, R-10 ready wave) follows the nodes this event touched (decision 0021).
+  const touched: Touched = { ids: new Set(), whole: false };
+  const next = immer.produce(state, (draft) => {
     draft.position = event.position;
     graphBumped = false;
-    applyDomainEvent(draft, { type: event.type, data: event.data } as DomainEvent, event.metadata.recordedAt);
+    applyDomainEvent(trackingNodes(draft, touched), { type: event.type, data: event.data } as DomainEvent, event.metadata.recordedAt);
   });
-  // The graph index (R-9 SHA, R-10 ready wave) follows the nodes this event changed (decision 0021).
-  noteNodesFolded(state.nodes, next.nodes, changedNodeIds(patches));
+  noteNodesFolded(state.nodes, next.nodes, touched.whole ? null : touched.ids);
   return next;
 }
 

@@ -128,6 +128,12 @@ export const MUTANTS = [
     caughtBy: ['test/graph-index.test.ts'],
   },
   {
+    name: 'graph-index-untracked-delete',
+    bug: "the fold's draft does not note a node it deletes (decision 0021): the index carried to the next state still holds the node, in its SHA-256 and its ready set",
+    edits: [{ file: 'src/projections/graph-index.ts', find: 'deleteProperty: (target, key) => (note(key), Reflect.deleteProperty(target, key)),', replace: 'deleteProperty: (target, key) => Reflect.deleteProperty(target, key),' }],
+    caughtBy: ['test/graph-index.test.ts'],
+  },
+  {
     name: 'graph-index-depth-stops-early',
     bug: "the graph index updates the unlock depth of a changed node's dependencies but not further up (decision 0021): the ready wave is ranked on stale depths",
     edits: [{ file: 'src/projections/graph-index.ts', find: '      for (const d of n!.deps) if (!finished(this.records.get(d))) work.push(d);', replace: '      if (seeds.includes(id)) for (const d of n!.deps) if (!finished(this.records.get(d))) work.push(d);', js: { find: 'this.depths.set(id, best);\n            for (const d of n.deps)', replace: 'this.depths.set(id, best);\n            if (seeds.includes(id)) for (const d of n.deps)' } }],
