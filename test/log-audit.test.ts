@@ -1,6 +1,7 @@
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
@@ -66,6 +67,20 @@ function cutLog(db: string, keep: number): void {
 }
 const verify = (repo: string, ...args: string[]) => runCli(['verify', '--repo', repo, ...args], { cwd: root });
 const step = (repo: string) => runCli(['step', '--repo', repo], { cwd: root });
+
+
+/** A CLI run that records the modules it loads (test/support/record-modules.mjs) under `name`. */
+const recording = (name: string): Record<string, string> => {
+  const file = join(root, `modules-${name}.txt`);
+  rmSync(file, { force: true });
+  return { NODE_OPTIONS: `--import=${pathToFileURL(join(import.meta.dirname, 'support', 'record-modules.mjs')).href}`, LONGBUILD_RECORD_MODULES: file };
+};
+
+/** The bundle chunks a recorded run loaded that hold zod (the event schemas and their validation). */
+const schemaModules = (name: string): string[] =>
+  [...new Set(readFileSync(join(root, `modules-${name}.txt`), 'utf8').split('\n').filter((u) => u.startsWith('file:') && u.endsWith('.mjs')))]
+    .map((u) => fileURLToPath(u))
+    .filter((f) => f.includes(`${join('dist', 'cli')}`) && readFileSync(f, 'utf8').includes('// node_modules/zod/'));
 
 describe('R-36 nobody builds on a bad log; verify names the position', () => {
   it('R-36 a consistent rewrite from position 1 (verify command replaced by `true`, projections deleted): verify names position 1, step and rebuild refuse, nothing is appended', () => {
@@ -258,10 +273,13 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
 
   it('R-6 R-37 reading commands fold from the view and write nothing: a forged view at the head (its SHA recomputed) does not change what status and show print; show --revision reads the whole state, and so does status without projections', () => {
     const b = build();
-    const status0 = runCli(['status', '--repo', b.repo, '--json'], { cwd: root });
-    const show0 = runCli(['show', '--repo', b.repo, '--json'], { cwd: root });
+    const status0 = runCli(['status', '--repo', b.repo, '--json'], { cwd: root, env: recording('status0') });
+    const show0 = runCli(['show', '--repo', b.repo, '--json'], { cwd: root, env: recording('show0') });
     expect(status0.code, status0.stderr).toBe(0);
     expect(show0.code, show0.stderr).toBe(0);
+    // Decision 0022: folding from the view, they open the log's reading side and load no event schemas.
+    expect(schemaModules('status0'), 'status loaded the event schemas').toEqual([]);
+    expect(schemaModules('show0'), 'show loaded the event schemas').toEqual([]);
     const log = new SqliteEventLog({ path: b.db, readonly: true });
     const head = count(b.db);
     const truth = stateAt((from, to) => log.readAllSync({ from, limit: to - from + 1 }), buildProjection, head).state;
@@ -289,9 +307,10 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     expect((JSON.parse(past.stdout) as { graphRevision: number }).graphRevision).toBe(revision);
     // Without projections there is no view to start from: the build is opened whole (and they are rebuilt).
     for (const f of ['projections.db', 'projections.db-wal', 'projections.db-shm']) rmSync(join(b.dir, f), { force: true });
-    const status2 = runCli(['status', '--repo', b.repo, '--json'], { cwd: root });
+    const status2 = runCli(['status', '--repo', b.repo, '--json'], { cwd: root, env: recording('status2') });
     expect(status2.stdout).toBe(status0.stdout);
     expect(existsSync(join(b.dir, 'projections.db'))).toBe(true);
+    expect(schemaModules('status2').length, 'opened whole, the build is opened as for a step (the schemas loaded)').toBeGreaterThan(0);
   });
 
   it('R-35 a finished build has a signed checkpoint at its head whose root verify recomputes, and --expect-head accepts it and refuses another root', () => {

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { prepareNewEvent } from '../src/adapters/log/prepare.js';
 import { canonicalJson } from '../src/events/canonical.js';
-import { EventMetadataSchema } from '../src/events/envelope.js';
+import { EventMetadataSchema } from '../src/events/metadata-schema.js';
 import { ValidationError } from '../src/events/errors.js';
 import { testCatalogue } from './contract/test-catalogue.js';
 

@@ -47,4 +47,27 @@ describe('package files (decision 0018)', () => {
       expect(readFileSync(join(dir, f), 'utf8'), f).not.toMatch(/from\s+["']\.\/longbuild\.mjs["']/);
     }
   });
+
+  // Decision 0022: a reading command opens the log through its reading side alone.
+  it('status, show and diff load no event schemas: no chunk they import statically holds zod (the run command\'s do)', () => {
+    const dir = packageFile('dist', 'cli');
+    const files = readdirSync(dir);
+    const reached = (start: string): string[] => {
+      const seen = new Set<string>();
+      const walk = (f: string): void => {
+        if (seen.has(f)) return;
+        seen.add(f);
+        for (const m of readFileSync(join(dir, f), 'utf8').matchAll(/^import\s[^;]*?from\s*"\.\/([^"]+)"|^import\s*"\.\/([^"]+)"/gm)) walk((m[1] ?? m[2])!);
+      };
+      walk(start);
+      return [...seen];
+    };
+    const chunkOf = (command: string): string => files.find((f) => f.startsWith(`${command}-`) && f.endsWith('.mjs'))!;
+    const holdsZod = (f: string): boolean => readFileSync(join(dir, f), 'utf8').includes('// node_modules/zod/');
+    for (const command of ['status', 'show', 'diff']) {
+      expect(chunkOf(command), `${command} chunk`).toBeDefined();
+      expect(reached(chunkOf(command)).filter(holdsZod), command).toEqual([]);
+    }
+    expect(reached(chunkOf('run')).some(holdsZod), 'the walk finds zod where it is loaded').toBe(true);
+  });
 });

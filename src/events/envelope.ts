@@ -1,17 +1,16 @@
-import { z } from 'zod';
 import { jsonString, type JsonValue } from './canonical.js';
 import { GENESIS_HASH, canonicalSha256, sha256Hex } from './hash.js';
 import type { LogHead } from './log.js';
 
-/** Metadata every event carries (R-2). `recordedAt` comes from an injected clock. */
-export const EventMetadataSchema = z
-  .object({
-    recordedAt: z.string().min(1),
-    causationId: z.string().optional(),
-    correlationId: z.string().optional(),
-  })
-  .catchall(z.json());
-export type EventMetadata = z.infer<typeof EventMetadataSchema>;
+/**
+ * Metadata every event carries (R-2). `recordedAt` comes from an injected clock. Checked on
+ * append by `EventMetadataSchema` (metadata-schema.ts: zod, kept out of what a reader loads).
+ */
+export type EventMetadata = {
+  recordedAt: string;
+  causationId?: string | undefined;
+  correlationId?: string | undefined;
+} & { [key: string]: JsonValue | undefined };
 
 /** An event as a caller proposes it, before the log gives it a place. */
 export interface NewEvent {

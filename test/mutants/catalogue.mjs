@@ -140,6 +140,12 @@ export const MUTANTS = [
     caughtBy: ['test/graph-index.test.ts'],
   },
   {
+    name: 'reading-opens-writer',
+    bug: "a reading command opens the build's log with its append path (decision 0022): status and show load the event schemas (zod) they never use, ~40 ms each",
+    edits: [{ file: 'src/adapters/cli/with-reading.ts', find: 'openBuildLog(paths, { reading: true })', replace: 'openBuildLog(paths)' }],
+    caughtBy: ['test/log-audit.test.ts'],
+  },
+  {
     name: 'view-drops-latest-attempts',
     bug: "the build's view keeps only open attempts (decision 0020): a reading command folding from it cannot tell which commit a validated node is integrated with, so status fails or differs",
     edits: [{ file: 'src/projections/build-state.ts', find: '  for (const id in state.nodes) if (state.nodes[id]!.attempts > 0) keep(attemptIdOf(id, state.nodes[id]!.attempts));', replace: '  for (const id in state.nodes) if (state.nodes[id]!.attempts < 0) keep(attemptIdOf(id, state.nodes[id]!.attempts));', js: { find: 'if (state.nodes[id].attempts > 0)', replace: 'if (state.nodes[id].attempts < 0)' } }],

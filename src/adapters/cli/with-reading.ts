@@ -35,7 +35,7 @@ export async function openTimeSource(opts: OpenOptions, options: { readonly whol
 /** The build's state from its newest view, or null when it cannot be had that way. */
 async function openView(opts: OpenOptions): Promise<OpenTimeSource | null> {
   const paths = buildPaths(opts);
-  const log = await openBuildLog(paths);
+  const log = await openBuildLog(paths, { reading: true });
   let local: ReturnType<typeof ProjectionStore.snapshotsOf> = null;
   const close = async (): Promise<void> => {
     try {

@@ -1,6 +1,7 @@
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
 import { formatZodError } from '../../events/catalogue.js';
-import { EventMetadataSchema, computeEventHash } from '../../events/envelope.js';
+import { computeEventHash } from '../../events/envelope.js';
+import { EventMetadataSchema } from '../../events/metadata-schema.js';
 import { ConcurrencyError, ValidationError } from '../../events/errors.js';
 import { GENESIS_HASH } from '../../events/hash.js';
 import type { ChainReport, ExpectedRevision, LogHead, RawStoredEvent, VerifyProblem } from '../../events/log.js';

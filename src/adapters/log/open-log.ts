@@ -1,6 +1,6 @@
 import type { EventCatalogue } from '../../events/catalogue.js';
 import { ValidationError } from '../../events/errors.js';
-import { SqliteEventLog } from './sqlite-log.js';
+import { SqliteLogReader } from './sqlite-log-reader.js';
 import type { TransferableEventLog } from './verbatim.js';
 import type { AppendFence } from './postgres-log.js';
 
@@ -15,6 +15,11 @@ export interface OpenLogOptions {
   readonly eventstoreStream?: string;
   /** PostgreSQL: checked inside every append transaction (the controller lease's fencing token). */
   readonly postgresFence?: AppendFence;
+  /**
+   * Only read (a reading command): an SQLite log is opened without its append path — no event
+   * schemas loaded (decision 0022), appends refused. Other backends open as usual.
+   */
+  readonly reading?: boolean;
 }
 
 export const LOG_SPEC_HELP = "log backend must be 'sqlite', 'sqlite:PATH', 'postgres:postgres://USER:PASS@HOST:PORT/DB[?schema=NAME]' or 'eventstore:esdb://HOST:PORT?tls=false[&stream=NAME]'";
@@ -25,9 +30,15 @@ export const LOG_SPEC_HELP = "log backend must be 'sqlite', 'sqlite:PATH', 'post
  */
 export async function openEventLog(spec: string, opts: OpenLogOptions = {}): Promise<TransferableEventLog> {
   const catalogue = opts.catalogue ? { catalogue: opts.catalogue } : {};
+  const sqlite = async (path: string): Promise<TransferableEventLog> => {
+    if (opts.reading === true) return new SqliteLogReader({ path });
+    // Loaded only to write: the append path brings the event schemas (zod).
+    const { SqliteEventLog } = await import('./sqlite-log.js');
+    return new SqliteEventLog({ path, ...catalogue, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) });
+  };
   if (spec === 'sqlite' || spec === '') {
     if (!opts.defaultSqlitePath) throw new ValidationError(`'sqlite' needs a path here: ${LOG_SPEC_HELP}`);
-    return new SqliteEventLog({ path: opts.defaultSqlitePath, ...catalogue, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) });
+    return sqlite(opts.defaultSqlitePath);
   }
   const colon = spec.indexOf(':');
   const scheme = colon < 0 ? spec : spec.slice(0, colon);
@@ -35,7 +46,7 @@ export async function openEventLog(spec: string, opts: OpenLogOptions = {}): Pro
   switch (scheme) {
     case 'sqlite':
       if (!rest) throw new ValidationError(`empty SQLite path: ${LOG_SPEC_HELP}`);
-      return new SqliteEventLog({ path: rest, ...catalogue, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) });
+      return sqlite(rest);
     case 'postgres':
     case 'postgresql': {
       const { url, schema } = postgresTarget(spec, opts)!;

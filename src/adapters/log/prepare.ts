@@ -1,6 +1,7 @@
 import { KeyOrderMemo, canonicalJson, type JsonValue } from '../../events/canonical.js';
 import { ValidationError } from '../../events/errors.js';
-import { EventMetadataSchema, type EventMetadata, type NewEvent } from '../../events/envelope.js';
+import type { EventMetadata, NewEvent } from '../../events/envelope.js';
+import { EventMetadataSchema } from '../../events/metadata-schema.js';
 import { formatZodError, type EventCatalogue } from '../../events/catalogue.js';
 
 export interface PreparedEvent {

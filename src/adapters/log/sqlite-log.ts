@@ -1,41 +1,23 @@
-import Database from 'better-sqlite3';
-import type { JsonValue } from '../../events/canonical.js';
-import { CorruptLogError, StorageError } from '../../events/errors.js';
-import { ChainSealer, storedLine, type NewEvent, type StoredEvent } from '../../events/envelope.js';
+import { StorageError } from '../../events/errors.js';
+import { ChainSealer, type NewEvent, type StoredEvent } from '../../events/envelope.js';
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
-import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, RawStoredEvent, ReadOptions } from '../../events/log.js';
-import { checkExpected, verifyRawRows, type RawEventRow } from './chain.js';
+import type { AppendResult, ChainReport, ExpectedRevision, LogHead } from '../../events/log.js';
+import { checkExpected, verifyRawRows } from './chain.js';
+import { HEAD_SQL, mapRows, SqliteLogReader, STREAM_REVISION_SQL, type EventRow, type SqliteReaderOptions } from './sqlite-log-reader.js';
 import { checkAppendShape, newBatchMemo, prepareNewEvent } from './prepare.js';
 import { BatchWriterError, SqliteBatchWriter } from './sqlite-batch-writer.js';
 import { prepareVerbatim } from './verbatim.js';
-import { assertWritable, closeDatabase, formatBytes, openDatabase } from '../../projections/storage-guard.js';
+import { assertWritable, formatBytes } from '../../projections/storage-guard.js';
 
-export interface SqliteLogOptions {
-  /** File path, or ':memory:'. */
-  readonly path: string;
+export interface SqliteLogOptions extends SqliteReaderOptions {
   /** FULL (default) fsyncs every commit; NORMAL may lose the last commits on power loss (never corrupts). */
   readonly synchronous?: 'FULL' | 'NORMAL';
   readonly catalogue?: EventCatalogue;
-  /** How long a writer waits for another process's lock, ms. */
-  readonly busyTimeoutMs?: number;
-  readonly readonly?: boolean;
   /**
    * Batches of at least this many events are stored by a second thread while this one
    * validates and hashes (default 2048; `false`: always in-thread). File logs only.
    */
   readonly parallelAppend?: number | false;
-}
-
-interface EventRow {
-  position: number;
-  stream_id: string;
-  revision: number;
-  type: string;
-  schema_version: number;
-  data: string;
-  metadata: string;
-  prev_hash: string;
-  hash: string;
 }
 
 /** Columns of an event row, in insert order. */
@@ -51,8 +33,6 @@ const PARALLEL_MIN_EVENTS = 2048;
 
 const INSERT_SQL = 'INSERT INTO events (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)';
 const INSERT_MANY_SQL = `INSERT INTO events (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash) VALUES ${Array.from({ length: ROWS_PER_INSERT }, () => '(?,?,?,?,?,?,?,?,?)').join(',')}`;
-const HEAD_SQL = 'SELECT position, hash FROM events ORDER BY position DESC LIMIT 1';
-const STREAM_REVISION_SQL = 'SELECT MAX(revision) AS r FROM events WHERE stream_id = ?';
 const SET_ANCHOR_SQL = 'INSERT INTO chain_head (id, position, hash) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET position = excluded.position, hash = excluded.hash';
 
 const SCHEMA = `
@@ -81,8 +61,7 @@ CREATE TABLE IF NOT EXISTS chain_head (
  * A `chain_head` row, written in the same transaction as every append, anchors
  * the tail so a truncated log is detected (R-4).
  */
-export class SqliteEventLog implements EventLog {
-  readonly db: Database.Database;
+export class SqliteEventLog extends SqliteLogReader {
   private readonly catalogue: EventCatalogue;
   private readonly stmts;
   private readonly path: string;
@@ -95,34 +74,24 @@ export class SqliteEventLog implements EventLog {
   private held = false;
 
   constructor(options: SqliteLogOptions) {
+    const synchronous = options.synchronous ?? 'FULL';
+    super(options, (db) => {
+      if (!options.readonly) {
+        db.pragma('journal_mode = WAL');
+        db.exec(SCHEMA);
+      }
+      db.pragma(`synchronous = ${synchronous}`);
+    });
     this.catalogue = options.catalogue ?? domainCatalogue;
     this.path = options.path;
     this.busyTimeoutMs = options.busyTimeoutMs ?? 10_000;
-    this.synchronous = options.synchronous ?? 'FULL';
+    this.synchronous = synchronous;
     const inMemory = options.path === ':memory:' || options.path === '';
     this.parallelMin = options.parallelAppend === false || options.readonly || inMemory ? Infinity : options.parallelAppend ?? PARALLEL_MIN_EVENTS;
-    this.db = inMemory ? new Database(options.path) : openDatabase(options.path, { readonly: options.readonly ?? false });
-    this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
-    if (!options.readonly) {
-      this.db.pragma('journal_mode = WAL');
-      this.db.exec(SCHEMA);
-    }
-    this.db.pragma(`synchronous = ${this.synchronous}`);
     this.stmts = {
       insertMany: this.db.prepare(INSERT_MANY_SQL),
       insert: this.db.prepare(INSERT_SQL),
-      head: this.db.prepare(HEAD_SQL),
-      anchor: this.db.prepare('SELECT position, hash FROM chain_head WHERE id = 1'),
       setAnchor: this.db.prepare(SET_ANCHOR_SQL),
-      streamRev: this.db.prepare(STREAM_REVISION_SQL),
-      allFwd: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE position >= ? ORDER BY position ASC LIMIT ?').raw(true),
-      allBwd: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE position <= ? ORDER BY position DESC LIMIT ?').raw(true),
-      streamFwd: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?').raw(true),
-      streamBwd: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?').raw(true),
-      iterate: this.db.prepare('SELECT * FROM events ORDER BY position ASC'),
-      hashes: this.db.prepare('SELECT hash FROM events WHERE position >= ? ORDER BY position ASC LIMIT ?').pluck(true),
-      // Raw rows (arrays) in a fixed column order: the replay path builds no intermediate objects.
-      replay: this.db.prepare('SELECT position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash FROM events WHERE position >= ? ORDER BY position ASC').raw(true),
     };
   }
 
@@ -281,7 +250,7 @@ export class SqliteEventLog implements EventLog {
     return this.writerUnavailable;
   }
 
-  async append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+  override async append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     try {
       return this.appendSync(streamId, events, expected);
     } catch (err) {
@@ -293,84 +262,16 @@ export class SqliteEventLog implements EventLog {
     }
   }
 
-  readAllSync(options: ReadOptions = {}): StoredEvent[] {
-    const limit = options.limit ?? -1;
-    const rows = (options.direction === 'backwards'
-      ? this.stmts.allBwd.all(options.from ?? Number.MAX_SAFE_INTEGER, limit)
-      : this.stmts.allFwd.all(options.from ?? 1, limit)) as RawRow[];
-    return toEvents(rows);
-  }
-
-  async readAll(options: ReadOptions = {}): Promise<StoredEvent[]> {
-    return this.readAllSync(options);
-  }
-
-  async readStoredRows(from: number, limit: number): Promise<RawStoredEvent[]> {
-    return (this.stmts.allFwd.all(from, limit) as RawRow[]).map(([position, streamId, revision, type, schemaVersion, dataJson, metadataJson, prevHash, hash]) => (
-      { position, streamId, revision, type, schemaVersion, dataJson, metadataJson, prevHash, hash }));
-  }
-
-  /** Stream events one at a time without holding them all in memory. */
-  *iterateAll(from = 1): Generator<StoredEvent> {
-    const memo: MetadataReadMemo = { text: undefined, value: undefined };
-    for (const r of this.stmts.replay.iterate(from) as Iterable<RawRow>) yield rawToEvent(r, memo);
-  }
-
-  async readStream(streamId: string, options: ReadOptions = {}): Promise<StoredEvent[]> {
-    const limit = options.limit ?? -1;
-    const rows = (options.direction === 'backwards'
-      ? this.stmts.streamBwd.all(streamId, options.from ?? Number.MAX_SAFE_INTEGER, limit)
-      : this.stmts.streamFwd.all(streamId, options.from ?? 0, limit)) as RawRow[];
-    return toEvents(rows);
-  }
-
-  headSync(): LogHead | null {
-    const head = this.stmts.head.get() as LogHead | undefined;
-    return head ?? null;
-  }
-
-  async head(): Promise<LogHead | null> {
-    return this.headSync();
-  }
-
-  streamRevisionSync(streamId: string): number {
-    return (this.stmts.streamRev.get(streamId) as { r: number | null }).r ?? -1;
-  }
-
-  async streamRevision(streamId: string): Promise<number> {
-    return this.streamRevisionSync(streamId);
-  }
-
   /** The anchor and the rows are read in one read transaction: one snapshot, even while another process appends. */
   verifyChainSync(): ChainReport {
-    return this.db.transaction(() => verifyRows(this.stmts.iterate.iterate() as Iterable<EventRow>, this.stmts.anchor.get() as LogHead | undefined))();
+    return this.db.transaction(() => verifyRawRows(mapRows(this.reads.iterate.iterate() as Iterable<EventRow>), this.reads.anchor.get() as LogHead | undefined))();
   }
 
-  anchorSync(): LogHead | null {
-    return (this.stmts.anchor.get() as LogHead | undefined) ?? null;
-  }
-
-  async anchor(): Promise<LogHead | null> {
-    return this.anchorSync();
-  }
-
-  readHashesSync(from: number, limit: number): string[] {
-    return this.stmts.hashes.all(from, limit) as string[];
-  }
-
-  async readHashes(from: number, limit: number): Promise<string[]> {
-    return this.readHashesSync(from, limit);
-  }
-
-  async readStoredLines(from: number, limit: number): Promise<{ type: string; line: string }[]> {
-    return (await this.readStoredRows(from, limit)).map((row) => ({ type: row.type, line: storedLine(row) }));
-  }
-
-  async verifyChain(): Promise<ChainReport> {
+  override async verifyChain(): Promise<ChainReport> {
     return this.verifyChainSync();
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     const writer = this.writer;
     this.writer = undefined;
     if (writer !== undefined) await writer.close();
@@ -379,11 +280,11 @@ export class SqliteEventLog implements EventLog {
       try { this.db.exec('ROLLBACK'); } catch { /* closing rolls it back as well */ }
     }
     this.held = false;
-    closeDatabase(this.db);
+    await super.close();
   }
 
   /** Export/import (issue 8): store already-sealed events verbatim after the head; see verbatim.ts. */
-  async importVerbatim(events: readonly StoredEvent[]): Promise<void> {
+  override async importVerbatim(events: readonly StoredEvent[]): Promise<void> {
     if (events.length === 0) return;
     this.db.transaction(() => {
       const rows = prepareVerbatim(events, this.headSync());
@@ -394,67 +295,3 @@ export class SqliteEventLog implements EventLog {
   }
 }
 
-/** A row as an array, in the column order of the read statements. */
-type RawRow = [number, string, number, string, number, string, string, string, string];
-
-/**
- * The previous row's metadata text and its parsed value, for one read: consecutive events of one
- * append share their metadata bytes, and then share one frozen object instead of a parse each.
- */
-interface MetadataReadMemo {
-  text: string | undefined;
-  value: StoredEvent['metadata'] | undefined;
-}
-
-function toEvents(rows: readonly RawRow[]): StoredEvent[] {
-  const memo: MetadataReadMemo = { text: undefined, value: undefined };
-  const out: StoredEvent[] = new Array(rows.length);
-  for (let i = 0; i < rows.length; i++) out[i] = rawToEvent(rows[i]!, memo);
-  return out;
-}
-
-function rawToEvent(r: RawRow, memo: MetadataReadMemo): StoredEvent {
-  if (r[6] !== memo.text) {
-    memo.value = Object.freeze(parseStored(r[6], r[0], 'metadata') as StoredEvent['metadata']);
-    memo.text = r[6];
-  }
-  return {
-    position: r[0],
-    streamId: r[1],
-    revision: r[2],
-    type: r[3],
-    schemaVersion: r[4],
-    data: parseStored(r[5], r[0], 'data') as JsonValue,
-    metadata: memo.value!,
-    prevHash: r[7],
-    hash: r[8],
-  };
-}
-
-function parseStored(text: string, position: number, field: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new CorruptLogError(position, `${field} is not valid JSON`);
-  }
-}
-
-function verifyRows(rows: Iterable<EventRow>, anchor: LogHead | undefined): ChainReport {
-  return verifyRawRows(mapRows(rows), anchor);
-}
-
-function* mapRows(rows: Iterable<EventRow>): Generator<RawEventRow> {
-  for (const r of rows) {
-    yield {
-      position: r.position,
-      streamId: r.stream_id,
-      revision: r.revision,
-      type: r.type,
-      schemaVersion: r.schema_version,
-      dataJson: r.data,
-      metadataJson: r.metadata,
-      prevHash: r.prev_hash,
-      hash: r.hash,
-    };
-  }
-}

@@ -1,0 +1,229 @@
+/**
+ * The embedded event log's reading side (decision 0022): the SQLite file opened, its events read.
+ * Reading commands (`status`, `show`, `diff`, the viewer) open the log through this class alone,
+ * so they load neither the event schemas (zod, ~40 ms of module loading) nor the append path;
+ * `SqliteEventLog` extends it with appends. Appending here is refused; `verifyChain` loads the
+ * chain checks when asked.
+ */
+import Database from 'better-sqlite3';
+import type { JsonValue } from '../../events/canonical.js';
+import { CorruptLogError, UsageError } from '../../events/errors.js';
+import { storedLine, type NewEvent, type StoredEvent } from '../../events/envelope.js';
+import type { AppendResult, ChainReport, ExpectedRevision, LogHead, RawStoredEvent, ReadOptions } from '../../events/log.js';
+import type { RawEventRow } from './chain.js';
+import type { TransferableEventLog } from './verbatim.js';
+import { closeDatabase, openDatabase } from '../../projections/storage-guard.js';
+
+export interface SqliteReaderOptions {
+  /** File path, or ':memory:'. */
+  readonly path: string;
+  /** How long a writer waits for another process's lock, ms. */
+  readonly busyTimeoutMs?: number;
+  readonly readonly?: boolean;
+}
+
+export interface EventRow {
+  position: number;
+  stream_id: string;
+  revision: number;
+  type: string;
+  schema_version: number;
+  data: string;
+  metadata: string;
+  prev_hash: string;
+  hash: string;
+}
+
+function readOnly(): Error {
+  return new UsageError('internal: the event log was opened for reading; appending needs SqliteEventLog');
+}
+
+export const HEAD_SQL = 'SELECT position, hash FROM events ORDER BY position DESC LIMIT 1';
+export const STREAM_REVISION_SQL = 'SELECT MAX(revision) AS r FROM events WHERE stream_id = ?';
+const COLUMNS_SQL = 'position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash';
+
+export class SqliteLogReader implements TransferableEventLog {
+  readonly db: Database.Database;
+  protected readonly reads;
+
+  /** Opens the file as it is (a reader changes nothing: no schema, no journal mode). */
+  constructor(options: SqliteReaderOptions, prepare?: (db: Database.Database) => void) {
+    const inMemory = options.path === ':memory:' || options.path === '';
+    this.db = inMemory ? new Database(options.path) : openDatabase(options.path, { readonly: options.readonly ?? false });
+    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
+    if (prepare !== undefined) prepare(this.db);
+    else this.checkTables(options.path);
+    this.reads = {
+      head: this.db.prepare(HEAD_SQL),
+      anchor: this.db.prepare('SELECT position, hash FROM chain_head WHERE id = 1'),
+      streamRev: this.db.prepare(STREAM_REVISION_SQL),
+      allFwd: this.db.prepare(`SELECT ${COLUMNS_SQL} FROM events WHERE position >= ? ORDER BY position ASC LIMIT ?`).raw(true),
+      allBwd: this.db.prepare(`SELECT ${COLUMNS_SQL} FROM events WHERE position <= ? ORDER BY position DESC LIMIT ?`).raw(true),
+      streamFwd: this.db.prepare(`SELECT ${COLUMNS_SQL} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`).raw(true),
+      streamBwd: this.db.prepare(`SELECT ${COLUMNS_SQL} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`).raw(true),
+      iterate: this.db.prepare('SELECT * FROM events ORDER BY position ASC'),
+      hashes: this.db.prepare('SELECT hash FROM events WHERE position >= ? ORDER BY position ASC LIMIT ?').pluck(true),
+      // Raw rows (arrays) in a fixed column order: the replay path builds no intermediate objects.
+      replay: this.db.prepare(`SELECT ${COLUMNS_SQL} FROM events WHERE position >= ? ORDER BY position ASC`).raw(true),
+    };
+  }
+
+  /** A reader creates nothing: a file without the log's tables is refused in one line. */
+  private checkTables(path: string): void {
+    const have = new Set(this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('events', 'chain_head')").pluck(true).all() as string[]);
+    const missing = ['events', 'chain_head'].filter((t) => !have.has(t));
+    if (missing.length === 0) return;
+    closeDatabase(this.db);
+    throw new CorruptLogError(0, `${path} has no ${missing.join(' or ')} table (not a longbuild event log, or a damaged one); run \`longbuild verify\``);
+  }
+
+  /** Refused: this log was opened for reading (a reading command never appends). */
+  async append(_streamId: string, _events: readonly NewEvent[], _expected: ExpectedRevision): Promise<AppendResult> {
+    throw readOnly();
+  }
+
+  /** Refused, as `append`. */
+  async importVerbatim(_events: readonly StoredEvent[]): Promise<void> {
+    throw readOnly();
+  }
+
+  readAllSync(options: ReadOptions = {}): StoredEvent[] {
+    const limit = options.limit ?? -1;
+    const rows = (options.direction === 'backwards'
+      ? this.reads.allBwd.all(options.from ?? Number.MAX_SAFE_INTEGER, limit)
+      : this.reads.allFwd.all(options.from ?? 1, limit)) as RawRow[];
+    return toEvents(rows);
+  }
+
+  async readAll(options: ReadOptions = {}): Promise<StoredEvent[]> {
+    return this.readAllSync(options);
+  }
+
+  async readStoredRows(from: number, limit: number): Promise<RawStoredEvent[]> {
+    return (this.reads.allFwd.all(from, limit) as RawRow[]).map(([position, streamId, revision, type, schemaVersion, dataJson, metadataJson, prevHash, hash]) => (
+      { position, streamId, revision, type, schemaVersion, dataJson, metadataJson, prevHash, hash }));
+  }
+
+  /** Stream events one at a time without holding them all in memory. */
+  *iterateAll(from = 1): Generator<StoredEvent> {
+    const memo: MetadataReadMemo = { text: undefined, value: undefined };
+    for (const r of this.reads.replay.iterate(from) as Iterable<RawRow>) yield rawToEvent(r, memo);
+  }
+
+  async readStream(streamId: string, options: ReadOptions = {}): Promise<StoredEvent[]> {
+    const limit = options.limit ?? -1;
+    const rows = (options.direction === 'backwards'
+      ? this.reads.streamBwd.all(streamId, options.from ?? Number.MAX_SAFE_INTEGER, limit)
+      : this.reads.streamFwd.all(streamId, options.from ?? 0, limit)) as RawRow[];
+    return toEvents(rows);
+  }
+
+  headSync(): LogHead | null {
+    const head = this.reads.head.get() as LogHead | undefined;
+    return head ?? null;
+  }
+
+  async head(): Promise<LogHead | null> {
+    return this.headSync();
+  }
+
+  streamRevisionSync(streamId: string): number {
+    return (this.reads.streamRev.get(streamId) as { r: number | null }).r ?? -1;
+  }
+
+  async streamRevision(streamId: string): Promise<number> {
+    return this.streamRevisionSync(streamId);
+  }
+
+  anchorSync(): LogHead | null {
+    return (this.reads.anchor.get() as LogHead | undefined) ?? null;
+  }
+
+  async anchor(): Promise<LogHead | null> {
+    return this.anchorSync();
+  }
+
+  readHashesSync(from: number, limit: number): string[] {
+    return this.reads.hashes.all(from, limit) as string[];
+  }
+
+  async readHashes(from: number, limit: number): Promise<string[]> {
+    return this.readHashesSync(from, limit);
+  }
+
+  async readStoredLines(from: number, limit: number): Promise<{ type: string; line: string }[]> {
+    return (await this.readStoredRows(from, limit)).map((row) => ({ type: row.type, line: storedLine(row) }));
+  }
+
+  /** The chain walked end to end (R-4), the chain checks loaded on first use. */
+  async verifyChain(): Promise<ChainReport> {
+    const { verifyRawRows } = await import('./chain.js');
+    return this.db.transaction(() => verifyRawRows(mapRows(this.reads.iterate.iterate() as Iterable<EventRow>), (this.reads.anchor.get() as LogHead | undefined)))();
+  }
+
+  async close(): Promise<void> {
+    closeDatabase(this.db);
+  }
+}
+
+/** A row as an array, in the column order of the read statements. */
+export type RawRow = [number, string, number, string, number, string, string, string, string];
+
+/**
+ * The previous row's metadata text and its parsed value, for one read: consecutive events of one
+ * append share their metadata bytes, and then share one frozen object instead of a parse each.
+ */
+interface MetadataReadMemo {
+  text: string | undefined;
+  value: StoredEvent['metadata'] | undefined;
+}
+
+function toEvents(rows: readonly RawRow[]): StoredEvent[] {
+  const memo: MetadataReadMemo = { text: undefined, value: undefined };
+  const out: StoredEvent[] = new Array(rows.length);
+  for (let i = 0; i < rows.length; i++) out[i] = rawToEvent(rows[i]!, memo);
+  return out;
+}
+
+function rawToEvent(r: RawRow, memo: MetadataReadMemo): StoredEvent {
+  if (r[6] !== memo.text) {
+    memo.value = Object.freeze(parseStored(r[6], r[0], 'metadata') as StoredEvent['metadata']);
+    memo.text = r[6];
+  }
+  return {
+    position: r[0],
+    streamId: r[1],
+    revision: r[2],
+    type: r[3],
+    schemaVersion: r[4],
+    data: parseStored(r[5], r[0], 'data') as JsonValue,
+    metadata: memo.value!,
+    prevHash: r[7],
+    hash: r[8],
+  };
+}
+
+function parseStored(text: string, position: number, field: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new CorruptLogError(position, `${field} is not valid JSON`);
+  }
+}
+
+/** Rows as the chain checks take them. */
+export function* mapRows(rows: Iterable<EventRow>): Generator<RawEventRow> {
+  for (const r of rows) {
+    yield {
+      position: r.position,
+      streamId: r.stream_id,
+      revision: r.revision,
+      type: r.type,
+      schemaVersion: r.schema_version,
+      dataJson: r.data,
+      metadataJson: r.metadata,
+      prevHash: r.prev_hash,
+      hash: r.hash,
+    };
+  }
+}
