@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { ProjectionStore } from '../src/projections/engine.js';
@@ -144,6 +145,70 @@ describe('projection engine: truncation', () => {
     expect(() => again.catchUp(log.readAllSync({ limit: 3 }))).toThrow(/log truncated: projection test_counters has seen position 5, but the log ends at 3/);
     reopened.close();
     again.close();
+    void log.close();
+  });
+
+  it('decision 0023: a store closed 100 or more events past its newest snapshot leaves one at its head, and the next open folds nothing; closer than that, or with a state over 1 MiB, it does not', () => {
+    const dir = tempDir();
+    const log = new SqliteEventLog({ path: join(dir, 'events.db'), catalogue: testCatalogue });
+    const add = (from: number, count: number): void => {
+      log.appendSync('s1', Array.from({ length: count }, (_, i) => ({ type: 'TestAdded', data: { key: `k${(from + i) % 7}`, n: 1 }, metadata: meta })), from === 0 ? 'no-stream' : from - 1);
+    };
+    const open = (): ProjectionStore => ProjectionStore.open(join(dir, 'projections.db'), [counterProjection], { snapshotEvery: 1000 });
+    add(0, 150);
+    const first = open();
+    first.catchUp(log.iterateAll(first.resumeFrom()));
+    first.close();
+    const second = open();
+    expect(second.resumeFrom(), 'restored at the head: nothing to fold').toBe(151);
+    const folded = ProjectionStore.open(join(dir, 'fold.db'), [counterProjection], { snapshotEvery: 0 });
+    folded.catchUp(log.iterateAll(1));
+    expect(second.state('test_counters')).toEqual(folded.state('test_counters'));
+    add(150, 50);
+    second.catchUp(log.iterateAll(second.resumeFrom()));
+    second.close();
+    const third = open();
+    expect(third.resumeFrom(), '50 events past the newest snapshot: none at the head').toBe(151);
+    third.close();
+    folded.close();
+
+    // A state that grows with the history (here over 1 MiB) keeps its spacing: no snapshot at close once its size is known.
+    const big: Projection<{ blob: string; n: number }> = { name: 'big', initialState: { blob: 'x'.repeat(1_200_000), n: 0 }, evolve: (st, e) => (e.type === 'TestAdded' ? { ...st, n: st.n + 1 } : st), tables: [] };
+    const openBig = (): ProjectionStore => ProjectionStore.open(join(dir, 'big.db'), [big], { snapshotEvery: 1000 });
+    const b1 = openBig();
+    b1.catchUp(log.iterateAll(1));
+    b1.close(); // its size not known yet: snapshotted at the head (200)
+    add(200, 150);
+    const b2 = openBig();
+    expect(b2.resumeFrom()).toBe(201);
+    b2.catchUp(log.iterateAll(b2.resumeFrom()));
+    b2.close();
+    const b3 = openBig();
+    expect(b3.resumeFrom(), 'restored a state over 1 MiB: no snapshot at close').toBe(201);
+    b3.close();
+
+    // A head snapshot replaces the previous head snapshot; those on boundaries stay for time travel.
+    const openEvery = (): ProjectionStore => ProjectionStore.open(join(dir, 'every.db'), [counterProjection], { snapshotEvery: 150 });
+    const positions = (): number[] => {
+      const db = new Database(join(dir, 'every.db'));
+      try {
+        return db.prepare("SELECT position FROM snapshots WHERE projection = 'test_counters' ORDER BY position").pluck().all() as number[];
+      } finally {
+        db.close();
+      }
+    };
+    const upTo = (store: ProjectionStore, last: number): void => void store.catchUp(log.readAllSync({ from: store.resumeFrom(), limit: last - store.resumeFrom() + 1 }));
+    const e1 = openEvery();
+    upTo(e1, 140);
+    e1.close();
+    expect(positions()).toEqual([140]);
+    const e2 = openEvery();
+    upTo(e2, 290);
+    e2.close();
+    expect(positions(), 'the boundary at 150 stays; the head at 290 replaces the one at 140').toEqual([150, 290]);
+    const e3 = openEvery();
+    expect(e3.resumeFrom()).toBe(291);
+    e3.close();
     void log.close();
   });
 });

@@ -21,6 +21,12 @@ const SNAPSHOT_BYTES = 1 << 20;
  * append bought nothing but write traffic.
  */
 const WRITE_BEHIND_EVENTS = 256;
+/**
+ * At close, a projection whose newest snapshot is this many events behind its head, and no bigger
+ * than SNAPSHOT_BYTES, is snapshotted at the head: the next open restores it instead of folding
+ * those events again (decision 0023).
+ */
+const HEAD_SNAPSHOT_EVENTS = 100;
 
 export interface ProjectionStoreOptions {
   /** Write a snapshot of each projection every K events (0 = never). Default 1000. */
@@ -72,6 +78,8 @@ export class ProjectionStore {
   private readonly runtimes: Runtime[];
   private readonly snapshots: SnapshotStore;
   private readonly lastSnapshot = new Map<string, { position: number; bytes: number }>();
+  /** Each projection's newest snapshot this store restored or wrote (what a next open would start from). */
+  private readonly newest = new Map<string, { position: number; bytes: number }>();
   private readonly snapshotEvery: number;
   private readonly batchSize: number;
   private readonly stmts;
@@ -148,6 +156,7 @@ export class ProjectionStore {
         rt.state = state;
         rt.memPosition = s.position;
         rt.memHash = s.eventHash;
+        this.newest.set(projection.name, { position: s.position, bytes: s.stateJson.length });
         break;
       }
     }
@@ -351,10 +360,43 @@ export class ProjectionStore {
       const spacing = this.snapshotEvery * Math.max(1, Math.ceil(last.bytes / SNAPSHOT_BYTES));
       if (position - last.position < spacing) return;
     }
+    const bytes = this.writeSnapshot(name, position, hash, state);
+    this.snapshots.thin?.(name, position - this.snapshotEvery, this.snapshotEvery * SNAPSHOT_STRIDE);
+    this.lastSnapshot.set(name, { position, bytes });
+  }
+
+  /** Write one snapshot; returns its size (bytes of JSON). */
+  private writeSnapshot(name: string, position: number, hash: string, state: unknown): number {
     const snapshot = makeSnapshot(name, position, hash, state);
     this.snapshots.put(snapshot);
-    this.lastSnapshot.set(name, { position, bytes: snapshot.stateJson.length });
-    this.snapshots.thin?.(name, position - this.snapshotEvery, this.snapshotEvery * SNAPSHOT_STRIDE);
+    this.newest.set(name, { position, bytes: snapshot.stateJson.length });
+    return snapshot.stateJson.length;
+  }
+
+  /**
+   * At close: snapshot each projection (and its view) at its head when a next open would
+   * otherwise fold HEAD_SNAPSHOT_EVENTS or more events to get there and its state is small
+   * (a state that grows with the build's history keeps its spacing, see putSnapshot). Only a
+   * head the tables have reached: a snapshot is never ahead of what is written.
+   */
+  private snapshotHeads(): void {
+    if (this.snapshotEvery <= 0) return;
+    for (const r of this.runtimes) {
+      if (r.memPosition === 0 || r.memPosition !== r.storedPosition || r.memHash !== r.storedHash) continue;
+      const due = (name: string): boolean => {
+        // What this store restored or wrote, else the newest on disk (a view's: never restored by a step).
+        const newest = this.newest.get(name) ?? { position: this.snapshots.newestPosition?.(name) ?? 0, bytes: 0 };
+        return r.memPosition - newest.position >= HEAD_SNAPSHOT_EVENTS && newest.bytes <= SNAPSHOT_BYTES;
+      };
+      const head = (name: string, state: unknown): void => {
+        this.writeSnapshot(name, r.memPosition, r.memHash, state);
+        // The head snapshot replaces an earlier one; snapshots on boundaries stay (time travel starts from them).
+        this.snapshots.thin?.(name, r.memPosition, this.snapshotEvery);
+      };
+      if (due(r.projection.name)) head(r.projection.name, r.state);
+      const view = r.projection.view;
+      if (view && due(view.name)) head(view.name, view.of(r.state));
+    }
   }
 
   /**
@@ -449,6 +491,7 @@ export class ProjectionStore {
   close(): void {
     try {
       this.flush();
+      this.snapshotHeads();
     } finally {
       closeDatabase(this.db);
     }

@@ -43,6 +43,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
       clearOne: db.prepare('DELETE FROM snapshots WHERE projection = ?'),
       thin: db.prepare('DELETE FROM snapshots WHERE projection = ? AND position < ? AND position % ? != 0'),
       clearAll: db.prepare('DELETE FROM snapshots'),
+      newest: db.prepare('SELECT MAX(position) FROM snapshots WHERE projection = ?').pluck(true),
     };
   }
 
@@ -67,6 +68,10 @@ export class SqliteSnapshotStore implements SnapshotStore {
    */
   thin(projection: string, keepFrom: number, stride: number): void {
     this.stmts.thin.run(projection, keepFrom, stride);
+  }
+
+  newestPosition(projection: string): number | undefined {
+    return (this.stmts.newest.get(projection) as number | null) ?? undefined;
   }
 
   clear(projection?: string): void {

@@ -23,6 +23,8 @@ export interface SnapshotStore {
   clear(projection?: string): void;
   /** Drop snapshots below `keepFrom` whose position is not a multiple of `stride` (optional). */
   thin?(projection: string, keepFrom: number, stride: number): void;
+  /** The position of the projection's newest snapshot, or undefined (optional). */
+  newestPosition?(projection: string): number | undefined;
 }
 
 /** The hash a snapshot must carry. */

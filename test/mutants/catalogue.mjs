@@ -146,6 +146,18 @@ export const MUTANTS = [
     caughtBy: ['test/log-audit.test.ts'],
   },
   {
+    name: 'no-head-snapshot',
+    bug: "the projection store takes no snapshot at its head when it closes (decision 0023): every open folds again the events since the last boundary",
+    edits: [{ file: 'src/projections/engine.ts', find: '      this.snapshotHeads();\n', replace: '' }],
+    caughtBy: ['test/projection-engine.test.ts'],
+  },
+  {
+    name: 'head-snapshot-ignores-size',
+    bug: "the store snapshots a state of any size at close (decision 0023): a state that grows with the build's history is written whole at the end of every run",
+    edits: [{ file: 'src/projections/engine.ts', find: ' && newest.bytes <= SNAPSHOT_BYTES;', replace: ';' }],
+    caughtBy: ['test/projection-engine.test.ts'],
+  },
+  {
     name: 'view-drops-latest-attempts',
     bug: "the build's view keeps only open attempts (decision 0020): a reading command folding from it cannot tell which commit a validated node is integrated with, so status fails or differs",
     edits: [{ file: 'src/projections/build-state.ts', find: '  for (const id in state.nodes) if (state.nodes[id]!.attempts > 0) keep(attemptIdOf(id, state.nodes[id]!.attempts));', replace: '  for (const id in state.nodes) if (state.nodes[id]!.attempts < 0) keep(attemptIdOf(id, state.nodes[id]!.attempts));', js: { find: 'if (state.nodes[id].attempts > 0)', replace: 'if (state.nodes[id].attempts < 0)' } }],
