@@ -1,7 +1,7 @@
 import { canonicalJson, compareCodePoints } from '../events/canonical.js';
 import { sha256Hex } from '../events/hash.js';
 import type { BuildState, NodeRecord } from './build-state.js';
-import { graphIndexOf, knownGraphIndexOf, nodeCanonical, type GraphIndex } from './graph-index.js';
+import { canonicalSlice, graphIndexOf, knownGraphIndexOf, type GraphIndex } from './graph-index.js';
 
 export { isSatisfied } from './graph-index.js';
 
@@ -24,9 +24,7 @@ export function graphSha256(nodes: Readonly<Record<string, NodeRecord>>): string
   const index = knownGraphIndexOf(nodes);
   if (index !== null) return index.graphSha256();
   const ids = sortedIds(nodes);
-  let out = '[';
-  for (let i = 0; i < ids.length; i++) out += (i === 0 ? '' : ',') + nodeCanonical(nodes[ids[i]!]!);
-  return sha256Hex(`${out}]`);
+  return sha256Hex(`[${canonicalSlice(ids, 0, ids.length, (id) => nodes[id]!)}]`);
 }
 
 let lastIds: string[] = [];

@@ -130,7 +130,7 @@ export const MUTANTS = [
   {
     name: 'graph-index-untracked-delete',
     bug: "the fold's draft does not note a node it deletes (decision 0021): the index carried to the next state still holds the node, in its SHA-256 and its ready set",
-    edits: [{ file: 'src/projections/graph-index.ts', find: 'deleteProperty: (target, key) => (note(key), Reflect.deleteProperty(target, key)),', replace: 'deleteProperty: (target, key) => Reflect.deleteProperty(target, key),' }],
+    edits: [{ file: 'src/projections/graph-index.ts', find: 'deleteProperty: (target, key) => (note(target, key), Reflect.deleteProperty(target, key)),', replace: 'deleteProperty: (target, key) => Reflect.deleteProperty(target, key),' }],
     caughtBy: ['test/graph-index.test.ts'],
   },
   {

@@ -35,7 +35,7 @@ export interface EventRow {
 }
 
 function readOnly(): Error {
-  return new UsageError('internal: the event log was opened for reading; appending needs SqliteEventLog');
+  return new UsageError('this event log was opened for reading (a reading command); open it with openEventLog without `reading` to append');
 }
 
 export const HEAD_SQL = 'SELECT position, hash FROM events ORDER BY position DESC LIMIT 1';
@@ -45,12 +45,15 @@ const COLUMNS_SQL = 'position, stream_id, revision, type, schema_version, data, 
 export class SqliteLogReader implements TransferableEventLog {
   readonly db: Database.Database;
   protected readonly reads;
+  /** How long a writer waits for another process's lock, ms. */
+  protected readonly busyTimeoutMs: number;
 
   /** Opens the file as it is (a reader changes nothing: no schema, no journal mode). */
   constructor(options: SqliteReaderOptions, prepare?: (db: Database.Database) => void) {
     const inMemory = options.path === ':memory:' || options.path === '';
     this.db = inMemory ? new Database(options.path) : openDatabase(options.path, { readonly: options.readonly ?? false });
-    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
+    this.busyTimeoutMs = options.busyTimeoutMs ?? 10_000;
+    this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
     if (prepare !== undefined) prepare(this.db);
     else this.checkTables(options.path);
     this.reads = {
@@ -157,8 +160,12 @@ export class SqliteLogReader implements TransferableEventLog {
 
   /** The chain walked end to end (R-4), the chain checks loaded on first use. */
   async verifyChain(): Promise<ChainReport> {
-    const { verifyRawRows } = await import('./chain.js');
-    return this.db.transaction(() => verifyRawRows(mapRows(this.reads.iterate.iterate() as Iterable<EventRow>), (this.reads.anchor.get() as LogHead | undefined)))();
+    return this.checkChain((await import('./chain.js')).verifyRawRows);
+  }
+
+  /** The anchor and the rows are read in one read transaction: one snapshot, even while another process appends. */
+  protected checkChain(verify: (rows: Iterable<RawEventRow>, anchor: LogHead | undefined) => ChainReport): ChainReport {
+    return this.db.transaction(() => verify(mapRows(this.reads.iterate.iterate() as Iterable<EventRow>), this.reads.anchor.get() as LogHead | undefined))();
   }
 
   async close(): Promise<void> {
@@ -212,7 +219,7 @@ function parseStored(text: string, position: number, field: string): unknown {
 }
 
 /** Rows as the chain checks take them. */
-export function* mapRows(rows: Iterable<EventRow>): Generator<RawEventRow> {
+function* mapRows(rows: Iterable<EventRow>): Generator<RawEventRow> {
   for (const r of rows) {
     yield {
       position: r.position,

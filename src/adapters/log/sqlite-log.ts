@@ -3,7 +3,7 @@ import { ChainSealer, type NewEvent, type StoredEvent } from '../../events/envel
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
 import type { AppendResult, ChainReport, ExpectedRevision, LogHead } from '../../events/log.js';
 import { checkExpected, verifyRawRows } from './chain.js';
-import { HEAD_SQL, mapRows, SqliteLogReader, STREAM_REVISION_SQL, type EventRow, type SqliteReaderOptions } from './sqlite-log-reader.js';
+import { HEAD_SQL, SqliteLogReader, STREAM_REVISION_SQL, type SqliteReaderOptions } from './sqlite-log-reader.js';
 import { checkAppendShape, newBatchMemo, prepareNewEvent } from './prepare.js';
 import { BatchWriterError, SqliteBatchWriter } from './sqlite-batch-writer.js';
 import { prepareVerbatim } from './verbatim.js';
@@ -65,7 +65,6 @@ export class SqliteEventLog extends SqliteLogReader {
   private readonly catalogue: EventCatalogue;
   private readonly stmts;
   private readonly path: string;
-  private readonly busyTimeoutMs: number;
   private readonly synchronous: 'FULL' | 'NORMAL';
   private readonly parallelMin: number;
   private writer: SqliteBatchWriter | undefined;
@@ -84,7 +83,6 @@ export class SqliteEventLog extends SqliteLogReader {
     });
     this.catalogue = options.catalogue ?? domainCatalogue;
     this.path = options.path;
-    this.busyTimeoutMs = options.busyTimeoutMs ?? 10_000;
     this.synchronous = synchronous;
     const inMemory = options.path === ':memory:' || options.path === '';
     this.parallelMin = options.parallelAppend === false || options.readonly || inMemory ? Infinity : options.parallelAppend ?? PARALLEL_MIN_EVENTS;
@@ -262,9 +260,8 @@ export class SqliteEventLog extends SqliteLogReader {
     }
   }
 
-  /** The anchor and the rows are read in one read transaction: one snapshot, even while another process appends. */
   verifyChainSync(): ChainReport {
-    return this.db.transaction(() => verifyRawRows(mapRows(this.reads.iterate.iterate() as Iterable<EventRow>), this.reads.anchor.get() as LogHead | undefined))();
+    return this.checkChain(verifyRawRows);
   }
 
   override async verifyChain(): Promise<ChainReport> {
