@@ -95,7 +95,7 @@ async function bench(n, steps) {
   await controller.sync();
   log.db.pragma('wal_checkpoint(TRUNCATE)');
   const bytes = statSync(join(dir, 'events.db')).size - bytes0;
-  const rows = log.db.prepare('SELECT SUM(LENGTH(data) + LENGTH(metadata) + 64 * 2 + LENGTH(type)) AS b FROM events WHERE position > ?').get(pos0).b;
+  const rows = log.db.prepare('SELECT SUM(LENGTH(data) + LENGTH(metadata) + LENGTH(prev_hash) + LENGTH(hash) + LENGTH(type)) AS b FROM events WHERE position > ?').get(pos0).b;
   times.sort((a, b) => a - b);
   store.close();
   await log.close();
@@ -136,7 +136,7 @@ async function benchLong(n, per = 50) {
   }
   await controller.sync();
   const events = controller.current.position;
-  const bytes = log.db.prepare('SELECT SUM(LENGTH(data) + LENGTH(metadata) + 64 * 2 + LENGTH(type)) AS b FROM events').get().b;
+  const bytes = log.db.prepare('SELECT SUM(LENGTH(data) + LENGTH(metadata) + LENGTH(prev_hash) + LENGTH(hash) + LENGTH(type)) AS b FROM events').get().b;
   store.close();
   await log.close();
   if (process.env.KEEP) console.log(`kept ${dir}`);

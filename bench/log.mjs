@@ -10,7 +10,7 @@ import { produce } from 'immer';
 import { SqliteEventLog } from '../dist/adapters/log/sqlite-log.js';
 import { ProjectionStore } from '../dist/projections/engine.js';
 import { immerProjection } from '../dist/projections/projection.js';
-import { SqliteSnapshotStore } from '../dist/projections/snapshots.js';
+import { SqliteSnapshotStore } from '../dist/projections/snapshot-store.js';
 import { stateAt } from '../dist/projections/time-travel.js';
 
 const scale = Number(process.env.BENCH_SCALE ?? 1);

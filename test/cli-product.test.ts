@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../src/adapters/cli/registry.js';
 import { cliJson, HELIOS, ROOT, runCli, tempDir } from './support/cli.js';
+import { editRow } from './support/rewrite-log.js';
 
 const ANSI = /\x1b\[/;
 
@@ -83,9 +84,11 @@ describe('CLI error paths: one clear line, the right exit code, nothing appended
     cliJson(['run', '--max-steps', '3'], { cwd: repo });
     const db = new Database(join(repo, '.longbuild', 'events.db'));
     const before = (db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
-    const edited = db.prepare("UPDATE events SET data = replace(data, 'plan.seal.0', 'plan.seal.9') WHERE position = 2").run();
-    expect(edited.changes).toBe(1);
     db.close();
+    editRow(join(repo, '.longbuild', 'events.db'), 2, (r) => {
+      expect(r.data).toContain('plan.seal.0');
+      return { data: r.data.replace('plan.seal.0', 'plan.seal.9') };
+    });
     const v = runCli(['verify'], { cwd: repo });
     expect(v.code).toBe(1);
     expect(v.stderr).toMatch(/position 2/);

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { exitCodeFor, main } from '../src/adapters/cli/main.js';
 import { ConcurrencyError, CorruptLogError, NotFoundError, UsageError, ValidationError } from '../src/events/errors.js';
+import { editRow, hashAt } from './support/rewrite-log.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dirs: string[] = [];
@@ -78,7 +79,7 @@ describe('CLI: log, verify, rebuild', () => {
 
   it('R-4 verify fails with exit 1 naming the first bad position of an edited event', async () => {
     const b = buildWithEvents(6);
-    rawDb(b.events, `UPDATE events SET data = replace(data, 'reason 3', 'reason 9') WHERE position = 4`);
+    editRow(b.events, 4, (r) => ({ data: r.data.replace('reason 3', 'reason 9') }));
     const v = await cli(['verify', '--dir', 'b', '--json'], b.cwd);
     expect(v.code).toBe(1);
     const out = JSON.parse(v.stdout) as { ok: boolean; problems: { position: number }[]; projectionsSha256: string | null };
@@ -94,7 +95,7 @@ describe('CLI: log, verify, rebuild', () => {
   it('R-4 verify detects a truncated tail even when the chain head anchor was rewritten, because projections saw more', async () => {
     const b = buildWithEvents(6);
     expect((await cli(['rebuild', '--dir', 'b'], b.cwd)).code).toBe(0); // projections now at 6
-    rawDb(b.events, `DELETE FROM events WHERE position > 4; UPDATE chain_head SET position = 4, hash = (SELECT hash FROM events WHERE position = 4)`);
+    rawDb(b.events, `DELETE FROM events WHERE position > 4; UPDATE chain_head SET position = 4, hash = '${hashAt(b.events, 4)}'`);
     const v = await cli(['verify', '--dir', 'b', '--json'], b.cwd);
     expect(v.code).toBe(1);
     const out = JSON.parse(v.stdout) as { problems: { position: number; problem: string }[] };

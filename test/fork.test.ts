@@ -19,7 +19,6 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
 import type { Planner, Worker } from '../src/commands/ports.js';
 import type { StoredEvent } from '../src/events/envelope.js';
 import { forkBuild } from '../src/adapters/fork/fork.js';
@@ -30,7 +29,7 @@ import { loadBlueprint } from '../src/adapters/blueprint/blueprint.js';
 import { dagArb, type RandomDag } from './support/arbitraries.js';
 import { blueprintOf } from './support/random-blueprint.js';
 import { runCli, tempDir } from './support/cli.js';
-import { rewrite, rows, type Row } from './support/rewrite-log.js';
+import { editRow, rewrite, rows, type Row } from './support/rewrite-log.js';
 
 interface Calls { planner: number; worker: string[] }
 
@@ -53,13 +52,8 @@ async function runBuild(repo: string, blueprintPath: string): Promise<Calls> {
 }
 
 function events(repo: string): StoredEvent[] {
-  const db = new Database(join(repo, '.longbuild', 'events.db'), { readonly: true });
-  try {
-    return (db.prepare('SELECT position, type, data FROM events ORDER BY position').all() as { position: number; type: string; data: string }[])
-      .map((r) => ({ position: r.position, type: r.type, data: JSON.parse(r.data) }) as unknown as StoredEvent);
-  } finally {
-    db.close();
-  }
+  return rows(join(repo, '.longbuild', 'events.db'))
+    .map((r) => ({ position: r.position, type: r.type, data: JSON.parse(r.data) }) as unknown as StoredEvent);
 }
 
 const tree = (repo: string): string => execFileSync('git', ['-C', repo, 'rev-parse', 'refs/heads/longbuild/integration^{tree}'], { encoding: 'utf8' }).trim();
@@ -219,9 +213,7 @@ describe('fork (R-41, issue 18)', () => {
     const parentDb = join(dir, 'f1', '.longbuild', 'events.db');
     const target = rows(parentDb).filter((r) => r.type === 'AttemptFinished' && r.position > bFinished).at(-1)!;
     const edit = (all: Row[]): Row[] => all.map((r) => (r.position === target.position ? { ...r, data: r.data.replace('"outcome":"committed"', '"outcome":"recorded"') } : r));
-    const db = new Database(parentDb);
-    db.prepare('UPDATE events SET data = ? WHERE position = ?').run(edit([target])[0]!.data, target.position);
-    db.close();
+    editRow(parentDb, target.position, () => ({ data: edit([target])[0]!.data }));
     const edited = runCli(['verify', '--repo', join(dir, 'f2')], { cwd: dir });
     expect(edited.code).toBe(1);
     expect(edited.stderr).toMatch(/fork of .* at \d+: .*(does not hash to its recorded hash \(edited\)|the parent's log does not verify)/);

@@ -1,6 +1,6 @@
 // Decision 0017: the SQLite log's group commit (hold/sync), the call-mark journal and the
 // projections written behind the log — what each promises, checked on real files.
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -12,7 +12,7 @@ import { FileCallMarks } from '../src/adapters/controller/call-marks.js';
 import { sha256Hex } from '../src/events/hash.js';
 import { testCatalogue } from './contract/log-contract.js';
 import { openBuild } from '../src/adapters/session.js';
-import { cliJson, HELIOS, tempDir } from './support/cli.js';
+import { cliJson, HELIOS, runCli, tempDir } from './support/cli.js';
 
 const meta = { recordedAt: '2026-01-01T00:00:00.000Z' };
 const ev = (n: number) => ({ type: 'TestA', data: { n }, metadata: meta });
@@ -135,6 +135,37 @@ describe('call marks: one journal, flushed per line', () => {
     expect(reader.started('attempt-c', 1)).toBe(true);
     reader.close();
     expect(readFileSync(journal, 'utf8').split('\n').filter(Boolean)).toHaveLength(2);
+  });
+
+  it('forgetting settled calls empties the journal durably: a resumed reader finds no mark, and later marks append and read back (decision 0025)', () => {
+    const dir = join(scratch(), 'calls');
+    const marks = new FileCallMarks(dir);
+    marks.forgetSettled(); // no journal yet: nothing is created
+    expect(existsSync(join(dir, 'journal'))).toBe(false);
+    marks.mark('attempt-a', 1);
+    marks.keep('attempt-a', 1, { outcome: 'recorded' }, { flush: false });
+    expect(marks.kept('attempt-a', 1)).toEqual({ outcome: 'recorded' });
+    marks.forgetSettled();
+    expect(statSync(join(dir, 'journal')).size).toBe(0);
+    expect(marks.started('attempt-a', 1)).toBe(false);
+    expect(marks.kept('attempt-a', 1)).toBeNull();
+    marks.mark('attempt-b', 1);
+    marks.close();
+    const resumed = new FileCallMarks(dir);
+    expect(resumed.started('attempt-a', 1)).toBe(false);
+    expect(resumed.started('attempt-b', 1)).toBe(true);
+    resumed.close();
+  });
+
+  it('a finished build keeps no call outcomes beside its log: the journal is empty at the end, and the build verifies (decision 0025)', () => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', HELIOS], { cwd: repo });
+    cliJson(['run', '--max-steps', '6'], { cwd: repo });
+    const journal = join(repo, '.longbuild', 'calls', 'journal');
+    expect(existsSync(journal)).toBe(true);
+    expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
+    expect(statSync(journal).size).toBe(0);
+    expect(runCli(['verify'], { cwd: repo }).code).toBe(0);
   });
 
   it('marks of a build from before the journal (a file per mark) are still read', () => {

@@ -9,7 +9,7 @@ import { computeEventHash } from '../src/events/envelope.js';
 import { hashLeaves, eventLeafHash } from '../src/events/merkle.js';
 import { checkpointText, formatVerifierKey, ED25519, rawPublicKey, signNote } from '../src/events/signed-note.js';
 import { runCli } from './support/cli.js';
-import { rewrite, rows } from './support/rewrite-log.js';
+import { hashAt, rewrite, rows } from './support/rewrite-log.js';
 import { generateSigningKey } from '../src/adapters/transparency/keys.js';
 import { signedHeadPath } from '../src/adapters/transparency/keys.js';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
@@ -60,7 +60,7 @@ const count = (db: string): number => rows(db).length;
 /** Cut the log after `keep` and move the anchor back with it, as an attacker hiding events would. */
 function cutLog(db: string, keep: number): void {
   const d = new Database(db);
-  const h = d.prepare('SELECT hash FROM events WHERE position = ?').pluck().get(keep) as string;
+  const h = hashAt(db, keep);
   d.prepare('DELETE FROM events WHERE position > ?').run(keep);
   d.prepare('UPDATE chain_head SET position = ?, hash = ?').run(keep, h);
   d.close();

@@ -18,6 +18,7 @@ import type { NewEvent } from '../src/events/envelope.js';
 import { ConcurrencyError, ValidationError } from '../src/events/errors.js';
 import { logContract, testCatalogue } from './contract/log-contract.js';
 import { appendArb } from './support/random-events.js';
+import { rows as storedRows } from './support/rewrite-log.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dir = mkdtempSync(join(tmpdir(), 'lb-writer-'));
@@ -35,11 +36,11 @@ const meta = { recordedAt: '2026-01-01T00:00:00Z' };
 const many = (count: number, from = 0): NewEvent[] =>
   Array.from({ length: count }, (_, i) => ({ type: 'TestAdded', data: { key: `k${(from + i) % 7}`, n: from + i, pad: 'p'.repeat((from + i) % 50) }, metadata: meta }));
 
-/** Every stored row, exactly as SQLite holds it (both tables). */
+/** Every stored row as text (a compact row decoded: the thread stores text rows, small appends in-thread compact ones) and the anchor. */
 function rowsOf(path: string): unknown[] {
   const db = new Database(path, { readonly: true });
   try {
-    return [...db.prepare('SELECT * FROM events ORDER BY position').raw(true).all(), ...db.prepare('SELECT * FROM chain_head').raw(true).all()];
+    return [...storedRows(path), ...db.prepare('SELECT * FROM chain_head').raw(true).all()];
   } finally {
     db.close();
   }

@@ -7,6 +7,7 @@ import { COSIGNATURE_V1, ED25519, checkpointText, formatVerifierKey, parseNote, 
 import { eventLeafHash, hashLeaves } from '../src/events/merkle.js';
 import { generateSigningKey } from '../src/adapters/transparency/keys.js';
 import { cliJson, runCli } from './support/cli.js';
+import { rows as storedRows } from './support/rewrite-log.js';
 
 // Proof files (R-34) and the witness (R-35), driven through the CLI on a real build.
 
@@ -98,9 +99,7 @@ describe('R-35 a witness cosigns only extensions of what it saw', () => {
     expect(runCli(['verify', '--repo', b.repo], { cwd: root }).code).toBe(0);
 
     // An attacker rewrites the log (one byte of event 2) and re-signs a checkpoint under a key of their own.
-    const d = new Database(b.db);
-    const rows = d.prepare('SELECT hash FROM events ORDER BY position').pluck().all() as string[];
-    d.close();
+    const rows = storedRows(b.db).map((r) => r.hash);
     const attacker = generateSigningKey();
     const origin = parseVerifierKey(b.vkey).name;
     const forged = hashLeaves(rows.map((h, i) => eventLeafHash(i === 1 ? 'f'.repeat(64) : h)));
@@ -119,7 +118,7 @@ describe('R-35 a witness cosigns only extensions of what it saw', () => {
     expect(split.stderr).toMatch(/another root than the one this witness cosigned \(a split view\); refusing/);
     // A larger tree under the genuine key whose root does not extend the cosigned one is refused.
     const grow = new Database(b.db);
-    const last = grow.prepare('SELECT * FROM events ORDER BY position DESC LIMIT 1').get() as Record<string, string | number>;
+    const last = storedRows(b.db).at(-1)!;
     grow.prepare('INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)').run(Number(last.position) + 1, last.stream_id, Number(last.revision) + 1, 'BuildBlocked', 1, '{}', last.metadata, last.hash, 'e'.repeat(64));
     grow.close();
     writeFileSync(join(b.dir, 'checkpoints', `${rows.length + 1}.checkpoint`), signNote(checkpointText(origin, rows.length + 1, forged), origin, genuine));

@@ -96,9 +96,10 @@ describe('export/import between log backends', () => {
       expect(await target.head()).toEqual(await source.head());
       expect(await target.readAll()).toEqual(await source.readAll());
       expect(await target.verifyChain()).toEqual(await source.verifyChain());
-      // Byte-identical stored texts, not just equal values.
+      // Byte-identical stored texts, not just equal values (SQLite's compact rows decoded, decision 0024).
       const pgRows = (await target.query('SELECT data, metadata, hash FROM events ORDER BY position')) as Array<Record<string, string>>;
-      const sqliteRows = source.db.prepare('SELECT data, metadata, hash FROM events ORDER BY position').all();
+      const sqliteRows = (await source.readStoredRows(1, 1000)).map((r) => ({ data: r.dataJson, metadata: r.metadataJson, hash: r.hash }));
+      expect(sqliteRows).toHaveLength(400);
       expect(pgRows).toEqual(sqliteRows);
       // And back again: PostgreSQL → SQLite.
       const back = sqliteLog();

@@ -42,7 +42,7 @@ import { agentSecretNames, assertCallable, defaultRoute, styleFor } from './comm
 import { commandEnv } from './command/command-env.js';
 import type { KeyObject } from 'node:crypto';
 import type { StepResult } from './controller/controller.js';
-import type { BuildState } from '../projections/build-state.js';
+import { callsInDoubt, type BuildState } from '../projections/build-state.js';
 import type { OperatorVerdict } from '../commands/operator.js';
 import { parseVerifierKey } from '../events/signed-note.js';
 import { Notary } from './transparency/notary.js';
@@ -429,7 +429,11 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       async close(options = {}) {
         try {
           // Decisions appended since the last effect (a final report, a refusal) are committed.
-          if (!controller.broken) await controller.sync();
+          if (!controller.broken) {
+            await controller.sync();
+            // Every marked call settled in a durable log: the journal has nothing left to answer (decision 0025).
+            if (opts.reading !== true && !callsInDoubt(controller.current)) calls.forgetSettled();
+          }
           if (options.sign !== false) await notary?.sign();
         } finally {
           notary?.close();

@@ -153,6 +153,17 @@ function closeJob(draft: Draft<BuildState>, jobId: string): void {
   if (draft.openJobs.includes(jobId)) draft.openJobs = draft.openJobs.filter((id) => id !== jobId);
 }
 
+/**
+ * Whether a planner or worker call may still be in flight or unrecorded: an attempt is open, or a
+ * planner call was invoked and not answered. Only such calls are ever asked about in the call
+ * marks (a resume's recall), so with none the marks can be forgotten (decision 0025).
+ */
+export function callsInDoubt(state: Pick<BuildState, 'openAttempts' | 'plannerCalls'>): boolean {
+  if (state.openAttempts.length > 0) return true;
+  for (const id in state.plannerCalls) if (state.plannerCalls[id]!.status === 'invoked') return true;
+  return false;
+}
+
 /** An attempt by id. */
 export function attemptOf(state: Pick<BuildState, 'attempts'>, attemptId: string): AttemptRecord | undefined {
   return shardGet(state.attempts, attemptId);

@@ -146,6 +146,30 @@ export const MUTANTS = [
     caughtBy: ['test/log-audit.test.ts'],
   },
   {
+    name: 'compact-row-metadata-ignored',
+    bug: "a compact row's metadata column is not checked (decision 0024): text an attacker writes there goes unnoticed by verify",
+    edits: [{ file: 'src/adapters/log/row-codec.ts', find: "  if (metadata !== '') return 'compact row holds text in its metadata column (edited)';\n", replace: '', js: { find: "if (metadata !== '')", replace: 'if (false)' } }],
+    caughtBy: ['test/log-tamper.test.ts'],
+  },
+  {
+    name: 'compact-hash-upper-hex',
+    bug: "the hash of a compact row is read back as SQLite's upper-case hex (decision 0024): the chain no longer links across forms",
+    edits: [{ file: 'src/adapters/log/row-codec.ts', find: "lower(hex(${column}))", replace: "hex(${column})" }],
+    caughtBy: ['test/log-row-codec.test.ts'],
+  },
+  {
+    name: 'bulk-appends-compact',
+    bug: 'a bulk append is stored in the compact form too (decision 0024): batch throughput would halve',
+    edits: [{ file: 'src/adapters/log/sqlite-log.ts', find: 'events.length <= this.compactMax);', replace: 'this.compactMax > 0);' }],
+    caughtBy: ['test/log-row-codec.test.ts'],
+  },
+  {
+    name: 'journal-forgets-in-doubt',
+    bug: 'the call-mark journal is emptied at close while a call is in doubt (decision 0025): a resumed build no longer knows the interrupted worker call started',
+    edits: [{ file: 'src/projections/build-state.ts', find: '  if (state.openAttempts.length > 0) return true;\n', replace: '', js: { find: 'if (state.openAttempts.length > 0)\n        return true;', replace: '' } }],
+    caughtBy: ['test/interrupt.test.ts'],
+  },
+  {
     name: 'no-head-snapshot',
     bug: "the projection store takes no snapshot at its head when it closes (decision 0023): every open folds again the events since the last boundary",
     edits: [{ file: 'src/projections/engine.ts', find: '      this.snapshotHeads();\n', replace: '' }],

@@ -7,13 +7,42 @@ import Database from 'better-sqlite3';
 import type { JsonValue } from '../../src/events/canonical.js';
 import { computeEventHash } from '../../src/events/envelope.js';
 import { GENESIS_HASH } from '../../src/events/hash.js';
+import { hexSql, readTexts } from '../../src/adapters/log/row-codec.js';
 
 export interface Row { position: number; stream_id: string; revision: number; type: string; schema_version: number; data: string; metadata: string; prev_hash: string; hash: string }
 
-export function rows(db: string): Row[] {
+/** The rows of a log as text, whichever form each is stored in (a compact row decoded, decision 0024). */
+export function rows(db: string, where = ''): Row[] {
   const d = new Database(db, { readonly: true });
   try {
-    return d.prepare('SELECT * FROM events ORDER BY position').all() as Row[];
+    const stored = d.prepare(`SELECT position, stream_id, revision, type, schema_version, data, metadata, ${hexSql('prev_hash')} AS prev_hash, ${hexSql('hash')} AS hash FROM events ${where} ORDER BY position`).all() as (Omit<Row, 'data'> & { data: string | Buffer })[];
+    return stored.map((r) => {
+      const texts = readTexts(r.data, r.metadata, r.stream_id);
+      if (typeof texts === 'string') throw new Error(`row ${r.position}: ${texts}`);
+      return { ...r, data: texts[0], metadata: texts[1] };
+    });
+  } finally {
+    d.close();
+  }
+}
+
+/** The stored hash (hex) of one position. */
+export function hashAt(db: string, position: number): string {
+  return rows(db, `WHERE position = ${Number(position)}`)[0]!.hash;
+}
+
+/**
+ * Edit one row in place, as an attacker with SQL would, without fixing any hash: the row is read
+ * as text, `edit` changes it, and it is written back as a text row.
+ */
+export function editRow(db: string, position: number, edit: (r: Row) => Partial<Row>): void {
+  const row = rows(db, `WHERE position = ${Number(position)}`)[0];
+  if (row === undefined) throw new Error(`no row at ${position}`);
+  const r = { ...row, ...edit(row) };
+  const d = new Database(db);
+  try {
+    d.prepare('UPDATE events SET stream_id = ?, revision = ?, type = ?, schema_version = ?, data = ?, metadata = ?, prev_hash = ?, hash = ? WHERE position = ?')
+      .run(r.stream_id, r.revision, r.type, r.schema_version, r.data, r.metadata, r.prev_hash, r.hash, position);
   } finally {
     d.close();
   }

@@ -84,6 +84,24 @@ export class FileCallMarks implements CallMarks {
     }
   }
 
+  /**
+   * Empty the journal: the caller has made durable a log in which every call it marks is settled
+   * (no attempt open, no planner call in doubt), so no resume will ask for any of its lines. The
+   * journal would otherwise keep every outcome of the build a second time (decision 0025). A
+   * crash during it leaves the journal whole or empty, both right.
+   */
+  forgetSettled(): void {
+    if (!existsSync(this.journal)) return;
+    guarded(this.journal, () => {
+      const fd = this.open();
+      if (fstatSync(fd).size === 0) return;
+      ftruncateSync(fd, 0);
+      fdatasyncSync(fd);
+      this.unflushed = false;
+    });
+    this.read = null;
+  }
+
   /** Flush what is unflushed and close the journal's file (a later mark opens it again). */
   close(): void {
     try {

@@ -19,8 +19,8 @@ export function checkExpected(streamId: string, expected: ExpectedRevision, curr
   if (expected !== current) throw new ConcurrencyError(streamId, String(expected), current);
 }
 
-/** A stored row in the shape every backend can hand to the chain verifier (the port's RawStoredEvent). */
-export type RawEventRow = RawStoredEvent;
+/** A stored row in the shape every backend can hand to the chain verifier (the port's RawStoredEvent); `undecodable` names why a compact row's body could not be read. */
+export type RawEventRow = RawStoredEvent & { readonly undecodable?: string };
 
 /**
  * Walk rows in position order and check every link (R-4): contiguous positions,
@@ -64,6 +64,7 @@ function checkRow(row: RawEventRow, expectedPosition: number, prevHash: string, 
   if (row.revision !== expectedRev) return `stream '${row.streamId}' revision ${row.revision}, expected ${expectedRev} (reordered or removed event)`;
   streamRevs.set(row.streamId, row.revision);
   if (row.prevHash !== prevHash) return 'previous-hash link broken (an earlier event was edited, removed or reordered)';
+  if (row.undecodable !== undefined) return row.undecodable;
   let data: unknown;
   let metadata: unknown;
   try {

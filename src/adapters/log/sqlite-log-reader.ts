@@ -12,6 +12,7 @@ import { storedLine, type NewEvent, type StoredEvent } from '../../events/envelo
 import type { AppendResult, ChainReport, ExpectedRevision, LogHead, RawStoredEvent, ReadOptions } from '../../events/log.js';
 import type { RawEventRow } from './chain.js';
 import type { TransferableEventLog } from './verbatim.js';
+import { decodeTexts, hexOf, hexSql, readTexts } from './row-codec.js';
 import { closeDatabase, openDatabase } from '../../projections/storage-guard.js';
 
 export interface SqliteReaderOptions {
@@ -28,18 +29,21 @@ export interface EventRow {
   revision: number;
   type: string;
   schema_version: number;
-  data: string;
+  /** Text, or a compact row's body (row-codec.ts). */
+  data: string | Buffer;
   metadata: string;
-  prev_hash: string;
-  hash: string;
+  /** Hex text, or a compact row's 32 bytes. */
+  prev_hash: string | Buffer;
+  hash: string | Buffer;
 }
 
 function readOnly(): Error {
   return new UsageError('this event log was opened for reading (a reading command); open it with openEventLog without `reading` to append');
 }
 
-export const HEAD_SQL = 'SELECT position, hash FROM events ORDER BY position DESC LIMIT 1';
+export const HEAD_SQL = `SELECT position, ${hexSql('hash')} AS hash FROM events ORDER BY position DESC LIMIT 1`;
 export const STREAM_REVISION_SQL = 'SELECT MAX(revision) AS r FROM events WHERE stream_id = ?';
+/** The columns of a row, as stored: text, or a compact row's BLOBs (decision 0024), decoded by the reader. */
 const COLUMNS_SQL = 'position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash';
 
 export class SqliteLogReader implements TransferableEventLog {
@@ -64,8 +68,8 @@ export class SqliteLogReader implements TransferableEventLog {
       allBwd: this.db.prepare(`SELECT ${COLUMNS_SQL} FROM events WHERE position <= ? ORDER BY position DESC LIMIT ?`).raw(true),
       streamFwd: this.db.prepare(`SELECT ${COLUMNS_SQL} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`).raw(true),
       streamBwd: this.db.prepare(`SELECT ${COLUMNS_SQL} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`).raw(true),
-      iterate: this.db.prepare('SELECT * FROM events ORDER BY position ASC'),
-      hashes: this.db.prepare('SELECT hash FROM events WHERE position >= ? ORDER BY position ASC LIMIT ?').pluck(true),
+      iterate: this.db.prepare(`SELECT ${COLUMNS_SQL} FROM events ORDER BY position ASC`),
+      hashes: this.db.prepare(`SELECT ${hexSql('hash')} FROM events WHERE position >= ? ORDER BY position ASC LIMIT ?`).pluck(true),
       // Raw rows (arrays) in a fixed column order: the replay path builds no intermediate objects.
       replay: this.db.prepare(`SELECT ${COLUMNS_SQL} FROM events WHERE position >= ? ORDER BY position ASC`).raw(true),
     };
@@ -103,8 +107,10 @@ export class SqliteLogReader implements TransferableEventLog {
   }
 
   async readStoredRows(from: number, limit: number): Promise<RawStoredEvent[]> {
-    return (this.reads.allFwd.all(from, limit) as RawRow[]).map(([position, streamId, revision, type, schemaVersion, dataJson, metadataJson, prevHash, hash]) => (
-      { position, streamId, revision, type, schemaVersion, dataJson, metadataJson, prevHash, hash }));
+    return (this.reads.allFwd.all(from, limit) as RawRow[]).map(([position, streamId, revision, type, schemaVersion, data, metadata, prevHash, hash]) => {
+      const [dataJson, metadataJson] = decodeTexts(data, metadata, streamId, position);
+      return { position, streamId, revision, type, schemaVersion, dataJson, metadataJson, prevHash: hexOf(prevHash), hash: hexOf(hash) };
+    });
   }
 
   /** Stream events one at a time without holding them all in memory. */
@@ -174,7 +180,7 @@ export class SqliteLogReader implements TransferableEventLog {
 }
 
 /** A row as an array, in the column order of the read statements. */
-export type RawRow = [number, string, number, string, number, string, string, string, string];
+export type RawRow = [number, string, number, string, number, string | Buffer, string, string | Buffer, string | Buffer];
 
 /**
  * The previous row's metadata text and its parsed value, for one read: consecutive events of one
@@ -193,9 +199,10 @@ function toEvents(rows: readonly RawRow[]): StoredEvent[] {
 }
 
 function rawToEvent(r: RawRow, memo: MetadataReadMemo): StoredEvent {
-  if (r[6] !== memo.text) {
-    memo.value = Object.freeze(parseStored(r[6], r[0], 'metadata') as StoredEvent['metadata']);
-    memo.text = r[6];
+  const [dataJson, metadataJson] = decodeTexts(r[5], r[6], r[1], r[0]);
+  if (metadataJson !== memo.text) {
+    memo.value = Object.freeze(parseStored(metadataJson, r[0], 'metadata') as StoredEvent['metadata']);
+    memo.text = metadataJson;
   }
   return {
     position: r[0],
@@ -203,10 +210,10 @@ function rawToEvent(r: RawRow, memo: MetadataReadMemo): StoredEvent {
     revision: r[2],
     type: r[3],
     schemaVersion: r[4],
-    data: parseStored(r[5], r[0], 'data') as JsonValue,
+    data: parseStored(dataJson, r[0], 'data') as JsonValue,
     metadata: memo.value!,
-    prevHash: r[7],
-    hash: r[8],
+    prevHash: hexOf(r[7]),
+    hash: hexOf(r[8]),
   };
 }
 
@@ -218,19 +225,23 @@ function parseStored(text: string, position: number, field: string): unknown {
   }
 }
 
-/** Rows as the chain checks take them. */
+/** Rows as the chain checks take them (a compact body that does not decode is reported as such). */
 function* mapRows(rows: Iterable<EventRow>): Generator<RawEventRow> {
   for (const r of rows) {
+    const read = readTexts(r.data, r.metadata, r.stream_id);
+    const texts: [string, string] = typeof read === 'string' ? ['', ''] : read;
+    const undecodable = typeof read === 'string' ? read : undefined;
     yield {
       position: r.position,
       streamId: r.stream_id,
       revision: r.revision,
       type: r.type,
       schemaVersion: r.schema_version,
-      dataJson: r.data,
-      metadataJson: r.metadata,
-      prevHash: r.prev_hash,
-      hash: r.hash,
+      dataJson: texts[0],
+      metadataJson: texts[1],
+      prevHash: hexOf(r.prev_hash),
+      hash: hexOf(r.hash),
+      ...(undecodable === undefined ? {} : { undecodable }),
     };
   }
 }
