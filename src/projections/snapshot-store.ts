@@ -1,14 +1,20 @@
 import type Database from 'better-sqlite3';
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { brotliCompressSync, brotliDecompressSync, constants, inflateRawSync } from 'node:zlib';
 import type { Snapshot, SnapshotStore } from './snapshots.js';
 
 /**
- * A state's JSON of at least this many bytes is stored deflated (a BLOB in `state_json`; smaller
- * ones stay TEXT). A build state's JSON deflates about 8× at level 1 in ~2 ms per 500 KB, which
- * was most of what a build keeps besides its log (decision 0017). The snapshot's SHA-256 is over
- * the JSON either way.
+ * A state's JSON of at least this many bytes is stored compressed (a BLOB in `state_json`; smaller
+ * ones stay TEXT): the snapshots were most of what a build keeps besides its log (decision 0017).
+ * The snapshot's SHA-256 is over the JSON either way.
  */
-const DEFLATE_FROM = 4096;
+const COMPRESS_FROM = 4096;
+/**
+ * First byte of a Brotli BLOB (decision 0026). It can never start the raw deflate streams written
+ * before (its block-type bits are 11, which deflate reserves), so both are read: Brotli at quality
+ * 5 stores a build state in 41 % fewer bytes than deflate at level 1, and inflates faster.
+ */
+const BROTLI = 0xff;
+const BROTLI_PARAMS = { [constants.BROTLI_PARAM_QUALITY]: 5 };
 
 /** The snapshot store of the projections database (rebuildable, never authority): the SQLite half of snapshots.ts. */
 const SNAPSHOT_SCHEMA = `
@@ -48,7 +54,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
   }
 
   put(s: Snapshot): void {
-    const state = s.stateJson.length >= DEFLATE_FROM ? deflateRawSync(Buffer.from(s.stateJson, 'utf8'), { level: 1 }) : s.stateJson;
+    const state = s.stateJson.length >= COMPRESS_FROM ? compressed(s.stateJson) : s.stateJson;
     this.stmts.put.run(s.projection, s.position, s.eventHash, state, s.sha256);
   }
 
@@ -80,11 +86,25 @@ export class SqliteSnapshotStore implements SnapshotStore {
   }
 }
 
-/** A stored state's JSON: TEXT as it is, a BLOB inflated ('' when it does not inflate: a snapshot that then fails its hash). */
+/** A state's JSON as stored: the Brotli marker, then the Brotli stream. */
+function compressed(json: string): Buffer {
+  const text = Buffer.from(json, 'utf8');
+  const body = brotliCompressSync(text, { params: { ...BROTLI_PARAMS, [constants.BROTLI_PARAM_SIZE_HINT]: text.length } });
+  const out = Buffer.allocUnsafe(body.length + 1);
+  out[0] = BROTLI;
+  body.copy(out, 1);
+  return out;
+}
+
+/**
+ * A stored state's JSON: TEXT as it is, a BLOB decompressed — Brotli after its marker, else raw
+ * deflate (snapshots written before decision 0026) — or '' when it does not decompress: a snapshot
+ * that then fails its hash and is passed over.
+ */
 function stateJsonOf(stored: string | Buffer): string {
   if (typeof stored === 'string') return stored;
   try {
-    return inflateRawSync(stored).toString('utf8');
+    return (stored[0] === BROTLI ? brotliDecompressSync(stored.subarray(1)) : inflateRawSync(stored)).toString('utf8');
   } catch {
     return '';
   }

@@ -170,6 +170,12 @@ export const MUTANTS = [
     caughtBy: ['test/interrupt.test.ts'],
   },
   {
+    name: 'snapshot-brotli-unread',
+    bug: 'a snapshot stored as Brotli is read as raw deflate (decision 0026): every big snapshot is passed over and each open folds from the start',
+    edits: [{ file: 'src/projections/snapshot-store.ts', find: 'stored[0] === BROTLI ?', replace: 'false ?' }],
+    caughtBy: ['test/projections-properties.test.ts'],
+  },
+  {
     name: 'no-head-snapshot',
     bug: "the projection store takes no snapshot at its head when it closes (decision 0023): every open folds again the events since the last boundary",
     edits: [{ file: 'src/projections/engine.ts', find: '      this.snapshotHeads();\n', replace: '' }],
