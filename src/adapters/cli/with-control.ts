@@ -20,8 +20,7 @@ export async function withControl<T>(ctx: CommandContext, fn: (lease: Controller
   const lease = await takeLease(ctx, paths);
   try {
     // Leftovers of a git command SIGKILLed with its controller: only longbuild's own refs and worktrees.
-    await waitForGitIn(paths.repo);
-    await waitForGitIn(paths.dir);
+    await waitForGitIn([paths.repo, paths.dir]);
     const locks = await clearStaleOwnedLocks(paths.repo, [paths.worktrees, paths.workspaces]);
     if (existsSync(join(paths.integrator, 'HEAD'))) locks.push(...await clearStaleOwnedLocks(paths.integrator, [paths.workspaces]));
     if (locks.length > 0 && ctx.verbose) ctx.stderr(`longbuild: removed stale git locks: ${locks.join(', ')}\n`);

@@ -191,14 +191,15 @@ export async function fenceOrphans(dirs: readonly string[]): Promise<{ pid: numb
 }
 
 /**
- * Wait (up to `timeoutMs`) for git processes working in `repo` to finish: a git command the dead
- * controller started runs in its own process group and may still hold a lock for a moment. They
- * are waited for, never killed — killing one is exactly what leaves a stale lock behind.
+ * Wait (up to `timeoutMs`) for git processes working in any of `dirs` to finish (one scan of the
+ * process table each round): a git command the dead controller started runs in its own process
+ * group and may still hold a lock for a moment. They are waited for, never killed — killing one
+ * is exactly what leaves a stale lock behind.
  */
-export async function waitForGitIn(repo: string, timeoutMs = 5000): Promise<void> {
+export async function waitForGitIn(dirs: readonly string[], timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const busy = processesInside([repo]).filter((p) => {
+    const busy = processesInside(dirs).filter((p) => {
       try {
         return readFileSync(`/proc/${p.pid}/comm`, 'utf8').trim() === 'git';
       } catch {

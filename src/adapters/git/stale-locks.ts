@@ -8,7 +8,7 @@
  */
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
-import { git } from './exec.js';
+import { gitCommonDir } from './repo.js';
 
 function walkLocks(dir: string, out: string[]): void {
   if (!existsSync(dir)) return;
@@ -29,7 +29,7 @@ const inside = (p: string, dirs: readonly string[]): boolean => dirs.some((d) =>
 
 /** Remove stale lock files of longbuild's own refs and worktrees; returns what was removed. */
 export async function clearStaleOwnedLocks(repo: string, ownedDirs: readonly string[]): Promise<string[]> {
-  const gitDir = resolve(repo, (await git(repo, ['rev-parse', '--git-common-dir'])).stdout.trim());
+  const gitDir = await gitCommonDir(repo);
   const locks: string[] = [];
   walkLocks(join(gitDir, 'refs', 'heads', 'longbuild'), locks);
   const adminRoot = join(gitDir, 'worktrees');
