@@ -80,7 +80,8 @@ export function encodeBody(dataJson: string, metadataJson: string, streamId: str
 export function readTexts(data: string | Buffer, metadata: string, streamId: string): [string, string] | string {
   if (typeof data === 'string') return [data, metadata];
   if (metadata !== '') return 'compact row holds text in its metadata column (edited)';
-  if (data.length < 2 || data[0] !== CODEC_DEFLATE_DICT_1) return `stored row body has unknown codec ${data.length === 0 ? '(empty)' : String(data[0])}`;
+  if (data.length === 0) return 'stored row body is empty (edited or damaged)';
+  if (data[0] !== CODEC_DEFLATE_DICT_1) return `stored row body has codec ${data[0]}, which this longbuild cannot read (a newer version wrote it: upgrade), or the row is damaged`;
   let text: Buffer;
   try {
     text = inflateRawSync(data.subarray(1), { windowBits: WINDOW_BITS, dictionary: dictionaryFor(streamId) });
