@@ -23,7 +23,7 @@ import { allProjections } from '../dist/projections/registry.js';
 import { buildProjection } from '../dist/projections/build-projection.js';
 import { positionOfRevision } from '../dist/projections/build-state.js';
 import { graphSha256 } from '../dist/projections/graph.js';
-import { SqliteSnapshotStore } from '../dist/projections/snapshots.js';
+import { SqliteSnapshotStore } from '../dist/projections/snapshot-store.js';
 import { stateAt } from '../dist/projections/time-travel.js';
 
 const only = new Set((process.env.BENCH_ONLY ?? 'append,bundle,revision').split(','));

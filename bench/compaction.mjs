@@ -10,7 +10,7 @@ import { SqliteEventLog } from '../dist/adapters/log/sqlite-log.js';
 import { ProjectionStore } from '../dist/projections/engine.js';
 import { allProjections } from '../dist/projections/registry.js';
 import { buildProjection } from '../dist/projections/build-projection.js';
-import { SqliteSnapshotStore } from '../dist/projections/snapshots.js';
+import { SqliteSnapshotStore } from '../dist/projections/snapshot-store.js';
 import { stateAt } from '../dist/projections/time-travel.js';
 import { graphSha256, rankReadyWave } from '../dist/projections/graph.js';
 import { positionOfRevision } from '../dist/projections/build-state.js';
@@ -46,14 +46,20 @@ function instantGit() {
   let head = BASE;
   const sha = (s) => sha256Hex(s).slice(0, 40);
   return {
-    prepareAttemptWorktree: async () => '',
+    prepareAttemptWorktree: async () => ({ worktree: '', reworked: false }),
     findAttemptCommit: async (branch) => ({ commit: sha(`c:${branch}`), tree: sha(`t:${branch}`) }),
-    commitWorktree: async () => null,
+    commitAttempt: async (branch) => ({ kind: 'committed', commit: sha(`c:${branch}`), tree: sha(`t:${branch}`) }),
     removeAttemptWorktree: async () => {},
-    changedPaths: async () => [],
+    keptAttemptWorktree: async () => null,
+    deleteAttemptBranches: async () => {},
+    filesChangedBy: async () => [],
+    contentOf: async () => null,
+    candidateProblem: async () => null,
     integrateAndVerify: async (jobId, h) => ({ ok: true, resultCommit: sha(`r:${jobId}:${h}`), tree: sha(`rt:${jobId}`), verification: { passed: true, commands: [] } }),
     readRef: async () => head,
     promote: async (_ref, next, expected) => (head === expected ? ((head = next), { ok: true }) : { ok: false, actual: head }),
+    observeRefs: async () => ({ integration: head, published: head }),
+    repairRef: async () => {},
   };
 }
 

@@ -8,14 +8,15 @@
 // compare-and-set ref update) — and reports the cost per node of each phase. Then the
 // verification cache: a hit (lookup, re-check of the entry, clean workspace before and after)
 // against running the command.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  attemptBranch, commitWorktree, ensureRepo, integrateCandidates, prepareAttemptWorktree, promote, removeWorkspace,
+  attemptBranch, commitAttempt, ensureRepo, integrateCandidates, prepareAttemptWorktree, promote, removeWorkspace,
 } from '../dist/adapters/git/git.js';
 import { verifyWithCache } from '../dist/adapters/cache/cached-verification.js';
 import { VerificationCache } from '../dist/adapters/cache/verification-cache.js';
+import { runProcess } from '../dist/adapters/process/run-process.js';
 
 const N = Number(process.env.BENCH_NODES ?? 8);
 const VERIFY_MS = Number(process.env.BENCH_VERIFY_MS ?? 1000);
@@ -28,11 +29,19 @@ const base = await ensureRepo(repo, DATE);
 const worktrees = join(repo, '.longbuild', 'worktrees');
 const workspaces = join(repo, '.longbuild', 'workspaces');
 
+/** The host's commit of an attempt's clone onto its branch (R-24). */
+async function commit(worktree, id, baseHead, message) {
+  mkdirSync(join(repo, '.longbuild', 'index'), { recursive: true });
+  const r = await commitAttempt(join(repo, '.git'), worktree, attemptBranch(id), baseHead, message, DATE, { maxFileBytes: 1 << 20, indexFile: join(repo, '.longbuild', 'index', `${id}.index`) });
+  if (r.kind !== 'committed') throw new Error(`attempt ${id} not committed: ${JSON.stringify(r)}`);
+  return r;
+}
+
 // A small real project so apply and status have something to do.
 {
   const p = await prepareAttemptWorktree(repo, worktrees, 'seed.1', attemptBranch('seed.1'), base);
   for (let i = 0; i < 200; i++) writeFileSync(join(p.worktree, `file-${i}.txt`), `line ${i}\n`.repeat(50));
-  const c = await commitWorktree(p.worktree, 'seed', DATE);
+  const c = await commit(p.worktree, 'seed.1', base, 'seed');
   await removeWorkspace(repo, p.worktree);
   var head0 = c.commit;
 }
@@ -41,7 +50,7 @@ for (let i = 0; i < N; i++) {
   const id = `node${i}.1`;
   const p = await prepareAttemptWorktree(repo, worktrees, id, attemptBranch(id), head0);
   writeFileSync(join(p.worktree, `node-${i}.js`), `module.exports = ${i};\n`);
-  candidates.push((await commitWorktree(p.worktree, `node ${i}`, DATE)).commit);
+  candidates.push((await commit(p.worktree, id, head0, `node ${i}`)).commit);
   await removeWorkspace(repo, p.worktree);
 }
 
@@ -61,7 +70,7 @@ async function integrateAll(size, label) {
     t.apply += ms(t0);
     if (applied.kind !== 'applied') throw new Error(`conflict in ${label}`);
     t0 = performance.now();
-    const v = await verifyWithCache({ workspace: applied.workspace, tree: applied.tree, commands: VERIFY, env: ENV, timeoutMs: 60_000, cache: null });
+    const v = await verifyWithCache({ workspace: applied.workspace, gitDir: applied.gitDir, tree: applied.tree, commands: VERIFY, env: ENV, timeoutMs: 60_000, cache: null, run: runProcess });
     t.verify += ms(t0);
     if (!v.passed) throw new Error(`verification failed: ${v.reason}`);
     t0 = performance.now();
@@ -91,7 +100,7 @@ for (const r of rows.slice(1)) console.log(`${r.label}: ${(serial / r.total).toF
 // ---- the cache: a hit against running the command ----------------------------------------------
 const cache = new VerificationCache(join(repo, '.longbuild', 'cache'));
 const applied = await integrateCandidates(repo, workspaces, 'cache-job', head0, candidates, DATE);
-const opts = { workspace: applied.workspace, tree: applied.tree, commands: VERIFY, env: ENV, timeoutMs: 60_000, cache };
+const opts = { workspace: applied.workspace, gitDir: applied.gitDir, tree: applied.tree, commands: VERIFY, env: ENV, timeoutMs: 60_000, cache, run: runProcess };
 let t0 = performance.now();
 const miss = await verifyWithCache(opts);
 const missMs = ms(t0);
