@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { dictionaryDigestInput } from '../src/adapters/log/row-codec.js';
+import { dictionary1 } from '../src/adapters/log/row-codec.js';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { SqliteLogReader } from '../src/adapters/log/sqlite-log-reader.js';
 import type { NewEvent } from '../src/events/envelope.js';
@@ -57,7 +57,7 @@ async function everything(log: SqliteLogReader): Promise<unknown> {
 
 describe('compact rows (decision 0024)', () => {
   it('dictionary 1 is pinned: rows written with it must stay readable, so it never changes', () => {
-    expect(createHash('sha256').update(dictionaryDigestInput()).digest('hex')).toBe('619af3989e1e93bea4c5baf08ea54e70fc0bd6afab3ee4d7a597daa31e3052da');
+    expect(createHash('sha256').update(dictionary1()).digest('hex')).toBe('619af3989e1e93bea4c5baf08ea54e70fc0bd6afab3ee4d7a597daa31e3052da');
   });
 
   it('R-2 (property) for all sequences of appends, compact rows read back and hash exactly as text rows do, on every read path, and a log of both forms verifies', async () => {

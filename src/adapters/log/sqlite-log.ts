@@ -164,7 +164,8 @@ export class SqliteEventLog extends SqliteLogReader {
       let result: AppendResult;
       try {
         writer.begin(streamId, current, head);
-        result = this.seal(streamId, events, head, current, ROWS_PER_HANDOFF, (params) => writer.rows(params as (string | number)[])) // bulk: text rows, never compact;
+        // A bulk append: text rows (seal is not asked for the compact form), so the params are strings and numbers.
+        result = this.seal(streamId, events, head, current, ROWS_PER_HANDOFF, (params) => writer.rows(params as (string | number)[]));
       } catch (err) {
         try { writer.rollback(); } catch { /* the batch is not committed either way */ }
         if (this.writerFailedToStart(err)) return undefined;
