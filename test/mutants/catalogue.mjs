@@ -176,6 +176,12 @@ export const MUTANTS = [
     caughtBy: ['test/projections-properties.test.ts'],
   },
   {
+    name: 'spawner-waits-for-helper',
+    bug: "calls wait for a spawner helper that is still starting (a whole Node.js start-up) instead of being forked directly meanwhile: every run's first git call waits ~50 ms",
+    edits: [{ file: 'src/adapters/process/spawner.ts', find: 'const ready = this.helpers.filter((h) => h.ready);', replace: 'const ready = this.helpers;' }],
+    caughtBy: ['test/spawner.test.ts'],
+  },
+  {
     name: 'no-head-snapshot',
     bug: "the projection store takes no snapshot at its head when it closes (decision 0023): every open folds again the events since the last boundary",
     edits: [{ file: 'src/projections/engine.ts', find: '      this.snapshotHeads();\n', replace: '' }],

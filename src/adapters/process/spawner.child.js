@@ -2,8 +2,8 @@
 // commands (git) for the controller. Forking a small process costs a fraction of forking the
 // controller, and the controller's thread is not blocked while the kernel copies it (issue 16).
 //
-// Protocol, one JSON object per line. In: { id, argv, cwd, env, input?: base64, timeoutMs }.
-// Out: { id, pid } once started, then { id, code, signal, stdout: base64, stderr: base64,
+// Protocol, one JSON object per line. Out first: { ready: true } once the helper listens. In:
+// { id, argv, cwd, env, input?: base64, timeoutMs }. Out: { id, pid } once started, then { id, code, signal, stdout: base64, stderr: base64,
 // timedOut, spawnError? }. Each command runs in a process group of its own (detached), with
 // exactly the given environment; on a timeout the group is SIGKILLed. Signals for the
 // controller's terminal (SIGINT, SIGTERM) are ignored here: the controller decides what to kill
@@ -63,3 +63,4 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   });
 });
 process.stdin.on('end', () => process.exit(0));
+send({ ready: true });

@@ -10,7 +10,10 @@
  * Same contract as a direct spawn: argv (no shell), exactly the given environment, the process's
  * own group (SIGKILLed on a timeout, or by the controller on an interrupt: every pid is reported
  * to it), exact stdout/stderr bytes. Helpers start on the first call, are reused, and keep the
- * controller's event loop alive only while a call is pending. A helper that cannot start, or
+ * controller's event loop alive only while a call is pending. A helper is a Node.js start-up
+ * (~50–70 ms here) before it can take a call: until one says it is ready, calls are spawned
+ * directly — the controller is small then, and its first git call (at every `run`, `step` and
+ * fuzz case) does not wait for a helper to boot. A helper that cannot start, or
  * `LONGBUILD_SPAWNER=off`, means direct spawns; a helper that dies fails the calls it was running
  * (their outcome is unknown: the step stops, and resuming settles it) and is replaced.
  */
@@ -46,6 +49,8 @@ class Helper {
   readonly pending = new Map<number, Pending>();
   private readonly child: ChildProcess;
   dead = false;
+  /** The helper has said it listens (its first line); calls go to it only then. */
+  ready = false;
 
   constructor(onPid: (pid: number, running: boolean) => void) {
     this.child = spawn(process.execPath, ['--max-old-space-size=64', HELPER], { stdio: ['pipe', 'pipe', 'ignore'], env: {} });
@@ -53,10 +58,14 @@ class Helper {
     this.child.on('exit', () => this.die());
     this.child.stdin!.on('error', () => this.die());
     createInterface({ input: this.child.stdout! }).on('line', (line) => {
-      let m: { id: number; pid?: number; code?: number | null; signal?: string | null; stdout?: string; stderr?: string; timedOut?: boolean; spawnError?: string };
+      let m: { ready?: boolean; id: number; pid?: number; code?: number | null; signal?: string | null; stdout?: string; stderr?: string; timedOut?: boolean; spawnError?: string };
       try {
         m = JSON.parse(line) as typeof m;
       } catch {
+        return;
+      }
+      if (m.ready === true) {
+        this.ready = true;
         return;
       }
       const p = this.pending.get(m.id);
@@ -131,6 +140,7 @@ export class Spawner {
     });
   }
 
+  /** The least busy ready helper (starting helpers up to the pool's size), or null: spawn directly. */
   private pick(): Helper | null {
     this.helpers = this.helpers.filter((h) => !h.dead);
     if (this.helpers.length < this.size) {
@@ -140,7 +150,8 @@ export class Spawner {
         if (this.helpers.length === 0) return null;
       }
     }
-    return this.helpers.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+    const ready = this.helpers.filter((h) => h.ready);
+    return ready.length === 0 ? null : ready.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
   }
 }
 
