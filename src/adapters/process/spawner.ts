@@ -134,24 +134,30 @@ export class Spawner {
       const helper = this.pick();
       if (helper === null) {
         directSpawn(r, this.running).then(resolve);
+        // After this call's own fork: starting a helper is a fork too (~5 ms of this thread).
+        this.startHelper();
         return;
       }
       helper.send(this.next++, r, { resolve });
+      this.startHelper();
     });
   }
 
-  /** The least busy ready helper (starting helpers up to the pool's size), or null: spawn directly. */
+  /** The least busy ready helper, or null (none is ready yet): spawn directly. */
   private pick(): Helper | null {
     this.helpers = this.helpers.filter((h) => !h.dead);
-    if (this.helpers.length < this.size) {
-      try {
-        this.helpers.push(new Helper((pid, running) => (running ? this.running.add(pid) : this.running.delete(pid))));
-      } catch {
-        if (this.helpers.length === 0) return null;
-      }
-    }
     const ready = this.helpers.filter((h) => h.ready);
     return ready.length === 0 ? null : ready.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+  }
+
+  /** One more helper while the pool is short of its size (one per call, so their forks spread out). */
+  private startHelper(): void {
+    if (this.helpers.length >= this.size) return;
+    try {
+      this.helpers.push(new Helper((pid, running) => (running ? this.running.add(pid) : this.running.delete(pid))));
+    } catch {
+      // cannot start one: calls are spawned directly
+    }
   }
 }
 
