@@ -182,6 +182,12 @@ export const MUTANTS = [
     caughtBy: ['test/spawner.test.ts'],
   },
   {
+    name: 'fuzz-copy-links-everything',
+    bug: "a fuzz case's copy of a build hard-links every file, not only git's immutable objects: a case writing its log, index or refs writes the build it was copied from",
+    edits: [{ file: 'src/adapters/fuzz/copy-build.ts', find: "if (place === 'immutable' && linked(source, target)) continue;", replace: 'if (linked(source, target)) continue;', js: { find: "if (place === 'immutable' && linked(source, target))", replace: 'if (linked(source, target))' } }],
+    caughtBy: ['test/fuzz-copy-build.test.ts'],
+  },
+  {
     name: 'no-head-snapshot',
     bug: "the projection store takes no snapshot at its head when it closes (decision 0023): every open folds again the events since the last boundary",
     edits: [{ file: 'src/projections/engine.ts', find: '      this.snapshotHeads();\n', replace: '' }],

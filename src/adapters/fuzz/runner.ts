@@ -18,7 +18,8 @@ import {
 } from '../../commands/fuzz-compare.js';
 import { observeBuild, observeCrash, readLedgerCalls } from './observe.js';
 import { childEnv, describeChild, longbuild, pointLines, readLines, removeBuilds, type ChildResult } from './child.js';
-import { AUTO_STOPS_CASES, caseStart, copyBuild, namesPath, NO_STARTS, stagedStops, type CaseStart, type Starts, type Stop } from './stops.js';
+import { AUTO_STOPS_CASES, caseStart, namesPath, NO_STARTS, stagedStops, type CaseStart, type Starts, type Stop } from './stops.js';
+import { copyBuild } from './copy-build.js';
 import { OutageProxy } from './outage-proxy.js';
 import { postgresTarget } from '../log/open-log.js';
 import { redactedUrl } from '../log/pg-connection.js';
@@ -220,7 +221,7 @@ async function cleanRun(driver: FuzzDriver, env: Readonly<Record<string, string 
   const t0 = performance.now();
   const root = mkdtempSync(join(tmpdir(), 'longbuild-fuzz-clean-'));
   try {
-    const repo = template ? await copyBuild(template, join(root, 'repo')) : await initRepo(root, driver, env, backend);
+    const repo = template ? copyBuild(template, join(root, 'repo')) : await initRepo(root, driver, env, backend);
     const pointsFile = join(root, 'points.txt');
     const ledgerFile = join(root, 'ledger.ndjson');
     const t1 = performance.now();
@@ -393,7 +394,7 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
 async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, root: string, start: CaseStart): Promise<CaseRun> {
   const divergences: Divergence[] = [];
   mkdirSync(root, { recursive: true });
-  const repo = start.source !== null ? await copyBuild(start.source, join(root, 'repo')) : await initRepo(root, opts.driver, opts.env, opts.backend);
+  const repo = start.source !== null ? copyBuild(start.source, join(root, 'repo')) : await initRepo(root, opts.driver, opts.env, opts.backend);
   const crashLedger = join(root, 'ledger-crash.ndjson');
   const secondLedger = join(root, 'ledger-second.ndjson');
   const resumeLedger = join(root, 'ledger-resume.ndjson');

@@ -3,11 +3,11 @@
  * of the build stopped where the clean run stood — found by running it once more in stages.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startFor, stoppedLikeClean, type LedgerCall, type PointOccurrence } from '../../commands/fuzz-compare.js';
 import { childEnv, longbuild, pointLines } from './child.js';
 import { readLedgerCalls } from './observe.js';
+import { copyBuild } from './copy-build.js';
 
 /** What the stops are judged against: the clean run's points (lines and occurrences), steps and calls. */
 export interface CleanPath {
@@ -17,11 +17,6 @@ export interface CleanPath {
   readonly ledger: readonly LedgerCall[];
 }
 
-/** Copy a build (its repository, `.longbuild` and all) to `to`; returns `to`. */
-export async function copyBuild(from: string, to: string): Promise<string> {
-  await cp(from, to, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
-  return to;
-}
 
 /**
  * Whether a file of the build at `dir` names `path` (a worktree's gitdir, a path in a database):
@@ -89,7 +84,7 @@ const sameCalls = (a: readonly LedgerCall[], b: readonly LedgerCall[]): boolean 
  */
 export async function stagedStops(env: Readonly<Record<string, string | undefined>>, clean: CleanPath, template: string, base: string, stops: Stop[]): Promise<void> {
   const dir = join(base, 'staged');
-  const repo = await copyBuild(template, join(dir, 'repo'));
+  const repo = copyBuild(template, join(dir, 'repo'));
   const stride = Math.max(1, Math.ceil(clean.steps / MAX_STAGES));
   const passed: string[] = [];
   const calls: LedgerCall[] = [];
@@ -102,7 +97,7 @@ export async function stagedStops(env: Readonly<Record<string, string | undefine
     passed.push(...lines);
     calls.push(...readLedgerCalls(ledgerFile));
     if (passed.length >= clean.lines.length || !stoppedLikeClean(clean.lines, passed) || !sameCalls(clean.ledger.slice(0, calls.length), calls)) continue;
-    const stop = await copyBuild(repo, join(base, 'stops', String(passed.length)));
+    const stop = copyBuild(repo, join(base, 'stops', String(passed.length)));
     if (!namesPath(stop, repo)) stops.push({ at: passed.length, repo: stop, calls: calls.length });
   }
 }
