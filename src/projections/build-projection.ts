@@ -2,7 +2,7 @@ import type { Draft } from 'immer';
 import { canonicalJson } from '../events/canonical.js';
 import type { Projection, TableSpec } from './projection.js';
 import type { SummaryRecord } from './summaries.js';
-import { buildView, evolveBuild, evolveBuildInPlace, initialBuildState, type AttemptRecord, type BuildState, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-state.js';
+import { buildView, evolveBuild, evolveBuildInPlace, initialBuildState, ownedCopy, type AttemptRecord, type BuildState, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-state.js';
 
 const json = (v: unknown): string => canonicalJson(v);
 
@@ -130,6 +130,7 @@ export const buildProjection: Projection<BuildState> = {
   stateVersion: 4,
   evolve: evolveBuild,
   evolveInPlace: (state, event) => evolveBuildInPlace(state as Draft<BuildState>, event),
+  ownedCopy: (state) => ownedCopy(state),
   tables: [nodesTable, horizonsTable, checkpointsTable, summariesTable, attemptsTable, jobsTable, plannerCallsTable, metaTable],
   view: { name: 'build-view', of: buildView },
 };

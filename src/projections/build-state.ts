@@ -1,6 +1,7 @@
 import { Immer, isDraft, original, type Draft } from 'immer';
 import { planOrder } from './graph.js';
-import { forgetNodes, noteNodesFolded, trackingNodes, type Touched } from './graph-index.js';
+import { forgetNodes, noteNodesFolded } from './graph-index.js';
+import { isNodeTable, NodesDraft, plainNodes } from './node-table.js';
 import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type { Checkpoint, DataOf, DomainEvent, NodeState } from '../events/catalogue.js';
@@ -109,23 +110,49 @@ const immer = new Immer({ autoFreeze: false });
 
 /** Fold one stored event into the build state (pure; R-7). Unknown types are ignored. */
 export function evolveBuild(state: BuildState, event: StoredEvent): BuildState {
-  // The graph index (R-9 SHA, R-10 ready wave) follows the nodes this event touched (decision 0021).
-  const touched: Touched = { ids: new Set(), whole: false };
-  const next = immer.produce(state, (draft) => {
+  // `nodes` is folded outside immer, as a persistent table (node-table.ts): immer would copy the
+  // whole record at every event. The graph index (R-9 SHA, R-10 ready wave) follows the nodes the
+  // event touched (decision 0021).
+  const touched = new Set<string>();
+  const nodes = new NodesDraft(state.nodes, immer, touched);
+  let next = immer.produce(state, (draft) => {
     draft.position = event.position;
     graphBumped = false;
-    applyDomainEvent(trackingNodes(draft, touched), { type: event.type, data: event.data } as DomainEvent, event.metadata.recordedAt);
+    applyDomainEvent(withNodes(draft, nodes.proxy), { type: event.type, data: event.data } as DomainEvent, event.metadata.recordedAt);
   });
-  noteNodesFolded(state.nodes, next.nodes, touched.whole ? null : touched.ids);
+  const folded = nodes.commit();
+  if (folded !== null) next = { ...next, nodes: folded };
+  noteNodesFolded(state.nodes, next.nodes, touched);
   return next;
+}
+
+/** The fold's draft with `nodes` answered by the nodes draft (never immer's: see evolveBuild). */
+function withNodes(draft: Draft<BuildState>, nodes: Record<string, Draft<NodeRecord>>): Draft<BuildState> {
+  return new Proxy(draft, {
+    get: (target, key) => (key === 'nodes' ? nodes : Reflect.get(target, key)),
+    set: (target, key, value) => {
+      if (key === 'nodes') throw new Error('a fold may change nodes one by one, not replace them whole');
+      return Reflect.set(target, key, value);
+    },
+  });
+}
+
+/**
+ * A mutable copy of `state` that shares nothing with it (for a fold in place): `nodes` as a plain
+ * record, the rest structurally cloned.
+ */
+export function ownedCopy(state: BuildState): Draft<BuildState> {
+  return structuredClone({ ...state, nodes: plainNodes(state.nodes) }) as Draft<BuildState>;
 }
 
 /**
  * Fold one stored event into a mutable state, in place: the same recipe as `evolveBuild`, without
  * immer's copies (an audit that folds a whole log once and keeps no earlier state; ~10x cheaper).
- * `state` must be the caller's own (e.g. `structuredClone(initialBuildState)`): it is changed.
+ * `state` must be the caller's own (e.g. `ownedCopy(initialBuildState)`): it is changed. Its nodes
+ * are made a plain record first if they are a table (a state `evolveBuild` made).
  */
 export function evolveBuildInPlace(state: Draft<BuildState>, event: StoredEvent): void {
+  if (isNodeTable(state.nodes)) state.nodes = plainNodes(state.nodes as BuildState['nodes']) as Draft<BuildState['nodes']>;
   forgetNodes(state.nodes); // changed in place: nothing derived from it stays
   state.position = event.position;
   graphBumped = false;

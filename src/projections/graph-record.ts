@@ -1,8 +1,7 @@
 import type { JsonValue } from '../events/canonical.js';
 import type { DomainEvent } from '../events/catalogue.js';
 import type { StoredEvent } from '../events/envelope.js';
-import type { Draft } from 'immer';
-import { evolveBuild, evolveBuildInPlace, type BuildState } from './build-state.js';
+import { evolveBuild, evolveBuildInPlace, ownedCopy, type BuildState } from './build-state.js';
 import { graphSha256 } from './graph.js';
 
 /** What an event that changes the graph records in its metadata: the revision it makes and its SHA-256. */
@@ -36,7 +35,7 @@ export function graphRecords(state: BuildState, events: readonly DomainEvent[], 
  * records (no signing key recorded) are not held to it. Returns the first problem, or null.
  */
 export function graphRecordProblems(events: Iterable<StoredEvent>, initial: BuildState): { position: number; problem: string } | null {
-  const state = structuredClone(initial) as Draft<BuildState>;
+  const state = ownedCopy(initial);
   let required = false;
   for (const e of events) {
     const before = state.graphRevision;

@@ -41,6 +41,8 @@ export interface Projection<S> {
    * (or a private copy of the initial state) and keep no earlier state, so they need no copies.
    */
   evolveInPlace?(state: S, event: StoredEvent): void;
+  /** Optional: a copy of `state` the caller owns, for `evolveInPlace` (default: `structuredClone`). */
+  ownedCopy?(state: S): S;
   readonly tables: readonly TableSpec<S>[];
   /**
    * Optional: the version of the state's shape. Stored states (snapshots) of another version are

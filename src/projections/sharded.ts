@@ -9,17 +9,24 @@ import type { Draft } from 'immer';
  */
 export type Sharded<T> = Readonly<Record<string, Readonly<Record<string, Readonly<Record<string, T>>>>>>;
 
-const FANOUT = 64;
+/** Buckets per level (`slotsOf` gives numbers below it). */
+export const FANOUT = 64;
 
-/** The two bucket names of a key: FNV-1a over its UTF-16 units, split into two base-64 digits. */
-export function bucketsOf(key: string): readonly [string, string] {
+/** The two bucket numbers of a key (each below 64): FNV-1a over its UTF-16 units, split in two. */
+export function slotsOf(key: string): [number, number] {
   let h = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) {
     h ^= key.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
   const u = h >>> 0;
-  return [(u % FANOUT).toString(36), (Math.floor(u / FANOUT) % FANOUT).toString(36)];
+  return [u % FANOUT, Math.floor(u / FANOUT) % FANOUT];
+}
+
+/** The two bucket names of a key: its slots as base-36 digits. */
+export function bucketsOf(key: string): readonly [string, string] {
+  const [a, b] = slotsOf(key);
+  return [a.toString(36), b.toString(36)];
 }
 
 /** A sharded collection holding the given entries (for initial states). */

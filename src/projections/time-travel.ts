@@ -38,7 +38,7 @@ export function foldEvents<S>(projection: Projection<S>, start: FoldPoint<S>, ev
     position = e.position;
     hash = e.hash;
     if (inPlace !== undefined) {
-      if (!owned) state = structuredClone(state);
+      if (!owned) state = projection.ownedCopy !== undefined ? projection.ownedCopy(state) : structuredClone(state);
       owned = true;
       inPlace(state, e);
       continue;

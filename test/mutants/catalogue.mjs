@@ -188,6 +188,24 @@ export const MUTANTS = [
     caughtBy: ['test/fuzz-copy-build.test.ts'],
   },
   {
+    name: 'node-table-leaf-in-place',
+    bug: "the nodes table changes a bucket's leaf in place instead of copying it (issue 19): a fold changes the nodes of every earlier state that shares the leaf",
+    edits: [{ file: 'src/projections/node-table.ts', find: 'const leaf: Record<string, NodeRecord> = { ...mid?.[b] };', replace: 'const leaf = (mid?.[b] ?? {}) as Record<string, NodeRecord>;', js: { find: 'const leaf = { ...mid?.[b] };', replace: 'const leaf = (mid?.[b] ?? {});' } }],
+    caughtBy: ['test/node-table.test.ts'],
+  },
+  {
+    name: 'node-table-readd-keeps-place',
+    bug: "a node deleted and set again in one fold keeps its place in the nodes table's order, where a plain record moves it to the end (issue 19): iteration order differs from the record the fold used to make",
+    edits: [{ file: 'src/projections/node-table.ts', find: '      if (was) this.deleted.add(id);\n', replace: '', js: { find: '            if (was)\n                this.deleted.add(id);\n', replace: '' } }],
+    caughtBy: ['test/node-table.test.ts'],
+  },
+  {
+    name: 'worktree-adds-concurrent',
+    bug: "workspaces of one repository are added and removed concurrently: git's worktree add reads another add's half-written admin directory and fails (fatal: failed to read worktrees/job-N/commondir)",
+    edits: [{ file: 'src/adapters/git/worktrees.ts', find: 'const run = (worktreeTurns.get(key) ?? Promise.resolve()).then(fn);', replace: 'const run = fn();' }],
+    caughtBy: ['test/worktree-concurrency.test.ts'],
+  },
+  {
     name: 'no-head-snapshot',
     bug: "the projection store takes no snapshot at its head when it closes (decision 0023): every open folds again the events since the last boundary",
     edits: [{ file: 'src/projections/engine.ts', find: '      this.snapshotHeads();\n', replace: '' }],

@@ -249,22 +249,42 @@ function worktreeProblem(root: string, maxFileBytes: number): string | null {
   return null;
 }
 
+/** Per repository: the last of its worktree additions and removals (see oneAtATime). */
+const worktreeTurns = new Map<string, Promise<void>>();
+
+/**
+ * Run `fn` after the repository's earlier worktree additions and removals. Git's worktree
+ * bookkeeping is not safe against itself: `git worktree add` reads every other worktree's admin
+ * directory while a concurrent add may be half way through writing its own ("fatal: failed to
+ * read worktrees/job-2/commondir", with several integration jobs starting at once), and a removal
+ * deletes admin directories. One controller holds a build, so taking turns in this process is
+ * enough.
+ */
+function oneAtATime<T>(repo: string, fn: () => Promise<T>): Promise<T> {
+  const key = resolve(repo);
+  const run = (worktreeTurns.get(key) ?? Promise.resolve()).then(fn);
+  worktreeTurns.set(key, run.then(() => undefined, () => undefined));
+  return run;
+}
+
 /** Remove a worktree or workspace we created (forced; also when half-created). Idempotent. */
 export async function removeWorkspace(repo: string, path: string): Promise<void> {
-  await clearWorktreePath(repo, path);
+  await oneAtATime(repo, () => clearWorktreePath(repo, path));
 }
 
 /** `git worktree prune`: forget worktrees whose directories are gone. */
 export async function pruneWorktrees(repo: string): Promise<void> {
-  await git(repo, ['worktree', 'prune']);
+  await oneAtATime(repo, () => git(repo, ['worktree', 'prune']));
 }
 
 /** Create a clean detached worktree of `commit` at `path`, replacing anything already there. */
 export async function addDetachedWorkspace(repo: string, path: string, commit: string): Promise<void> {
   assertSha(commit, 'commit');
-  await clearWorktreePath(repo, path);
-  mkdirSync(dirname(path), { recursive: true });
-  await git(repo, ['worktree', 'add', '-q', '--detach', path, commit]);
+  await oneAtATime(repo, async () => {
+    await clearWorktreePath(repo, path);
+    mkdirSync(dirname(path), { recursive: true });
+    await git(repo, ['worktree', 'add', '-q', '--detach', path, commit]);
+  });
 }
 
 export { assertEffectId };
