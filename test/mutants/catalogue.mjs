@@ -206,6 +206,12 @@ export const MUTANTS = [
     caughtBy: ['test/worktree-concurrency.test.ts'],
   },
   {
+    name: 'graph-hash-stale-prefix',
+    bug: "the graph index keeps the SHA-256 state after a slice that changed (decision 0027): the graph's hash is computed over bytes the graph no longer has",
+    edits: [{ file: 'src/projections/graph-index.ts', find: '    if (k < this.prefixValid) this.prefixValid = k;\n', replace: '', js: { find: '        if (k < this.prefixValid)\n            this.prefixValid = k;\n', replace: '' } }],
+    caughtBy: ['test/graph-index.test.ts'],
+  },
+  {
     name: 'no-head-snapshot',
     bug: "the projection store takes no snapshot at its head when it closes (decision 0023): every open folds again the events since the last boundary",
     edits: [{ file: 'src/projections/engine.ts', find: '      this.snapshotHeads();\n', replace: '' }],
