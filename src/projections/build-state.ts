@@ -17,6 +17,11 @@ export interface BuildState {
   readonly position: number;
   readonly build: BuildInfo | null;
   readonly graphRevision: number;
+  /**
+   * The graph's nodes by id: a read-only record. A state `evolveBuild` made holds them in a
+   * persistent table behind a record view (node-table.ts, decision 0027); one restored from a
+   * snapshot or made by hand holds a plain record. Read both alike; never write to either.
+   */
   readonly nodes: Readonly<Record<string, NodeRecord>>;
   readonly horizon: HorizonRecord | null;
   readonly checkpoints: Readonly<Record<string, { checkpoint: Checkpoint; sha256: string; position: number }>>;

@@ -124,7 +124,7 @@ export const MUTANTS = [
   {
     name: 'graph-index-stale-slice',
     bug: "the graph index keeps the cached canonical bytes of a slice whose node changed state (decision 0021): the graph SHA-256 recorded for a revision is the old graph's",
-    edits: [{ file: 'src/projections/graph-index.ts', find: '        this.chunks[Math.floor(searchIds(this.ids, id) / CHUNK)] = null;', replace: '        void CHUNK;' }],
+    edits: [{ file: 'src/projections/graph-index.ts', find: 'this.dropChunk(Math.floor(searchIds(this.ids, id) / CHUNK));', replace: 'void CHUNK;' }],
     caughtBy: ['test/graph-index.test.ts'],
   },
   {
