@@ -12,7 +12,7 @@ import { Immer, produce } from 'immer';
 import { describe, expect, it } from 'vitest';
 import type { NodeRecord } from '../src/projections/build-state.js';
 import { graphIndexOf, noteNodesFolded } from '../src/projections/graph-index.js';
-import { isNodeTable, nodeTableOf, NodesDraft, plainNodes, type Nodes } from '../src/projections/node-table.js';
+import { isNodeTable, NodesDraft, plainNodes, type Nodes } from '../src/projections/node-table.js';
 
 type Plain = Record<string, NodeRecord>;
 const immer = new Immer({ autoFreeze: false });
@@ -129,7 +129,9 @@ describe('the nodes table (issue 19)', () => {
   });
 
   it('a table refuses writes, is not a plain object to immer, and copies out as a plain record', () => {
-    const t = nodeTableOf({ b: { id: 'b' } as NodeRecord, 2: { id: '2' } as NodeRecord, a: { id: 'a' } as NodeRecord });
+    const draft = new NodesDraft({}, immer, new Set());
+    for (const id of ['b', '2', 'a']) draft.proxy[id] = { id } as never;
+    const t = draft.commit()!;
     expect(isNodeTable(t)).toBe(true);
     expect(Object.keys(t)).toEqual(['2', 'b', 'a']);
     expect(() => {

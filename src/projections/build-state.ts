@@ -1,7 +1,7 @@
 import { Immer, isDraft, original, type Draft } from 'immer';
 import { planOrder } from './graph.js';
 import { forgetNodes, noteNodesFolded } from './graph-index.js';
-import { isNodeTable, NodesDraft, plainNodes } from './node-table.js';
+import { NodesDraft, plainNodes } from './node-table.js';
 import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type { Checkpoint, DataOf, DomainEvent, NodeState } from '../events/catalogue.js';
@@ -157,7 +157,7 @@ export function ownedCopy(state: BuildState): Draft<BuildState> {
  * are made a plain record first if they are a table (a state `evolveBuild` made).
  */
 export function evolveBuildInPlace(state: Draft<BuildState>, event: StoredEvent): void {
-  if (isNodeTable(state.nodes)) state.nodes = plainNodes(state.nodes as BuildState['nodes']) as Draft<BuildState['nodes']>;
+  state.nodes = plainNodes(state.nodes as BuildState['nodes']) as Draft<BuildState['nodes']>; // a table becomes a plain record; a plain one stays
   forgetNodes(state.nodes); // changed in place: nothing derived from it stays
   state.position = event.position;
   graphBumped = false;

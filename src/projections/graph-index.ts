@@ -4,7 +4,8 @@
  * up to date from the nodes a fold changed instead of recomputed from every node (decision 0021).
  *
  * An index belongs to one `nodes` object (states are immutable and share unchanged records). The
- * fold tells it which node ids an event touched (`noteNodesFolded`, from `trackingNodes`); the
+ * fold tells it which node ids an event touched (`noteNodesFolded`, from the fold's `NodesDraft`,
+ * node-table.ts: every id it read, wrote or deleted); the
  * first question asked about the next state's `nodes` moves the index there and applies just those
  * changes. A state nobody folded from (a snapshot, a state made by hand) gets an index built from
  * scratch on its first question. Every answer equals the from-scratch one (property-tested
@@ -62,59 +63,6 @@ export function noteNodesFolded(prev: Nodes, next: Nodes, changed: Set<string> |
     if (set.size > MAX_PENDING) return;
   }
   lineage.set(next, { from, changed: set });
-}
-
-/**
- * A fold's draft of a state whose `nodes` notes every node id the fold reads, writes or deletes
- * through it in `touched` (a superset of the ids it changes: the index skips records left as they
- * were) — or, when `nodes` is replaced whole, empties `touched` and sets `touched.whole`. Every
- * access goes through it, so no handler can change a node the index does not look at again.
- * (Immer's patches say the same, at the price of a deep copy of every value a fold writes anywhere
- * in the state: ~35 µs an event.)
- */
-export function trackingNodes<S extends { nodes: object }>(draft: S, touched: Touched): S {
-  return new Proxy(draft, new RootTraps(touched)) as S;
-}
-
-/** The traps of a fold's draft: `nodes` handed out behind the noting traps (one object a fold). */
-class RootTraps implements ProxyHandler<{ nodes: object }> {
-  private nodes: object | undefined;
-  constructor(private readonly touched: Touched) {}
-  get(target: { nodes: object }, key: string | symbol): unknown {
-    if (key !== 'nodes') return Reflect.get(target, key);
-    if (this.nodes === undefined) {
-      const inner = target.nodes;
-      NODE_TRAPS.set(inner, this.touched);
-      this.nodes = new Proxy(inner, nodeTraps);
-    }
-    return this.nodes;
-  }
-  set(target: { nodes: object }, key: string | symbol, value: unknown): boolean {
-    if (key === 'nodes') {
-      this.touched.whole = true;
-      this.nodes = undefined;
-    }
-    return Reflect.set(target, key, value);
-  }
-}
-
-/** The nodes draft → where its accesses are noted (the traps are shared). */
-const NODE_TRAPS = new WeakMap<object, Touched>();
-
-const note = (target: object, key: string | symbol): void => {
-  if (typeof key === 'string') NODE_TRAPS.get(target)!.ids.add(key);
-};
-
-const nodeTraps: ProxyHandler<object> = {
-  get: (target, key) => (note(target, key), Reflect.get(target, key)),
-  set: (target, key, value) => (note(target, key), Reflect.set(target, key, value)),
-  deleteProperty: (target, key) => (note(target, key), Reflect.deleteProperty(target, key)),
-};
-
-/** What a fold touched of `nodes` (see trackingNodes). */
-export interface Touched {
-  readonly ids: Set<string>;
-  whole: boolean;
 }
 
 /** A `nodes` object was changed in place (a private fold): whatever was derived from it is stale. */

@@ -119,11 +119,6 @@ export function plainNodes(nodes: Nodes): Record<string, NodeRecord> {
   return isNodeTable(nodes) ? Object.fromEntries(Object.entries(nodes)) : (nodes as Record<string, NodeRecord>);
 }
 
-/** A table holding exactly the given records, in their order. */
-export function nodeTableOf(nodes: Nodes): Nodes {
-  return view(tableOf(nodes));
-}
-
 /** `s` with `key` set to `value` (undefined: removed), copying only the path to its leaf (two 64-slot arrays and the leaf). */
 function withEntry(s: Shards, key: string, value: NodeRecord | undefined): Shards {
   const [a, b] = slotsOf(key);
@@ -150,7 +145,8 @@ function undrafted(record: NodeRecord): NodeRecord {
 /**
  * A fold's `nodes`: a record-like proxy over the base table whose reads hand out immer drafts of
  * the records they touch, and whose writes and deletes are kept until `commit`. `touched` gets
- * every id read, written or deleted (a superset of the changed ones, for the graph index). Keys
+ * every id read, written or deleted (a superset of the changed ones, for the graph index); `in`
+ * and listing the ids read no record. Keys
  * come in a plain record's order: a deleted id that is set again moves to the end.
  */
 export class NodesDraft {
@@ -167,7 +163,8 @@ export class NodesDraft {
   constructor(private readonly nodes: Nodes, private readonly immer: Immer, private readonly touched: Set<string>) {
     this.proxy = new Proxy({}, {
       get: (_t, key) => (typeof key === 'string' ? this.read(key) : undefined),
-      has: (_t, key) => typeof key === 'string' && this.read(key) !== undefined,
+      // Asking whether a node is there, or listing the ids, reads no record: no draft is made, nothing is noted.
+      has: (_t, key) => typeof key === 'string' && this.present(key),
       set: (_t, key, value) => {
         if (typeof key === 'string') this.write(key, value as NodeRecord);
         return true;
@@ -178,9 +175,8 @@ export class NodesDraft {
       },
       ownKeys: () => this.keys(),
       getOwnPropertyDescriptor: (_t, key) => {
-        if (typeof key !== 'string') return undefined;
-        const value = this.read(key);
-        return value === undefined ? undefined : { value, writable: true, enumerable: true, configurable: true };
+        if (typeof key !== 'string' || !this.present(key)) return undefined;
+        return { value: this.peek(key), writable: true, enumerable: true, configurable: true };
       },
     }) as Record<string, Draft<NodeRecord>>;
   }
@@ -193,6 +189,11 @@ export class NodesDraft {
   private present(id: string): boolean {
     const w = this.written.get(id);
     return w !== undefined ? w !== DELETED : shardGet(this.base.shards, id) !== undefined;
+  }
+
+  /** What `id` holds now, as it is (a record read through `get` is drafted; this one is not). */
+  private peek(id: string): unknown {
+    return this.written.get(id) ?? this.drafts.get(id) ?? shardGet(this.base.shards, id);
   }
 
   private read(id: string): Draft<NodeRecord> | undefined {

@@ -130,8 +130,13 @@ export const MUTANTS = [
   {
     name: 'graph-index-untracked-delete',
     bug: "the fold's draft does not note a node it deletes (decision 0021): the index carried to the next state still holds the node, in its SHA-256 and its ready set",
-    edits: [{ file: 'src/projections/graph-index.ts', find: 'deleteProperty: (target, key) => (note(target, key), Reflect.deleteProperty(target, key)),', replace: 'deleteProperty: (target, key) => Reflect.deleteProperty(target, key),' }],
-    caughtBy: ['test/graph-index.test.ts'],
+    edits: [{
+      file: 'src/projections/node-table.ts',
+      find: '  private write(id: string, value: NodeRecord | typeof DELETED): void {\n    this.touched.add(id);',
+      replace: '  private write(id: string, value: NodeRecord | typeof DELETED): void {\n    if (value !== DELETED) this.touched.add(id);',
+      js: { find: '    write(id, value) {\n        this.touched.add(id);', replace: '    write(id, value) {\n        if (value !== DELETED) this.touched.add(id);' },
+    }],
+    caughtBy: ['test/graph-index.test.ts', 'test/node-table.test.ts'],
   },
   {
     name: 'graph-index-depth-stops-early',

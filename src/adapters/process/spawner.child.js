@@ -3,8 +3,8 @@
 // controller, and the controller's thread is not blocked while the kernel copies it (issue 16).
 //
 // Protocol, one JSON object per line. Out first: { ready: true } once the helper listens. In:
-// { id, argv, cwd, env, input?: base64, timeoutMs }. Out: { id, pid } once started, then { id, code, signal, stdout: base64, stderr: base64,
-// timedOut, spawnError? }. Each command runs in a process group of its own (detached), with
+// { id, argv, cwd, env, input?: base64, timeoutMs }. Out: { id, pid } once started, then
+// { id, code, signal, stdout: base64, stderr: base64, timedOut, spawnError? }. Each command runs in a process group of its own (detached), with
 // exactly the given environment; on a timeout the group is SIGKILLed. Signals for the
 // controller's terminal (SIGINT, SIGTERM) are ignored here: the controller decides what to kill
 // (it gets every pid). When the controller goes away (stdin ends), the helper exits.
