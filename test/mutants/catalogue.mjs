@@ -187,6 +187,12 @@ export const MUTANTS = [
     caughtBy: ['test/spawner.test.ts'],
   },
   {
+    name: 'spawner-ignores-fork-budget',
+    bug: 'a spawner helper (a whole Node.js start-up) starts at the first call of every process, whatever its own forks cost: each short run (a fuzz case, a step) pays for two helpers it never repays',
+    edits: [{ file: 'src/adapters/process/spawner.ts', find: 'if (this.forkMs >= this.forkBudgetMs)', replace: 'if (this.forkMs >= 0)' }],
+    caughtBy: ['test/spawner.test.ts'],
+  },
+  {
     name: 'fuzz-copy-links-everything',
     bug: "a fuzz case's copy of a build hard-links every file, not only git's immutable objects: a case writing its log, index or refs writes the build it was copied from",
     edits: [{ file: 'src/adapters/fuzz/copy-build.ts', find: "if (place === 'immutable' && linked(source, target)) continue;", replace: 'if (linked(source, target)) continue;', js: { find: "if (place === 'immutable' && linked(source, target))", replace: 'if (linked(source, target))' } }],

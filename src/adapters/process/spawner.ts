@@ -9,8 +9,9 @@
  *
  * Same contract as a direct spawn: argv (no shell), exactly the given environment, the process's
  * own group (SIGKILLed on a timeout, or by the controller on an interrupt: every pid is reported
- * to it), exact stdout/stderr bytes. Helpers start on the first call, are reused, and keep the
- * controller's event loop alive only while a call is pending. A helper is a Node.js start-up
+ * to it), exact stdout/stderr bytes. Helpers start once the controller's own forks have cost
+ * about what a helper costs (FORK_BUDGET_MS), are reused, and keep the controller's event loop
+ * alive only while a call is pending. A helper is a Node.js start-up
  * (~50–70 ms here) before it can take a call: until one says it is ready, calls are spawned
  * directly — the controller is small then, and its first git call (at every `run`, `step` and
  * fuzz case) does not wait for a helper to boot. A helper that cannot start, or
@@ -116,13 +117,40 @@ class Helper {
   }
 }
 
+export interface SpawnerOptions {
+  /**
+   * Start helpers only once forks made by this process have taken this many ms of its thread
+   * (default FORK_BUDGET_MS): a helper is a Node.js start-up, worth it only to a process whose
+   * forks cost that much. 0: start one at the first call.
+   */
+  readonly forkBudgetMs?: number;
+}
+
+/**
+ * A helper costs about one Node.js start-up (~50–70 ms of CPU here) before it saves anything, so
+ * the controller forks by itself until its own forks have cost that much: a short `run` (a fuzz
+ * case, a `step`) never starts one, a large controller, whose forks take 10–25 ms each, starts
+ * them after a few calls (decision 0017).
+ */
+export const FORK_BUDGET_MS = 60;
+
 /** A pool of helpers; `run` sends each call to the least busy one. */
 export class Spawner {
   private helpers: Helper[] = [];
   private next = 1;
   private readonly running = new Set<number>();
+  /** Time this process's own forks have taken (its thread is blocked in `spawn`). */
+  private forkMs = 0;
+  private readonly forkBudgetMs: number;
 
-  constructor(private readonly size: number) {}
+  constructor(private readonly size: number, options: SpawnerOptions = {}) {
+    this.forkBudgetMs = options.forkBudgetMs ?? FORK_BUDGET_MS;
+  }
+
+  /** ms this process spent forking calls itself (for tests and benchmarks). */
+  get ownForkMs(): number {
+    return this.forkMs;
+  }
 
   /** The process groups of the calls running now (the controller kills them on an interrupt). */
   get groups(): ReadonlySet<number> {
@@ -133,9 +161,11 @@ export class Spawner {
     return new Promise((resolve) => {
       const helper = this.pick();
       if (helper === null) {
+        const started = performance.now();
         directSpawn(r, this.running).then(resolve);
+        this.forkMs += performance.now() - started;
         // After this call's own fork: starting a helper is a fork too (~5 ms of this thread).
-        this.startHelper();
+        if (this.forkMs >= this.forkBudgetMs) this.startHelper();
         return;
       }
       helper.send(this.next++, r, { resolve });
