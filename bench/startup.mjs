@@ -2,13 +2,16 @@
 // build of test/fixtures/helios.json, killed (LONGBUILD_CRASH_AT) where it is about to append its
 // first decision (`before-append:PlannerInvoked`) — module loading, opening the build, the lease,
 // stale-lock clearing and the first decision, nothing of the first effect. Beside it `node -e 0`,
-// the Node.js start-up no command can beat. With LONGBUILD_BASELINE=DIR the same of another built
-// checkout runs interleaved (each on a build its own `init` made). Prints medians, ms.
+// the Node.js start-up no command can beat, and the same `run` started from a V8 start-up snapshot
+// of the CLI (what `longbuild fuzz` starts its cases' runs from, decision 0028). With
+// LONGBUILD_BASELINE=DIR the same of another built checkout runs interleaved (each on a build its
+// own `init` made). Prints medians, ms.
 //   npm run build && node bench/startup.mjs            # ROUNDS=15 by default
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildCliSnapshot } from '../dist/adapters/fuzz/cli-snapshot.js';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 15);
 const POINT = 'before-append:PlannerInvoked:1';
@@ -33,14 +36,18 @@ try {
     execFileSync(process.execPath, [join(dir, 'bin', 'longbuild.js'), 'init', '--blueprint', join(here, 'test', 'fixtures', 'helios.json')], { cwd: repo, stdio: 'ignore' });
     templates.set(name, repo);
   }
+  const snapshot = await buildCliSnapshot(root, process.env);
+  if (!('launch' in snapshot)) throw new Error(`the start-up snapshot: ${snapshot.reason}`);
+  bins.push(['snapshot', here, snapshot.launch]);
+  templates.set('snapshot', templates.get('longbuild'));
   const results = new Map([['node -e 0', []], ...bins.map(([name]) => [`${name} run, to its first step`, []])]);
   const load = [loadavg()[0]];
   for (let round = 0; round < ROUNDS; round++) {
     results.get('node -e 0').push(timed(['-e', '0']).ms);
-    for (const [name, dir] of bins) {
+    for (const [name, dir, launch] of bins) {
       const repo = join(root, `run-${name}-${round}`);
       cpSync(templates.get(name), repo, { recursive: true });
-      const { ms, r } = timed([join(dir, 'bin', 'longbuild.js'), 'run', '--json'], { cwd: repo, env: { ...process.env, LONGBUILD_CRASH_AT: POINT } });
+      const { ms, r } = timed([...(launch ?? [join(dir, 'bin', 'longbuild.js')]), 'run', '--json'], { cwd: repo, env: { ...process.env, LONGBUILD_CRASH_AT: POINT } });
       if (r.signal !== 'SIGKILL') throw new Error(`${name}: run was not stopped at ${POINT} (exit ${r.status}): ${r.stderr.trim()}`);
       results.get(`${name} run, to its first step`).push(ms);
       rmSync(repo, { recursive: true, force: true });

@@ -193,6 +193,18 @@ export const MUTANTS = [
     caughtBy: ['test/spawner.test.ts'],
   },
   {
+    name: 'snapshot-argv-unshifted',
+    bug: "a process started from the CLI's start-up snapshot takes its arguments as they come (node --snapshot-blob FILE run … has no script in argv): the first one, the command, is dropped",
+    edits: [{ file: 'src/adapters/cli/snapshot-entry.ts', find: "process.argv.splice(1, 0, packageFile('bin', 'longbuild.js'));", replace: 'void packageFile;' }],
+    caughtBy: ['test/cli-snapshot.test.ts'],
+  },
+  {
+    name: 'fuzz-ignores-snapshot',
+    bug: "the fuzzer's children start bin/longbuild.js whatever start-up snapshot the campaign built: every case pays the CLI's start-up twice, and the report says otherwise",
+    edits: [{ file: 'src/adapters/fuzz/child.ts', find: '[...(o.launch ?? [LONGBUILD_BIN]), ...args]', replace: '[LONGBUILD_BIN, ...args]' }],
+    caughtBy: ['test/cli-snapshot.test.ts'],
+  },
+  {
     name: 'fuzz-copy-links-everything',
     bug: "a fuzz case's copy of a build hard-links every file, not only git's immutable objects: a case writing its log, index or refs writes the build it was copied from",
     edits: [{ file: 'src/adapters/fuzz/copy-build.ts', find: "if (place === 'immutable' && linked(source, target)) continue;", replace: 'if (linked(source, target)) continue;', js: { find: "if (place === 'immutable' && linked(source, target))", replace: 'if (linked(source, target))' } }],

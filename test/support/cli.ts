@@ -20,11 +20,11 @@ export interface CliRun {
   readonly stderr: string;
 }
 
-/** Run the CLI (`bin`: another build of it, e.g. a mutated copy). */
-export function runCli(args: readonly string[], opts: { cwd: string; env?: Record<string, string | undefined>; timeoutMs?: number; bin?: string }): CliRun {
+/** Run the CLI (`bin`: another build of it, e.g. a mutated copy; `launch`: Node.js arguments that start it, e.g. a start-up snapshot's). */
+export function runCli(args: readonly string[], opts: { cwd: string; env?: Record<string, string | undefined>; timeoutMs?: number; bin?: string; launch?: readonly string[] }): CliRun {
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...opts.env };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
-  const r = spawnSync(process.execPath, [opts.bin ?? BIN, ...args], { cwd: opts.cwd, env: env as NodeJS.ProcessEnv, encoding: 'utf8', timeout: opts.timeoutMs ?? 120_000 });
+  const r = spawnSync(process.execPath, [...(opts.launch ?? [opts.bin ?? BIN]), ...args], { cwd: opts.cwd, env: env as NodeJS.ProcessEnv, encoding: 'utf8', timeout: opts.timeoutMs ?? 120_000 });
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
 

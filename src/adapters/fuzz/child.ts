@@ -32,12 +32,14 @@ export interface ChildOptions {
   readonly onStderr?: (all: string, child: { pid: number }) => void;
   /** SIGKILL the child's whole process group after this many ms (random kills). */
   readonly killAfterMs?: number;
+  /** Node.js arguments that start the CLI (default: bin/longbuild.js; a start-up snapshot's, cli-snapshot.ts). */
+  readonly launch?: readonly string[];
 }
 
 /** One `longbuild` child process in a process group of its own; resolves with its exit code or the signal that ended it. */
 export function longbuild(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, o: ChildOptions = {}): Promise<ChildResult> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [LONGBUILD_BIN, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(process.execPath, [...(o.launch ?? [LONGBUILD_BIN]), ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
     let errText = '';
     const killGroup = () => {

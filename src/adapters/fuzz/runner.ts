@@ -20,6 +20,7 @@ import { observeBuild, observeCrash, readLedgerCalls } from './observe.js';
 import { childEnv, describeChild, longbuild, pointLines, readLines, removeBuilds, type ChildResult } from './child.js';
 import { AUTO_STOPS_CASES, caseStart, namesPath, NO_STARTS, stagedStops, type CaseStart, type Starts, type Stop } from './stops.js';
 import { copyBuild } from './copy-build.js';
+import { AUTO_SNAPSHOT_CASES, buildCliSnapshot, type SnapshotMode } from './cli-snapshot.js';
 import { OutageProxy } from './outage-proxy.js';
 import { postgresTarget } from '../log/open-log.js';
 import { redactedUrl } from '../log/pg-connection.js';
@@ -74,6 +75,15 @@ export interface FuzzOptions {
    * (default) — stops when there are enough cases to repay the staged run.
    */
   readonly startFrom?: StartFrom;
+  /**
+   * Start the cases' runs from a V8 start-up snapshot of the CLI built for this campaign
+   * (decision 0028): 'auto' (default) when there are at least AUTO_SNAPSHOT_CASES cases.
+   */
+  readonly snapshot?: SnapshotMode;
+  /** Internal: the bundle the snapshot is built from (tests give one that cannot be built). */
+  readonly snapshotSource?: string;
+  /** Internal: the Node.js arguments that start the cases' runs (the campaign sets them). */
+  readonly launch?: readonly string[];
   readonly onProgress?: (p: FuzzProgress) => void;
 }
 
@@ -180,6 +190,11 @@ export interface FuzzReport {
    * clean run's points the cases did not run again.
    */
   readonly starts: { readonly mode: StartFrom; readonly stops: number; readonly stagedMs: number; readonly fromStop: number; readonly fellBack: number; readonly pointsSkipped: number };
+  /**
+   * Whether the cases' runs (and the staged run) started from a start-up snapshot of the CLI
+   * (decision 0028; the clean run never does), what building it took, or why it was not used.
+   */
+  readonly snapshot: { readonly mode: SnapshotMode; readonly used: boolean; readonly buildMs?: number; readonly reason?: string };
 }
 
 const driverArgs = (d: FuzzDriver): string[] => ('blueprint' in d ? ['--blueprint', d.blueprint] : ['--request', d.request, '--config', d.config]);
@@ -321,12 +336,12 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
   const notReached = (r: ChildResult): Divergence => ({ what: 'interruption point not reached', rule: 'R-19', clean: `reached ${c.point} ${c.occurrence} time(s)`, resumed: `the run ended without reaching it (${describeChild(r)})` });
   switch (c.fault) {
     case 'kill': {
-      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_CRASH_AT: at }));
+      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_CRASH_AT: at }), { launch: opts.launch });
       return r.signal === 'SIGKILL' ? { problem: null, struck: true } : { problem: notReached(r), struck: false };
     }
     case 'enospc':
     case 'eio': {
-      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_FAULT: `${c.fault}@${at}` }));
+      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_FAULT: `${c.fault}@${at}` }), { launch: opts.launch });
       if (r.code === clean.code && r.signal === null && !FAILED_WRITE.test(r.stderr)) return { problem: notReached(r), struck: false };
       // Every failed write ends in one line naming what failed, exit 1 (never a crash or an internal error).
       if (r.code !== 1 || !FAILED_WRITE.test(r.stderr) || /internal error|\n\s+at /.test(r.stderr)) {
@@ -337,6 +352,7 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
     case 'hang': {
       let killed = false;
       const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_FAULT: `hang@${at}` }), {
+        launch: opts.launch,
         onStderr: (all, child) => {
           if (!killed && all.includes('hanging at')) {
             killed = true;
@@ -352,8 +368,9 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
       // refused (exit 3) with nothing changed; the first then finishes the build.
       let raced: Promise<ChildResult> | null = null;
       const first = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_PAUSE_AT: `${at}:1500` }), {
+        launch: opts.launch,
         onStderr: (all) => {
-          if (raced === null && all.includes('paused at')) raced = longbuild(['run', '--json'], repo, childEnv(opts.env, {}));
+          if (raced === null && all.includes('paused at')) raced = longbuild(['run', '--json'], repo, childEnv(opts.env, {}), { launch: opts.launch });
         },
       });
       if (raced === null) return { problem: notReached(first), struck: false };
@@ -368,6 +385,7 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
       const proxy = opts.backend!.proxy;
       let downed = false;
       const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_PAUSE_AT: `${at}:300` }), {
+        launch: opts.launch,
         onStderr: (all) => {
           if (!downed && all.includes('paused at')) {
             downed = true;
@@ -385,7 +403,7 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
       return { problem: null, struck: true, completed: true };
     }
     case 'random-kill': {
-      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, env), { killAfterMs: c.delayMs! });
+      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, env), { killAfterMs: c.delayMs!, launch: opts.launch });
       return { problem: null, struck: r.signal === 'SIGKILL' };
     }
   }
@@ -410,13 +428,13 @@ async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, r
   const segments: LedgerCall[][] = [[...clean.ledger.slice(0, start.calls), ...readLedgerCalls(crashLedger)]];
   if (c.second) {
     // --double: the resume is killed too, at a point it passes; its calls are judged against the first crash, the final resume's against the second.
-    const again = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: secondLedger, LONGBUILD_POINTS_FILE: pointFiles[1]!, LONGBUILD_CRASH_AT: `${c.second.point}:${c.second.occurrence}` }));
+    const again = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: secondLedger, LONGBUILD_POINTS_FILE: pointFiles[1]!, LONGBUILD_CRASH_AT: `${c.second.point}:${c.second.occurrence}` }), { launch: opts.launch });
     if (again.signal !== 'SIGKILL') divergences.push({ what: 'second interruption point not reached', rule: 'R-19', clean: `${c.second.point}:${c.second.occurrence}`, resumed: describeChild(again) });
     crashes.push(await observeCrash(repo));
     segments.push(readLedgerCalls(secondLedger));
   }
   if (!hit.completed) {
-    const resumed = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: resumeLedger, LONGBUILD_POINTS_FILE: pointFiles[2]! }));
+    const resumed = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: resumeLedger, LONGBUILD_POINTS_FILE: pointFiles[2]! }), { launch: opts.launch });
     if (resumed.signal !== null || resumed.code !== clean.code) {
       divergences.push({ what: 'resumed run exit', rule: 'R-19', clean: `exit ${clean.code}`, resumed: describeChild(resumed) });
     }
@@ -517,11 +535,17 @@ async function templateBuild(base: string, o: FuzzOptions): Promise<string | nul
   return namesPath(repo, repo) ? null : repo;
 }
 
-async function campaignIn(base: string, o: FuzzOptions, t0: number): Promise<FuzzReport> {
+async function campaignIn(base: string, given: FuzzOptions, t0: number): Promise<FuzzReport> {
+  const driver = given.driver;
+  const snapshotMode = given.snapshot ?? 'auto';
+  // Built beside the template and the clean run (which use bin/longbuild.js: the reference the
+  // cases are compared with), on the core they leave idle.
+  const building = wantsSnapshot(given) ? buildCliSnapshot(base, childEnv(given.env, {}), given.snapshotSource) : null;
+  const template = await templateBuild(base, given);
+  const clean = await cleanRun(driver, given.env, given.backend, template);
+  const snapshot = building === null ? null : await building;
+  const o: FuzzOptions = snapshot !== null && 'launch' in snapshot ? { ...given, launch: snapshot.launch } : given;
   const opts = o;
-  const driver = o.driver;
-  const template = await templateBuild(base, o);
-  const clean = await cleanRun(driver, opts.env, o.backend, template);
   const faults = opts.faults && opts.faults.length > 0 ? opts.faults : ['kill' as const];
   const chosen = opts.randomKills !== undefined ? [] : opts.only && opts.only.length > 0 ? [...opts.only] : choosePoints(clean.points, opts.points, opts.seed);
   const cases: FuzzCase[] = faults.flatMap((fault) => chosen.map((po) => ({ fault, point: po.point, occurrence: po.occurrence })));
@@ -537,7 +561,7 @@ async function campaignIn(base: string, o: FuzzOptions, t0: number): Promise<Fuz
   const starts: Starts = { template, stops };
   const t1 = performance.now();
   let stagedMs = 0;
-  const staged = !staging ? Promise.resolve() : stagedStops(opts.env, clean, template, base, stops)
+  const staged = !staging ? Promise.resolve() : stagedStops(opts.env, clean, template, base, stops, opts.launch)
     .catch(() => undefined) // a staged run that fails leaves fewer stops: the cases start from the start
     .finally(() => { stagedMs = Math.round(performance.now() - t1); });
   // Asked for stops: every case starts from the latest one before its point (what a reproduction needs).
@@ -617,7 +641,21 @@ async function campaignIn(base: string, o: FuzzOptions, t0: number): Promise<Fuz
       mode, stops: starts.stops.length, stagedMs, fromStop: results.filter((r) => r.startedAt > 0).length,
       fellBack: results.filter((r) => r.fellBack).length, pointsSkipped: results.reduce((n, r) => n + r.startedAt, 0),
     },
+    snapshot: {
+      mode: snapshotMode, used: o.launch !== undefined,
+      ...(snapshot !== null && 'buildMs' in snapshot ? { buildMs: snapshot.buildMs } : {}),
+      ...(snapshot !== null && 'reason' in snapshot ? { reason: snapshot.reason } : {}),
+    },
   };
+}
+
+/** Whether a campaign builds a start-up snapshot: asked to, or ('auto') enough cases to repay it. */
+function wantsSnapshot(o: FuzzOptions): boolean {
+  const mode = o.snapshot ?? 'auto';
+  if (mode !== 'auto') return mode === 'on';
+  const perFault = o.only && o.only.length > 0 ? o.only.length : o.points === 'all' ? Infinity : o.points;
+  const pointCases = o.randomKills !== undefined ? 0 : perFault * Math.max(1, o.faults?.length ?? 1);
+  return pointCases + (o.randomKills ?? 0) >= AUTO_SNAPSHOT_CASES;
 }
 
 /** The sets of calls in flight the clean run passed through, and how many the struck cases covered (issue 16). */

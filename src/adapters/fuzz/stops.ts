@@ -82,7 +82,7 @@ const sameCalls = (a: readonly LedgerCall[], b: readonly LedgerCall[]): boolean 
  * stop is added to `stops` as soon as it is copied (the cases run meanwhile, earliest points
  * first, and take the latest stop there is when they start).
  */
-export async function stagedStops(env: Readonly<Record<string, string | undefined>>, clean: CleanPath, template: string, base: string, stops: Stop[]): Promise<void> {
+export async function stagedStops(env: Readonly<Record<string, string | undefined>>, clean: CleanPath, template: string, base: string, stops: Stop[], launch?: readonly string[]): Promise<void> {
   const dir = join(base, 'staged');
   const repo = copyBuild(template, join(dir, 'repo'));
   const stride = Math.max(1, Math.ceil(clean.steps / MAX_STAGES));
@@ -91,7 +91,7 @@ export async function stagedStops(env: Readonly<Record<string, string | undefine
   for (let stage = 0; stage <= MAX_STAGES + 1 && passed.length < clean.lines.length; stage++) {
     const pointsFile = join(dir, `points-${stage}.txt`);
     const ledgerFile = join(dir, `ledger-${stage}.ndjson`);
-    const r = await longbuild(['run', '--json', '--max-steps', String(stride)], repo, childEnv(env, { LONGBUILD_POINTS_FILE: pointsFile, LONGBUILD_EFFECTS_LEDGER: ledgerFile }));
+    const r = await longbuild(['run', '--json', '--max-steps', String(stride)], repo, childEnv(env, { LONGBUILD_POINTS_FILE: pointsFile, LONGBUILD_EFFECTS_LEDGER: ledgerFile }), launch === undefined ? {} : { launch });
     const lines = pointLines(pointsFile);
     if (r.signal !== null || (r.code !== 0 && r.code !== 1) || lines.length === 0) break;
     passed.push(...lines);

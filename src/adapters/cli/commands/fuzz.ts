@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { UsageError } from '../../../events/errors.js';
 import { parsePointOccurrence, type PointOccurrence } from '../../../commands/fuzz-compare.js';
 import { caseName, fuzz, FUZZ_FAULTS, START_FROM, writeReport, type FuzzDriver, type FuzzFault, type FuzzReport, type StartFrom } from '../../fuzz/runner.js';
+import { SNAPSHOT_MODES, type SnapshotMode } from '../../fuzz/cli-snapshot.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
 export const flags: Record<string, FlagSpec> = {
@@ -23,6 +24,7 @@ export const flags: Record<string, FlagSpec> = {
   only: { type: 'string', repeatable: true },
   'keep-failed': { type: 'boolean' },
   'start-from': { type: 'string' },
+  snapshot: { type: 'string' },
 };
 
 /** Crash (or otherwise fault) a controller at interruption points of a build, resume, compare (issues 7 and 17). */
@@ -62,6 +64,8 @@ export async function run(ctx: CommandContext): Promise<FuzzReport> {
   const startFrom = str('start-from') ?? 'auto';
   if (!(START_FROM as readonly string[]).includes(startFrom)) throw new UsageError(`fuzz: --start-from takes ${START_FROM.join(', ')} (where each case starts), got '${startFrom}'`);
   if (startFrom === 'stops' && log !== undefined) throw new UsageError('fuzz: --start-from stops cannot be used with --log (a build whose log is in PostgreSQL is not copied; its cases start from the start)');
+  const snapshot = str('snapshot') ?? 'auto';
+  if (!(SNAPSHOT_MODES as readonly string[]).includes(snapshot)) throw new UsageError(`fuzz: --snapshot takes ${SNAPSHOT_MODES.join(', ')} (start the cases' runs from a start-up snapshot of the CLI), got '${snapshot}'`);
   const progress = !ctx.json && process.stderr.isTTY === true;
   const report = await fuzz({
     driver,
@@ -78,6 +82,7 @@ export async function run(ctx: CommandContext): Promise<FuzzReport> {
     env: ctx.env,
     keepFailed: ctx.flags['keep-failed'] === true,
     startFrom: startFrom as StartFrom,
+    snapshot: snapshot as SnapshotMode,
     // Minimisation shrinks the blueprint (20 candidates by default; 0 turns it off).
     minimiseTrials: bp === undefined ? 0 : typeof ctx.flags['minimise-trials'] === 'number' ? ctx.flags['minimise-trials'] : 20,
     minimalDir: ctx.cwd,
@@ -101,6 +106,7 @@ export function render(d: FuzzReport): string {
     `${d.failed.length === 0 ? 'ok' : 'FAILED'}: ${d.passed}/${d.points - d.notInterrupted} cases passed (faults ${d.faults.join(', ')}; ${d.enumerated} points enumerated by the clean run, seed ${d.seed}, ${d.jobs} job${d.jobs === 1 ? '' : 's'}, ${(d.durationMs / 1000).toFixed(1)} s)${d.notInterrupted ? `; ${d.notInterrupted} random kill(s) came after the build ended` : ''}`,
     `clean run: ${d.clean.outcome}, ${d.clean.events} events, ${d.clean.plannerCalls} planner and ${d.clean.workerCalls} worker calls`,
     ...(d.starts.fromStop > 0 || d.starts.fellBack > 0 ? [`starts: ${d.starts.fromStop} case(s) started where the clean run stood (${d.starts.stops} stops found by a staged run in ${(d.starts.stagedMs / 1000).toFixed(1)} s; ${d.starts.pointsSkipped} points not run again)${d.starts.fellBack > 0 ? `; ${d.starts.fellBack} left its path and ran from the start` : ''}`] : []),
+    ...(d.snapshot.used ? [`start-up snapshot: the cases' runs started from a snapshot of the CLI (built in ${((d.snapshot.buildMs ?? 0) / 1000).toFixed(1)} s)`] : d.snapshot.reason !== undefined ? [`start-up snapshot: not used, the cases' runs started bin/longbuild.js (${d.snapshot.reason})`] : []),
     ...(d.inFlight !== undefined ? [`calls in flight: the clean run passed through ${d.inFlight.combinations} distinct sets of calls in flight (${d.inFlight.kinds.join('; ') || 'one call at a time'}); the faults struck ${d.inFlight.covered} of them`] : []),
     `duplicate calls: ${d.duplicateCalls}; in-doubt re-invocations: ${d.inDoubtReinvocations}${d.inDoubtReinvocations ? ` (${Object.keys(d.inDoubtByPoint).join(', ')})` : ''}; effects started again: planner ${d.repeatedEffects.planner}, worker ${d.repeatedEffects.worker}, verify ${d.repeatedEffects.verify}, promote ${d.repeatedEffects.promote}`,
   ];
