@@ -92,6 +92,32 @@ describe('git adapter (R-24, R-18, R-29)', () => {
     await expect(promote(repo, 'refs/heads/main', 'HEAD', head)).rejects.toThrow(/object id/);
   });
 
+  it('R-24 an attempt clone holds baseHead and its whole history: copied as loose objects when the integrator\'s are loose, fetched when they are packed; the same commits, tree and files either way, and git fsck finds nothing wrong', async () => {
+    const { repo, head, wt } = await newRepo();
+    const c1 = await attemptCommit(repo, wt, 'a.1', head, { 'a.txt': 'one\n', 'lib/deep/x.js': 'x\n' });
+    const c2 = await attemptCommit(repo, wt, 'b.1', c1.commit, { 'b.txt': 'two\n', 'lib/deep/y.js': 'y\n' });
+    const c3 = await attemptCommit(repo, wt, 'c.1', c2.commit, { 'a.txt': 'one, changed\n' });
+    const history = (await git(repo, ['log', '--format=%H %T', c3.commit])).stdout;
+    const files = (dir: string): string => execFileSync('git', ['-C', dir, 'ls-files', '-s'], { encoding: 'utf8' });
+    const expected = execFileSync('git', ['-C', repo, 'ls-tree', '-r', c3.commit], { encoding: 'utf8' }).split('\n').filter(Boolean).map((l) => { const [meta, path] = l.split('\t'); const [mode, , sha] = meta!.split(' '); return `${mode} ${sha} 0\t${path}`; }).join('\n') + '\n';
+    const check = async (id: string): Promise<string> => {
+      const p = await prepareAttemptWorktree(repo, wt, id, attemptBranch(id), c3.commit);
+      expect((await git(p.worktree, ['rev-parse', 'main'])).stdout.trim()).toBe(c3.commit);
+      expect((await git(p.worktree, ['log', '--format=%H %T', 'main'])).stdout).toBe(history);
+      expect(files(p.worktree)).toBe(expected);
+      expect(readFileSync(join(p.worktree, 'a.txt'), 'utf8')).toBe('one, changed\n');
+      expect(readFileSync(join(p.worktree, 'lib', 'deep', 'y.js'), 'utf8')).toBe('y\n');
+      expect((await git(p.worktree, ['status', '--porcelain', '--untracked-files=all'])).stdout).toBe('');
+      expect((await git(p.worktree, ['fsck', '--full', '--strict', '--no-dangling'], { allowFail: true })).code).toBe(0);
+      return p.worktree;
+    };
+    // Every object the host wrote is loose: the clone copies them (no fetch, so no FETCH_HEAD).
+    expect(existsSync(join(await check('d.1'), '.git', 'FETCH_HEAD'))).toBe(false);
+    // Packed (a user's `git gc` in the integrator's repository): the clone fetches.
+    await git(repo, ['repack', '-a', '-d', '-q']);
+    expect(existsSync(join(await check('e.1'), '.git', 'FETCH_HEAD'))).toBe(true);
+  });
+
   it('R-18 a half-created clone (stray files + stale index.lock) is recovered', async () => {
     const { repo, head, wt } = await newRepo();
     const p1 = await prepareAttemptWorktree(repo, wt, 'node-x.1', attemptBranch('node-x.1'), head);

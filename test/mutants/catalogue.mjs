@@ -205,6 +205,12 @@ export const MUTANTS = [
     caughtBy: ['test/cli-snapshot.test.ts'],
   },
   {
+    name: 'clone-copies-head-commit-only',
+    bug: "an attempt clone gets only the objects baseHead's own commit added (not its whole history): the clone's main names commits and trees it does not have",
+    edits: [{ file: 'src/adapters/git/worktrees.ts', find: 'await objectsBetween(repo, null, baseHead, CLONE_COPY_COMMITS, CLONE_COPY_OBJECTS)', replace: 'await objectsBetween(repo, (await commitParents(repo, baseHead))[0] ?? null, baseHead, CLONE_COPY_COMMITS, CLONE_COPY_OBJECTS)' }],
+    caughtBy: ['test/git-adapter.test.ts'],
+  },
+  {
     name: 'fuzz-copy-links-everything',
     bug: "a fuzz case's copy of a build hard-links every file, not only git's immutable objects: a case writing its log, index or refs writes the build it was copied from",
     edits: [{ file: 'src/adapters/fuzz/copy-build.ts', find: "if (place === 'immutable' && linked(source, target)) continue;", replace: 'if (linked(source, target)) continue;', js: { find: "if (place === 'immutable' && linked(source, target))", replace: 'if (linked(source, target))' } }],

@@ -335,20 +335,23 @@ function isPlainSha1Repo(common: string): boolean {
 /**
  * The objects `newHead` adds to `oldHead` when it descends from it along first parents (the
  * integration head's history is a line): the commits in between, and every tree and blob each
- * adds to its parent's tree. Null when one of them is not loose in `repo`, or `oldHead` is not an
- * ancestor within `limit` commits.
+ * adds to its parent's tree; `oldHead` null: the whole history, down to its root commit. Null
+ * when one of them is not loose in `repo`, `oldHead` is not an ancestor within `limit` commits,
+ * a merge is met, or there are more than `maxObjects` (git is then asked to move them).
  */
-export async function objectsBetween(repo: string, oldHead: string, newHead: string, limit = 256): Promise<string[] | null> {
+export async function objectsBetween(repo: string, oldHead: string | null, newHead: string, limit = 256, maxObjects = Infinity): Promise<string[] | null> {
   const common = await gitCommonDir(repo);
   const out: string[] = [];
-  for (let c = newHead, n = 0; c !== oldHead; n++) {
-    const commit = n < limit ? await looseCommit(repo, c) : null;
-    if (commit === null || commit.parents.length !== 1) return null;
-    const parent = await looseCommit(repo, commit.parents[0]!);
-    if (parent === null && commit.parents[0] !== oldHead) return null;
+  for (let c: string | null = newHead, n = 0; c !== oldHead; n++) {
+    if (c === null) return null; // the root reached, and oldHead was not on the way
+    const commit: { tree: string; parents: readonly string[] } | null = n < limit ? await looseCommit(repo, c) : null;
+    if (commit === null || commit.parents.length > 1) return null;
+    const parentId: string | null = commit.parents[0] ?? null;
+    const parent = parentId === null ? null : await looseCommit(repo, parentId);
+    if (parentId !== null && parent === null && parentId !== oldHead) return null;
     out.push(c);
-    if (!newTreeObjects(common, parent?.tree ?? null, commit.tree, out)) return null;
-    c = commit.parents[0]!;
+    if (!newTreeObjects(common, parent?.tree ?? null, commit.tree, out) || out.length > maxObjects) return null;
+    c = parentId;
   }
   return [...new Set(out)];
 }

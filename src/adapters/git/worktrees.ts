@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { EffectError, ValidationError } from '../../events/errors.js';
 import { isSafeId } from '../../events/ids.js';
 import { assertSha, git } from './exec.js';
-import { commitParents, commitTree, gitCommonDir, readRef, treeOf, writeIndexOfTree } from './repo.js';
+import { commitParents, commitTree, copyLooseObjects, gitCommonDir, objectsBetween, readRef, treeOf, writeIndexOfTree } from './repo.js';
 import { updateOwnRef } from './own-refs.js';
 
 export interface CommitAndTree {
@@ -134,12 +134,20 @@ export async function prepareAttemptWorktree(
   await rm(worktree, { recursive: true, force: true });
   mkdirSync(worktreesDir, { recursive: true, mode: 0o700 });
   initRepository(worktree);
-  // The clone fetches from the integrator's repository (ours, trusted), never the reverse.
-  await git(worktree, ['fetch', '-q', '--no-tags', '--update-head-ok', resolve(repo), `${baseHead}:refs/heads/main`]);
+  // The clone takes baseHead's history from the integrator's repository (ours, trusted), never
+  // the reverse: copied as loose object files when the host wrote them so (a short history of
+  // the host's own commits: the fetch's six processes saved per attempt), else fetched.
+  const history = await objectsBetween(repo, null, baseHead, CLONE_COPY_COMMITS, CLONE_COPY_OBJECTS);
+  if (history !== null && (await copyLooseObjects(repo, worktree, history))) writeFileSync(join(worktree, '.git', 'refs', 'heads', 'main'), `${baseHead}\n`);
+  else await git(worktree, ['fetch', '-q', '--no-tags', '--update-head-ok', resolve(repo), `${baseHead}:refs/heads/main`]);
   await git(worktree, ['reset', '-q', '--hard', 'main']);
   const applied = reworkFrom === undefined ? { reworked: false, conflicts: [] } : await applyCandidate(repo, worktree, normalizeAttemptBranch(reworkFrom));
   return { worktree, branch: ref, adoptable: found, ...applied };
 }
+
+/** An attempt's clone copies its history's objects itself up to this many commits and objects (each read and checked in-process); beyond, git fetches them. */
+const CLONE_COPY_COMMITS = 256;
+const CLONE_COPY_OBJECTS = 2000;
 
 /**
  * What `git init -q --template= -b main DIR` makes, written in-process (a git process saved per
