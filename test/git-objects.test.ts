@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { commitParents, git, isValidRefName, looseBlob, looseDiff, readRef, readRefFiles, treeOf } from '../src/adapters/git/git.js';
+import { changedFilesOf, commitParents, git, isValidRefName, listRefFiles, looseBlob, looseDiff, readRef, readRefFiles, treeOf } from '../src/adapters/git/git.js';
 import { commitTree, copyLooseObjects, gitCommonDir, objectsBetween, writeIndexOfTree } from '../src/adapters/git/repo.js';
 import { updateOwnRef } from '../src/adapters/git/own-refs.js';
 
@@ -81,6 +81,10 @@ describe('in-process reads of refs and loose objects, against git itself', () =>
         expect(mine).toEqual((await gitDiff(repo, a, b)).map((c) => (c.mode === '000000' ? { ...c, sha: '0'.repeat(40) } : c)));
         expect(await treeOf(repo, b)).toBe((await git(repo, ['rev-parse', `${b}^{tree}`])).stdout.trim());
         expect(await commitParents(repo, b)).toEqual([a]);
+        // What the controller asks of a candidate: the paths it changes against its parent.
+        const named = (await git(repo, ['diff-tree', '-r', '-z', '--name-only', '--no-commit-id', '--no-renames', b])).stdout.split('\0').filter((p) => p !== '');
+        expect(await changedFilesOf(repo, b)).toEqual(named);
+        expect(await changedFilesOf(repo, a)).toEqual([]); // a root commit, as git lists it
         for (const c of mine!.filter((x) => x.mode !== '000000')) {
           expect((await looseBlob(repo, c.sha))?.toString('latin1')).toBe((await git(repo, ['cat-file', 'blob', c.sha])).stdout);
         }
@@ -125,6 +129,41 @@ describe('in-process reads of refs and loose objects, against git itself', () =>
     await git(repo, ['update-ref', '-d', 'refs/heads/longbuild/attempts/n.1']);
     await check('refs/heads/longbuild/attempts/n.1', null);
   });
+
+  it('for all sequences of branch updates, deletions and `git pack-refs`, the attempt branches listed from the files equal `git for-each-ref` (loose over packed, nested names, none)', async () => {
+    const repo = mkdtempSync(join(tmpdir(), 'lb-objects-'));
+    await git(repo, ['init', '-q', '-b', 'main']);
+    const a = await commitTree_(repo, [{ path: 'f', content: 'x\n', kind: 'file' }], null);
+    const b = await commitTree_(repo, [{ path: 'f', content: 'y\n', kind: 'file' }], a);
+    const common = await gitCommonDir(repo);
+    const prefix = 'refs/heads/longbuild/attempts/';
+    const names = ['n.1', 'n.2', 'm.1', 'deep/x.1', 'n.10'].map((n) => `${prefix}${n}`).concat(['refs/heads/longbuild/integration', 'refs/heads/longbuild/attemptsX']);
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('set' as const), ref: fc.constantFrom(...names), to: fc.constantFrom(a, b) }),
+      fc.record({ kind: fc.constant('delete' as const), ref: fc.constantFrom(...names) }),
+      fc.record({ kind: fc.constant('pack' as const) }),
+    );
+    const byGit = async (): Promise<[string, string][]> => (await git(repo, ['for-each-ref', '--format=%(refname) %(objectname)', prefix])).stdout.split('\n').filter(Boolean).map((l) => l.split(' ') as [string, string]);
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { maxLength: 8 }), async (ops) => {
+        for (const ref of names) await git(repo, ['update-ref', '-d', ref], { allowFail: true });
+        for (const o of ops) {
+          if (o.kind === 'set') await git(repo, ['update-ref', o.ref, o.to]);
+          else if (o.kind === 'delete') await git(repo, ['update-ref', '-d', o.ref], { allowFail: true });
+          else await git(repo, ['pack-refs', '--all']);
+          expect([...listRefFiles(common, prefix)!]).toEqual(await byGit());
+        }
+      }),
+      { numRuns: 15 },
+    );
+    // What git would warn about is left to git: a lock file, a ref that is not an object id.
+    mkdirSync(join(common, prefix), { recursive: true });
+    writeFileSync(join(common, prefix, 'n.1.lock'), '');
+    expect(listRefFiles(common, prefix)).toBeUndefined();
+    rmSync(join(common, prefix, 'n.1.lock'));
+    writeFileSync(join(common, prefix, 'odd.1'), 'ref: refs/heads/main\n');
+    expect(listRefFiles(common, prefix)).toBeUndefined();
+  }, 120_000);
 
   it('ref names are judged as `git check-ref-format` judges them', async () => {
     const names = ['refs/heads/a', 'refs/heads/a/b.c', 'refs/heads/.a', 'refs/heads/a.lock', 'refs/heads/a..b', 'refs/heads/a b', 'refs/heads/a~1', 'refs/heads/a^',

@@ -211,6 +211,18 @@ export const MUTANTS = [
     caughtBy: ['test/git-adapter.test.ts'],
   },
   {
+    name: 'changed-files-skip-deletes',
+    bug: "the paths a candidate changes, read in-process, leave out the files it deletes: a candidate deleting a protected or verified file would not be named by them",
+    edits: [{ file: 'src/adapters/git/repo.ts', find: 'if (changed !== null) return changed.map((c) => c.path);', replace: "if (changed !== null) return changed.filter((c) => c.mode !== '000000').map((c) => c.path);", js: { find: 'return changed.map((c) => c.path);', replace: "return changed.filter((c) => c.mode !== '000000').map((c) => c.path);" } }],
+    caughtBy: ['test/git-objects.test.ts'],
+  },
+  {
+    name: 'ref-files-ignore-packed',
+    bug: 'attempt branches listed from the files skip packed-refs: after a `git pack-refs` (a user\'s gc) the controller sees no attempt branch and takes adoptable work for lost',
+    edits: [{ file: 'src/adapters/git/repo.ts', find: 'if (line.startsWith(prefix, 41)) found.set(line.slice(41), sha);', replace: 'if (line.startsWith(prefix, 41) && line === prefix) found.set(line.slice(41), sha);', js: { find: 'if (line.startsWith(prefix, 41))', replace: 'if (line.startsWith(prefix, 41) && line === prefix)' } }],
+    caughtBy: ['test/git-objects.test.ts'],
+  },
+  {
     name: 'fuzz-copy-links-everything',
     bug: "a fuzz case's copy of a build hard-links every file, not only git's immutable objects: a case writing its log, index or refs writes the build it was copied from",
     edits: [{ file: 'src/adapters/fuzz/copy-build.ts', find: "if (place === 'immutable' && linked(source, target)) continue;", replace: 'if (linked(source, target)) continue;', js: { find: "if (place === 'immutable' && linked(source, target))", replace: 'if (linked(source, target))' } }],

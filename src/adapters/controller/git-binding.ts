@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   addDetachedWorkspace, ATTEMPT_BRANCH_PREFIX, candidateProblem, commitAttempt, findAttemptCommit, git, integrateCandidates, prepareAttemptWorktree, promote, publishRef, readRef,
-  commitParents, removeWorkspace, treeOf, workspaceGitDir, type CandidateLimits,
+  changedFilesOf, commitParents, gitCommonDir, listRefFiles, removeWorkspace, treeOf, workspaceGitDir, type CandidateLimits,
 } from '../git/git.js';
 import { verifyWithCache, type VerificationRunner } from '../cache/cached-verification.js';
 import { updateOwnRef } from '../git/own-refs.js';
@@ -44,10 +44,7 @@ export function gitBinding(o: GitBindingOptions): GitPort {
       return { worktree: prepared.worktree, reworked: prepared.reworked, conflicts: prepared.conflicts };
     },
     findAttemptCommit: (branch, baseHead) => findAttemptCommit(I, branch, baseHead),
-    async filesChangedBy(commit) {
-      const out = (await git(I, ['diff-tree', '-r', '-z', '--name-only', '--no-commit-id', '--no-renames', commit])).stdout;
-      return out.split('\0').filter((p) => p !== '');
-    },
+    filesChangedBy: (commit) => changedFilesOf(I, commit),
     async contentOf(sha) {
       const known = contents.get(sha);
       if (known !== undefined) return known;
@@ -157,11 +154,13 @@ export async function observeRefs(userRepo: string, integratorRepo: string, ref:
   const integration = await readRef(integratorRepo, ref);
   const published = await readRef(userRepo, ref);
   if (!withAttempts) return { integration, published };
-  const out = (await git(integratorRepo, ['for-each-ref', '--format=%(objectname) %(refname)', ATTEMPT_BRANCH_PREFIX])).stdout;
-  const attempts: Record<string, string> = {};
-  for (const line of out.split('\n')) {
-    const [sha, name] = line.split(' ');
-    if (sha && name) attempts[name.slice(ATTEMPT_BRANCH_PREFIX.length)] = sha;
+  // Read from the files git keeps them in (no git process at every resume), else listed by git.
+  let listed = listRefFiles(await gitCommonDir(integratorRepo), ATTEMPT_BRANCH_PREFIX);
+  if (listed === undefined) {
+    const out = (await git(integratorRepo, ['for-each-ref', '--format=%(objectname) %(refname)', ATTEMPT_BRANCH_PREFIX])).stdout;
+    listed = new Map(out.split('\n').map((line) => line.split(' ')).filter(([sha, name]) => sha && name).map(([sha, name]) => [name!, sha!]));
   }
+  const attempts: Record<string, string> = {};
+  for (const [name, sha] of listed) attempts[name.slice(ATTEMPT_BRANCH_PREFIX.length)] = sha;
   return { integration, published, attempts };
 }

@@ -56,7 +56,7 @@
  */
 export { git, gitDate, gitEnv, isValidRefName, LONGBUILD_EMAIL, LONGBUILD_NAME } from './exec.js';
 export type { GitOptions, GitOutput } from './exec.js';
-export { commitParents, ensureRepo, INITIAL_COMMIT_MESSAGE, isAncestor, looseBlob, looseDiff, readRef, readRefFiles, treeOf, type TreeChange } from './repo.js';
+export { changedFilesOf, commitParents, ensureRepo, gitCommonDir, listRefFiles, INITIAL_COMMIT_MESSAGE, isAncestor, looseBlob, looseDiff, readRef, readRefFiles, treeOf, type TreeChange } from './repo.js';
 export {
   addDetachedWorkspace,
   ATTEMPT_BRANCH_PREFIX,

@@ -1,6 +1,6 @@
 /** Repository setup and object queries. See git.ts for the public API summary. */
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync, type Dirent } from 'node:fs';
 import { deflateSync, inflateSync } from 'node:zlib';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ValidationError } from '../../events/errors.js';
@@ -167,6 +167,52 @@ async function looseCommit(repo: string, commit: string): Promise<{ tree: string
   return { tree, parents };
 }
 
+/**
+ * The branches under `prefix` (ending in '/') as git's files backend keeps them — loose files
+ * under `<common dir>/<prefix>` over their `packed-refs` lines — as `git for-each-ref PREFIX`
+ * lists them, by name; undefined (ask git) for another ref backend, or anything git would warn
+ * about or skip (a lock file, a symbolic or broken ref).
+ */
+export function listRefFiles(commonDir: string, prefix: string): Map<string, string> | undefined {
+  if (!prefix.endsWith('/') || existsSync(join(commonDir, 'reftable'))) return undefined;
+  const found = new Map<string, string>();
+  let packed = '';
+  try {
+    packed = readFileSync(join(commonDir, 'packed-refs'), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return undefined;
+  }
+  for (const line of packed.split('\n')) {
+    if (line === '' || line.startsWith('#') || line.startsWith('^')) continue;
+    const sha = line.slice(0, 40);
+    if (line[40] !== ' ' || !HEX40.test(sha)) return undefined;
+    if (line.startsWith(prefix, 41)) found.set(line.slice(41), sha);
+  }
+  const walk = (dir: string): boolean => {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(join(commonDir, dir), { withFileTypes: true });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      return code === 'ENOENT' || code === 'ENOTDIR';
+    }
+    for (const e of entries) {
+      const name = `${dir}${e.name}`;
+      if (e.isDirectory()) {
+        if (!walk(`${name}/`)) return false;
+        continue;
+      }
+      if (!e.isFile() || !isValidRefName(name)) return false;
+      const sha = readFileSync(join(commonDir, name), 'utf8').trim();
+      if (!HEX40.test(sha)) return false;
+      found.set(name, sha);
+    }
+    return true;
+  };
+  if (!walk(prefix)) return undefined;
+  return new Map([...found].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
 /** One path a commit changes against another, as `git diff-tree -r` reports it: the new mode ('000000': deleted) and object. */
 export interface TreeChange {
   readonly mode: string;
@@ -186,6 +232,20 @@ export async function looseDiff(repo: string, base: string, commit: string): Pro
   const out: TreeChange[] = [];
   const ok = diffTrees(common, a.tree, b.tree, '', out);
   return ok ? out.sort((x, y) => Buffer.compare(Buffer.from(x.path), Buffer.from(y.path))) : null;
+}
+
+/**
+ * The paths a commit changes against its parent, as `git diff-tree -r -z --name-only --no-renames
+ * COMMIT` lists them (nothing for a root commit or a merge): read from loose objects for a commit
+ * with one parent (the host's own), else asked of git.
+ */
+export async function changedFilesOf(repo: string, commit: string): Promise<string[]> {
+  assertSha(commit, 'commit');
+  const parents = await commitParents(repo, commit);
+  const changed = parents.length === 1 ? await looseDiff(repo, parents[0]!, commit) : null;
+  if (changed !== null) return changed.map((c) => c.path);
+  const out = (await git(repo, ['diff-tree', '-r', '-z', '--name-only', '--no-commit-id', '--no-renames', commit])).stdout;
+  return out.split('\0').filter((p) => p !== '');
 }
 
 interface TreeEntry { readonly mode: string; readonly sha: string }
