@@ -11,7 +11,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildCliSnapshot, type CliSnapshot } from '../src/adapters/fuzz/cli-snapshot.js';
-import { fuzz } from '../src/adapters/fuzz/runner.js';
+import { fuzz, reproduceCommand } from '../src/adapters/fuzz/runner.js';
 import { observeBuild } from '../src/adapters/fuzz/observe.js';
 import { compareBuilds } from '../src/commands/fuzz-compare.js';
 import { HELIOS, runCli, tempDir, twoMilestoneHelios } from './support/cli.js';
@@ -110,6 +110,8 @@ describe('the CLI started from a start-up snapshot', () => {
     expect(lines.filter((l) => l.includes('--snapshot-blob')).every((l) => / --snapshot-blob \S+\/cli\.blob -- run --json$/.test(l)), lines.join('\n')).toBe(true);
     // bin/longbuild.js ran the clean run only (the cases' three interrupted runs and resumes did not).
     expect(lines.filter((l) => l.includes('longbuild.js')).length, lines.join('\n')).toBeLessThanOrEqual(1);
+    // A failure found so is reproduced so: its command asks for the snapshot (a sample of one case would not build it).
+    expect(reproduceCommand({ blueprint: 'b.json' }, { fault: 'kill', point: 'after-effect:worker', occurrence: 1 }, undefined, false, report.snapshot.used)).toBe('longbuild fuzz --blueprint b.json --only after-effect:worker:1 --snapshot on');
   }, 300_000);
 
   it('one that cannot be built leaves the cases\' runs on bin/longbuild.js, and the report says why', async () => {

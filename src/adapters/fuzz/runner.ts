@@ -199,15 +199,16 @@ export interface FuzzReport {
 
 const driverArgs = (d: FuzzDriver): string[] => ('blueprint' in d ? ['--blueprint', d.blueprint] : ['--request', d.request, '--config', d.config]);
 
-/** The exact command that reproduces one case. */
-export function reproduceCommand(driver: FuzzDriver, c: FuzzCase, log?: string, fromStop = false): string {
+/** The exact command that reproduces one case (its runs started from a start-up snapshot too, when the case's did). */
+export function reproduceCommand(driver: FuzzDriver, c: FuzzCase, log?: string, fromStop = false, fromSnapshot = false): string {
   // The password of a --log URL is not printed: the command shows *** in its place.
   const logArg = log === undefined ? '' : ` --log 'postgres:${redactedUrl(log.replace(/^postgres(ql)?:/, ''))}'`;
   const base = `longbuild fuzz ${driverArgs(driver).join(' ')}${logArg}`;
-  if (c.fault === 'random-kill') return `${base} --random-kill 1 --kill-at-ms ${c.delayMs}`;
+  const snapshot = fromSnapshot ? ' --snapshot on' : '';
+  if (c.fault === 'random-kill') return `${base} --random-kill 1 --kill-at-ms ${c.delayMs}${snapshot}`;
   const faults = c.fault === 'kill' ? '' : ` --faults ${c.fault}`;
   const second = c.second ? ` --double --only-second ${c.second.point}:${c.second.occurrence}` : '';
-  return `${base}${faults} --only ${c.point}:${c.occurrence}${second}${fromStop ? ' --start-from stops' : ''}`;
+  return `${base}${faults} --only ${c.point}:${c.occurrence}${second}${fromStop ? ' --start-from stops' : ''}${snapshot}`;
 }
 
 interface CleanRun {
@@ -605,14 +606,14 @@ async function campaignIn(base: string, given: FuzzOptions, t0: number): Promise
     const keptAt = r.keptAt;
     failed.push({
       ...r.c, divergence: summarize(r), divergences: r.divergences, duplicates: r.duplicates,
-      reproduce: reproduceCommand(opts.driver, r.c, opts.log, r.startedAt > 0), ...(keptAt ? { keptAt } : {}),
+      reproduce: reproduceCommand(opts.driver, r.c, opts.log, r.startedAt > 0, o.launch !== undefined), ...(keptAt ? { keptAt } : {}),
     });
   }
   // Minimise the first failure of a blueprint build (the others usually share its cause).
   const first = failed[0];
   if (first !== undefined && 'blueprint' in driver && (opts.minimiseTrials ?? 0) > 0 && first.fault !== 'random-kill') {
     const minimal = await minimise(o, driver.blueprint, first, opts.minimiseTrials!, opts.minimalDir ?? tmpdir());
-    if (minimal !== null) failed[0] = { ...first, minimal: { ...minimal, reproduce: reproduceCommand({ blueprint: minimal.blueprint }, { ...first, ...(minimal.point ? { point: minimal.point, occurrence: minimal.occurrence! } : {}) }, opts.log) } };
+    if (minimal !== null) failed[0] = { ...first, minimal: { ...minimal, reproduce: reproduceCommand({ blueprint: minimal.blueprint }, { ...first, ...(minimal.point ? { point: minimal.point, occurrence: minimal.occurrence! } : {}) }, opts.log, false, o.launch !== undefined) } };
   }
   const notInterrupted = reports.filter((r) => r.result === 'not-interrupted').length;
   // A blueprint's scripted calls are counted by their ledger; a command-driven build's by the effects its run started.
