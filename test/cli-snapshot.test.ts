@@ -23,7 +23,9 @@ function initialised(dir: string, blueprint: string, name: string): string {
   const repo = join(dir, name);
   mkdirSync(repo);
   execFileSync('git', ['init', '-q', repo]);
-  execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '--allow-empty', '-m', 'base']);
+  // A fixed date: two builds compared commit for commit must start from the same base commit.
+  const date = '2026-01-01T00:00:00Z';
+  execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '--allow-empty', '-m', 'base'], { env: { ...process.env, GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date } });
   const r = runCli(['init', '--blueprint', blueprint], { cwd: repo });
   expect(r.code, r.stderr).toBe(0);
   return repo;
