@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -116,6 +116,25 @@ describe('git adapter (R-24, R-18, R-29)', () => {
     // Packed (a user's `git gc` in the integrator's repository): the clone fetches.
     await git(repo, ['repack', '-a', '-d', '-q']);
     expect(existsSync(join(await check('e.1'), '.git', 'FETCH_HEAD'))).toBe(true);
+  });
+
+  it('R-24 a hostile worker that rewrites the object files its clone was given (the copies of the host\'s own) changes nothing in the integrator\'s repository', async () => {
+    const { repo, head, wt } = await newRepo();
+    const c1 = await attemptCommit(repo, wt, 'a.1', head, { 'a.txt': 'one\n' });
+    const p = await prepareAttemptWorktree(repo, wt, 'b.1', attemptBranch('b.1'), c1.commit);
+    expect(existsSync(join(p.worktree, '.git', 'FETCH_HEAD'))).toBe(false); // copied, not fetched
+    const objects = join(p.worktree, '.git', 'objects');
+    let rewritten = 0;
+    for (const dir of readdirSync(objects).filter((d) => /^[0-9a-f]{2}$/.test(d))) {
+      for (const f of readdirSync(join(objects, dir))) {
+        chmodSync(join(objects, dir, f), 0o644);
+        writeFileSync(join(objects, dir, f), 'forged by the worker');
+        rewritten += 1;
+      }
+    }
+    expect(rewritten).toBeGreaterThan(3);
+    expect((await git(repo, ['fsck', '--full', '--strict', '--no-dangling'], { allowFail: true })).code).toBe(0);
+    expect((await git(repo, ['show', `${c1.commit}:a.txt`])).stdout).toBe('one\n');
   });
 
   it('R-18 a half-created clone (stray files + stale index.lock) is recovered', async () => {

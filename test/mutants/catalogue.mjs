@@ -211,15 +211,21 @@ export const MUTANTS = [
     caughtBy: ['test/git-adapter.test.ts'],
   },
   {
+    name: 'clone-links-objects',
+    bug: "an attempt's clone gets the host's object files hard-linked instead of copied: a worker that rewrites them in its clone corrupts the integrator's repository",
+    edits: [{ file: 'src/adapters/git/repo.ts', find: 'writeFileSync(tmp, bytes, { mode: 0o444 });', replace: "void bytes; (await import('node:fs')).linkSync(join(src, 'objects', id.slice(0, 2), id.slice(2)), tmp);" }],
+    caughtBy: ['test/git-adapter.test.ts'],
+  },
+  {
     name: 'changed-files-skip-deletes',
     bug: "the paths a candidate changes, read in-process, leave out the files it deletes: a candidate deleting a protected or verified file would not be named by them",
-    edits: [{ file: 'src/adapters/git/repo.ts', find: 'if (changed !== null) return changed.map((c) => c.path);', replace: "if (changed !== null) return changed.filter((c) => c.mode !== '000000').map((c) => c.path);", js: { find: 'return changed.map((c) => c.path);', replace: "return changed.filter((c) => c.mode !== '000000').map((c) => c.path);" } }],
+    edits: [{ file: 'src/adapters/git/repo.ts', find: 'if (changed !== null) return changed.map((change) => change.path);', replace: "if (changed !== null) return changed.filter((change) => change.mode !== '000000').map((change) => change.path);", js: { find: 'return changed.map((change) => change.path);', replace: "return changed.filter((change) => change.mode !== '000000').map((change) => change.path);" } }],
     caughtBy: ['test/git-objects.test.ts'],
   },
   {
     name: 'ref-files-ignore-packed',
     bug: 'attempt branches listed from the files skip packed-refs: after a `git pack-refs` (a user\'s gc) the controller sees no attempt branch and takes adoptable work for lost',
-    edits: [{ file: 'src/adapters/git/repo.ts', find: 'if (line.startsWith(prefix, 41)) found.set(line.slice(41), sha);', replace: 'if (line.startsWith(prefix, 41) && line === prefix) found.set(line.slice(41), sha);', js: { find: 'if (line.startsWith(prefix, 41))', replace: 'if (line.startsWith(prefix, 41) && line === prefix)' } }],
+    edits: [{ file: 'src/adapters/git/ref-files.ts', find: 'if (line.startsWith(prefix, 41)) found.set(line.slice(41), sha);', replace: 'if (line.startsWith(prefix, 41) && line === prefix) found.set(line.slice(41), sha);', js: { find: 'if (line.startsWith(prefix, 41))', replace: 'if (line.startsWith(prefix, 41) && line === prefix)' } }],
     caughtBy: ['test/git-objects.test.ts'],
   },
   {

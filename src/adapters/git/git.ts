@@ -56,7 +56,8 @@
  */
 export { git, gitDate, gitEnv, isValidRefName, LONGBUILD_EMAIL, LONGBUILD_NAME } from './exec.js';
 export type { GitOptions, GitOutput } from './exec.js';
-export { changedFilesOf, commitParents, ensureRepo, gitCommonDir, listRefFiles, INITIAL_COMMIT_MESSAGE, isAncestor, looseBlob, looseDiff, readRef, readRefFiles, treeOf, type TreeChange } from './repo.js';
+export { changedFilesOf, commitParents, ensureRepo, gitCommonDir, INITIAL_COMMIT_MESSAGE, isAncestor, looseBlob, looseDiff, readRef, treeOf, type TreeChange } from './repo.js';
+export { listRefFiles, readRefFiles } from './ref-files.js';
 export {
   addDetachedWorkspace,
   ATTEMPT_BRANCH_PREFIX,

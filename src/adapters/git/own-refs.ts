@@ -11,7 +11,8 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { isValidRefName } from './exec.js';
-import { gitCommonDir, readRefFiles } from './repo.js';
+import { gitCommonDir } from './repo.js';
+import { readRefFiles } from './ref-files.js';
 
 /** What an in-process update did; null: not done, ask git. */
 export type OwnRefUpdate = 'updated' | { readonly conflict: string | null } | null;

@@ -1,10 +1,11 @@
 /** Repository setup and object queries. See git.ts for the public API summary. */
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync, type Dirent } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { deflateSync, inflateSync } from 'node:zlib';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ValidationError } from '../../events/errors.js';
 import { assertSha, git, gitDate, isValidRefName, LONGBUILD_EMAIL, LONGBUILD_NAME } from './exec.js';
+import { HEX40, readRefFiles } from './ref-files.js';
 
 export const INITIAL_COMMIT_MESSAGE = 'longbuild: initial commit';
 
@@ -75,37 +76,6 @@ export async function readRef(repo: string, ref: string): Promise<string | null>
   return r.code === 0 ? r.stdout.trim() : null;
 }
 
-const HEX40 = /^[0-9a-f]{40}$/;
-
-/**
- * A branch as git's files backend stores it: the loose file `<common dir>/<ref>`, else its line
- * in `packed-refs`; null when it is in neither. undefined (ask git): another ref backend
- * (reftable), a symbolic ref, or anything that is not a plain object id.
- */
-export function readRefFiles(commonDir: string, ref: string): string | null | undefined {
-  if (existsSync(join(commonDir, 'reftable'))) return undefined;
-  try {
-    const text = readFileSync(join(commonDir, ref), 'utf8').trim();
-    return HEX40.test(text) ? text : undefined;
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'EISDIR') return undefined;
-  }
-  let packed: string;
-  try {
-    packed = readFileSync(join(commonDir, 'packed-refs'), 'utf8');
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : undefined;
-  }
-  for (const line of packed.split('\n')) {
-    if (line.length === 41 + ref.length && line.endsWith(ref) && line[40] === ' ') {
-      const sha = line.slice(0, 40);
-      return HEX40.test(sha) ? sha : undefined;
-    }
-  }
-  return null;
-}
-
 const commonDirs = new Map<string, string>();
 
 /**
@@ -167,52 +137,6 @@ async function looseCommit(repo: string, commit: string): Promise<{ tree: string
   return { tree, parents };
 }
 
-/**
- * The branches under `prefix` (ending in '/') as git's files backend keeps them — loose files
- * under `<common dir>/<prefix>` over their `packed-refs` lines — as `git for-each-ref PREFIX`
- * lists them, by name; undefined (ask git) for another ref backend, or anything git would warn
- * about or skip (a lock file, a symbolic or broken ref).
- */
-export function listRefFiles(commonDir: string, prefix: string): Map<string, string> | undefined {
-  if (!prefix.endsWith('/') || existsSync(join(commonDir, 'reftable'))) return undefined;
-  const found = new Map<string, string>();
-  let packed = '';
-  try {
-    packed = readFileSync(join(commonDir, 'packed-refs'), 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return undefined;
-  }
-  for (const line of packed.split('\n')) {
-    if (line === '' || line.startsWith('#') || line.startsWith('^')) continue;
-    const sha = line.slice(0, 40);
-    if (line[40] !== ' ' || !HEX40.test(sha)) return undefined;
-    if (line.startsWith(prefix, 41)) found.set(line.slice(41), sha);
-  }
-  const walk = (dir: string): boolean => {
-    let entries: Dirent[];
-    try {
-      entries = readdirSync(join(commonDir, dir), { withFileTypes: true });
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      return code === 'ENOENT' || code === 'ENOTDIR';
-    }
-    for (const e of entries) {
-      const name = `${dir}${e.name}`;
-      if (e.isDirectory()) {
-        if (!walk(`${name}/`)) return false;
-        continue;
-      }
-      if (!e.isFile() || !isValidRefName(name)) return false;
-      const sha = readFileSync(join(commonDir, name), 'utf8').trim();
-      if (!HEX40.test(sha)) return false;
-      found.set(name, sha);
-    }
-    return true;
-  };
-  if (!walk(prefix)) return undefined;
-  return new Map([...found].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-}
-
 /** One path a commit changes against another, as `git diff-tree -r` reports it: the new mode ('000000': deleted) and object. */
 export interface TreeChange {
   readonly mode: string;
@@ -225,12 +149,15 @@ export interface TreeChange {
  * byte-wise), or null when an object it needs is not loose (git is asked then).
  */
 export async function looseDiff(repo: string, base: string, commit: string): Promise<TreeChange[] | null> {
-  const common = await gitCommonDir(repo);
   const a = await looseCommit(repo, base);
   const b = await looseCommit(repo, commit);
-  if (a === null || b === null) return null;
+  return a === null || b === null ? null : treeChanges(repo, a.tree, b.tree);
+}
+
+/** `looseDiff` of two trees. */
+async function treeChanges(repo: string, aTree: string, bTree: string): Promise<TreeChange[] | null> {
   const out: TreeChange[] = [];
-  const ok = diffTrees(common, a.tree, b.tree, '', out);
+  const ok = diffTrees(await gitCommonDir(repo), aTree, bTree, '', out);
   return ok ? out.sort((x, y) => Buffer.compare(Buffer.from(x.path), Buffer.from(y.path))) : null;
 }
 
@@ -241,9 +168,10 @@ export async function looseDiff(repo: string, base: string, commit: string): Pro
  */
 export async function changedFilesOf(repo: string, commit: string): Promise<string[]> {
   assertSha(commit, 'commit');
-  const parents = await commitParents(repo, commit);
-  const changed = parents.length === 1 ? await looseDiff(repo, parents[0]!, commit) : null;
-  if (changed !== null) return changed.map((c) => c.path);
+  const c = await looseCommit(repo, commit);
+  const parent = c !== null && c.parents.length === 1 ? await looseCommit(repo, c.parents[0]!) : null;
+  const changed = parent !== null ? await treeChanges(repo, parent.tree, c!.tree) : null;
+  if (changed !== null) return changed.map((change) => change.path);
   const out = (await git(repo, ['diff-tree', '-r', '-z', '--name-only', '--no-commit-id', '--no-renames', commit])).stdout;
   return out.split('\0').filter((p) => p !== '');
 }
@@ -402,26 +330,33 @@ function isPlainSha1Repo(common: string): boolean {
 export async function objectsBetween(repo: string, oldHead: string | null, newHead: string, limit = 256, maxObjects = Infinity): Promise<string[] | null> {
   const common = await gitCommonDir(repo);
   const out: string[] = [];
+  // Each commit and tree is read once: a commit's parent, and its tree, are the next step's own.
+  const trees = new Map<string, Map<string, TreeEntry> | null>();
+  const tree = (id: string): Map<string, TreeEntry> | null => {
+    if (!trees.has(id)) trees.set(id, looseTree(common, id));
+    return trees.get(id)!;
+  };
+  let commit = limit > 0 ? await looseCommit(repo, newHead) : null;
   for (let c: string | null = newHead, n = 0; c !== oldHead; n++) {
     if (c === null) return null; // the root reached, and oldHead was not on the way
-    const commit: { tree: string; parents: readonly string[] } | null = n < limit ? await looseCommit(repo, c) : null;
     if (commit === null || commit.parents.length > 1) return null;
     const parentId: string | null = commit.parents[0] ?? null;
     const parent = parentId === null ? null : await looseCommit(repo, parentId);
     if (parentId !== null && parent === null && parentId !== oldHead) return null;
     out.push(c);
-    if (!newTreeObjects(common, parent?.tree ?? null, commit.tree, out) || out.length > maxObjects) return null;
+    if (!newTreeObjects(common, tree, parent?.tree ?? null, commit.tree, out) || out.length > maxObjects) return null;
     c = parentId;
+    commit = n + 1 < limit ? parent : null;
   }
   return [...new Set(out)];
 }
 
 /** Trees and blobs in tree `b` that tree `a` (null: none) does not have at the same place; false when one is not loose. */
-function newTreeObjects(common: string, aId: string | null, bId: string, out: string[]): boolean {
+function newTreeObjects(common: string, tree: (id: string) => Map<string, TreeEntry> | null, aId: string | null, bId: string, out: string[]): boolean {
   if (aId === bId) return true;
-  const b = looseTree(common, bId);
+  const b = tree(bId);
   if (b === null) return false;
-  const a = aId === null ? new Map<string, TreeEntry>() : looseTree(common, aId);
+  const a = aId === null ? new Map<string, TreeEntry>() : tree(aId);
   if (a === null) return false;
   out.push(bId);
   for (const [name, e] of b) {
@@ -429,7 +364,7 @@ function newTreeObjects(common: string, aId: string | null, bId: string, out: st
     if (old !== undefined && old.sha === e.sha) continue;
     if (e.mode === '160000') continue; // a gitlink names a commit of another repository
     if (isTree(e)) {
-      if (!newTreeObjects(common, isTree(old) ? old!.sha : null, e.sha, out)) return false;
+      if (!newTreeObjects(common, tree, isTree(old) ? old!.sha : null, e.sha, out)) return false;
     } else {
       if (readLooseObject(common, e.sha) === null) return false;
       out.push(e.sha);
