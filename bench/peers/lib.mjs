@@ -8,6 +8,17 @@ export const nodeId = (i) => `m${Math.floor(i / GROUP)}-n${i % GROUP}`;
 /** What one step records: the node and its result (the read-only node's decision). */
 export const stepResult = (i) => ({ nodeId: nodeId(i), outcome: 'recorded', decision: 'ok' });
 
+/** The workload as a blueprint: N read-only nodes, milestones of 20, each a chain. */
+export function blueprint(n) {
+  const milestones = [];
+  for (let m = 0; m * GROUP < n; m++) {
+    const nodes = [];
+    for (let k = 0; k < GROUP && m * GROUP + k < n; k++) nodes.push({ id: nodeId(m * GROUP + k), kind: 'read-only', deps: k === 0 ? [] : [nodeId(m * GROUP + k - 1)], decision: 'ok' });
+    milestones.push({ id: `m${m}`, title: `Milestone ${m}`, nodes });
+  }
+  return { request: { title: 'peers bench' }, verify: [], detailedWindow: 2, milestones };
+}
+
 /** Bytes of every file under a path. */
 export function bytesUnder(path) {
   let st;

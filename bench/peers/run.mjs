@@ -10,7 +10,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { bytesUnder, childrenCpuMs, cpuOfProcesses, GROUP, nodeId } from './lib.mjs';
+import { blueprint, bytesUnder, childrenCpuMs, cpuOfProcesses } from './lib.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -23,17 +23,6 @@ const N = Number(arg('--nodes', 1000));
 const only = arg('--only', '')?.split(',').filter(Boolean);
 const pgUrl = process.env.LONGBUILD_PG_URL;
 const restateBin = join(here, 'node_modules', '@restatedev', 'restate-server-linux-x64', 'bin', 'restate-server');
-
-/** The workload as a blueprint: N read-only nodes, milestones of 20, each a chain. */
-function blueprint(n) {
-  const milestones = [];
-  for (let m = 0; m * GROUP < n; m++) {
-    const nodes = [];
-    for (let k = 0; k < GROUP && m * GROUP + k < n; k++) nodes.push({ id: nodeId(m * GROUP + k), kind: 'read-only', deps: k === 0 ? [] : [nodeId(m * GROUP + k - 1)], decision: 'ok' });
-    milestones.push({ id: `m${m}`, title: `Milestone ${m}`, nodes });
-  }
-  return { request: { title: 'peers bench' }, verify: [], detailedWindow: 2, milestones };
-}
 
 const git = (cwd, ...a) => spawnSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@b', ...a], { cwd, stdio: 'ignore' });
 const sh = (cmd, args, opts = {}) => {

@@ -126,8 +126,9 @@ export const buildProjection: Projection<BuildState> = {
    * 2: the state counts recovery events (`recoveries`); snapshots of version 1 lack the count.
    * 3: a job records the job it is stacked on and whether it took a split's group (speculative integration).
    * 4: the view keeps each node's latest attempt and every planner call (reading commands read it).
+   * 5: bucket names and revision keys are never integer-like (`bucketsOf`, `revisionKey`).
    */
-  stateVersion: 4,
+  stateVersion: 5,
   evolve: evolveBuild,
   evolveInPlace: (state, event) => evolveBuildInPlace(state as Draft<BuildState>, event),
   ownedCopy: (state) => ownedCopy(state),

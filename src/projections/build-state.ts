@@ -101,7 +101,7 @@ export const initialBuildState: BuildState = {
   recoveries: 0,
   completed: false,
   blocked: null,
-  revisionPositions: shardedOf({ '0': 0 }),
+  revisionPositions: shardedOf({ [revisionKey(0)]: 0 }),
   batchQueue: [],
   summaries: {},
   pendingCompactions: [],
@@ -178,7 +178,7 @@ function bumpGraph(draft: Draft<BuildState>): void {
   if (graphBumped) return;
   graphBumped = true;
   draft.graphRevision += 1;
-  shardSet(draft.revisionPositions, String(draft.graphRevision), draft.position);
+  shardSet(draft.revisionPositions, revisionKey(draft.graphRevision), draft.position);
 }
 
 function closeJob(draft: Draft<BuildState>, jobId: string): void {
@@ -206,9 +206,17 @@ export function jobOf(state: Pick<BuildState, 'jobs'>, jobId: string): JobRecord
   return shardGet(state.jobs, jobId);
 }
 
+/**
+ * The key of graph revision `revision` in `revisionPositions`: never an integer-like string, which
+ * V8 would keep as an element and make every copy of its bucket slow (see `bucketsOf`).
+ */
+function revisionKey(revision: number): string {
+  return `r${revision}`;
+}
+
 /** The log position that produced graph revision `revision`, or undefined. */
 export function positionOfRevision(state: Pick<BuildState, 'revisionPositions'>, revision: number): number | undefined {
-  return shardGet(state.revisionPositions, String(revision));
+  return shardGet(state.revisionPositions, revisionKey(revision));
 }
 
 /**
@@ -236,7 +244,7 @@ export function buildView(state: BuildState): BuildState {
   return {
     ...state,
     attempts: shardedOf(attempts),
-    revisionPositions: shardedOf(at === undefined ? {} : { [String(state.graphRevision)]: at }),
+    revisionPositions: shardedOf(at === undefined ? {} : { [revisionKey(state.graphRevision)]: at }),
   };
 }
 

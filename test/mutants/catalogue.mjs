@@ -282,6 +282,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/adapters/log/postgres-log.ts', find: 'const extra = held.filter(wanted) as unknown as T[];', replace: 'const extra = held.filter(wanted).slice(0, 0) as unknown as T[];', js: { find: 'const extra = held.filter(wanted);', replace: 'const extra = held.filter(wanted).slice(0, 0);' } }],
     caughtBy: ['test/postgres-group-commit.test.ts'],
   },
+  {
+    name: 'state-version-unchanged',
+    bug: "the build state's layout changed (bucket names and revision keys no longer integer-like, decision 0017) but its state version did not: a projections.db written by the earlier longbuild has its snapshots restored and misread, every attempt and revision missing from them",
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 5,', replace: 'stateVersion: 4,' }],
+    caughtBy: ['test/state-layout.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

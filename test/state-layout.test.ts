@@ -1,0 +1,109 @@
+/**
+ * The build state's stored layout has a version (`stateVersion`): a state of another version in
+ * `projections.db` — a snapshot written by an earlier longbuild — is never restored, the
+ * projection is folded again from the log. Version 5 renamed the buckets of sharded collections
+ * and the keys of `revisionPositions` so that none is integer-like (decision 0017, "Bucket
+ * names"); a version-4 snapshot read as version 5 would find no attempt and no revision in it.
+ * Here version-4 snapshots are written from a real recorded build (the golden helios log) in the
+ * old layout, and a store of the current version opened on them must hold exactly the fold of
+ * the log; the same store opened as if the version had not changed shows what the test guards.
+ */
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
+import type { StoredEvent } from '../src/events/envelope.js';
+import { buildProjection } from '../src/projections/build-projection.js';
+import { attemptOf, evolveBuild, initialBuildState, positionOfRevision, type BuildState } from '../src/projections/build-state.js';
+import { ProjectionStore } from '../src/projections/engine.js';
+import { plainNodes } from '../src/projections/node-table.js';
+import type { Projection } from '../src/projections/projection.js';
+import { shardEntries, type Sharded } from '../src/projections/sharded.js';
+import { ROOT } from './support/cli.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function goldenEvents(name: string): StoredEvent[] {
+  return readFileSync(join(ROOT, 'test', 'fixtures', 'logs', `${name}.ndjson`), 'utf8').trim().split('\n').map((l) => {
+    const e = JSON.parse(l);
+    return { position: e.position, streamId: e.streamId, revision: e.revision, type: e.type, schemaVersion: e.schemaVersion, data: e.data, metadata: e.metadata, prevHash: e.prevHash, hash: e.hash } as StoredEvent;
+  });
+}
+
+/** A sharded collection with its bucket and entry keys renamed (between the two layouts). */
+function renamed<T>(s: Sharded<T>, bucket: (name: string) => string, key: (k: string) => string): Sharded<T> {
+  const out: Record<string, Record<string, Record<string, T>>> = {};
+  for (const a in s) for (const b in s[a]) for (const [k, v] of Object.entries(s[a]![b]!)) ((out[bucket(a)] ??= {})[bucket(b)] ??= {})[key(k)] = v;
+  return out;
+}
+
+/** The state in the layout of state version 4: bucket names and revision keys were bare digits. */
+function version4(s: BuildState): BuildState {
+  const bare = (name: string): string => name.replace(/^s/, '');
+  const same = (k: string): string => k;
+  return { ...s, attempts: renamed(s.attempts, bare, same), jobs: renamed(s.jobs, bare, same), revisionPositions: renamed(s.revisionPositions, bare, (k) => k.replace(/^r/, '')) };
+}
+
+function version5(s: BuildState): BuildState {
+  const named = (name: string): string => `s${name}`;
+  const same = (k: string): string => k;
+  return { ...s, attempts: renamed(s.attempts, named, same), jobs: renamed(s.jobs, named, same), revisionPositions: renamed(s.revisionPositions, named, (k) => `r${k}`) };
+}
+
+/** A state as plain JSON (its nodes are a persistent table in memory). */
+const plain = (s: BuildState): string => canonicalJson({ ...s, nodes: plainNodes(s.nodes) } as unknown as JsonValue);
+
+/** What longbuild of state version 4 stored: its fold, in its layout, under its version. */
+const storedByVersion4: Projection<BuildState> = {
+  name: buildProjection.name,
+  initialState: version4(initialBuildState),
+  evolve: (s, e) => version4(evolveBuild(version5(s), e)),
+  tables: buildProjection.tables.map((t) => ({ ...t, entities: (s: BuildState) => t.entities(version5(s)), toRow: t.toRow })),
+  stateVersion: 4,
+};
+
+describe('stored build state layout', () => {
+  it('a projections.db holding snapshots of state version 4 (digit-only bucket names) is folded again from the log, never restored from them', () => {
+    const events = goldenEvents('helios');
+    const fold = events.reduce(evolveBuild, initialBuildState);
+    const dir = mkdtempSync(join(tmpdir(), 'lb-state-layout-'));
+    dirs.push(dir);
+    const path = join(dir, 'projections.db');
+    const old = ProjectionStore.open(path, [storedByVersion4], { snapshotEvery: 20 });
+    old.catchUp(events);
+    const oldState = old.state<BuildState>('build');
+    old.close();
+    // The emulated old layout is the old one: digit-only buckets, and the current accessors find nothing in it.
+    expect(Object.keys(oldState.attempts).every((k) => /^[0-9a-z]{1,2}$/.test(k) && !k.startsWith('s'))).toBe(true);
+    const someAttempt = [...shardEntries(fold.attempts)][0]![0];
+    expect(attemptOf(oldState, someAttempt)).toBeUndefined();
+    copyFileSync(path, join(dir, 'unversioned.db'));
+
+    const current = ProjectionStore.open(path, [buildProjection], { snapshotEvery: 20 });
+    try {
+      expect(current.position()).toBe(0); // tables dropped, to be rebuilt
+      current.catchUp(events);
+      const state = current.state<BuildState>('build');
+      expect(plain(state)).toBe(plain(fold));
+      expect(positionOfRevision(state, state.graphRevision)).toBe(positionOfRevision(fold, fold.graphRevision));
+      for (const [id] of shardEntries(fold.attempts)) expect(attemptOf(state, id), id).toBeDefined();
+    } finally {
+      current.close();
+    }
+
+    // Had the version stayed 4, the old snapshot would be restored and read in the wrong layout.
+    const unversioned = ProjectionStore.open(join(dir, 'unversioned.db'), [{ ...buildProjection, stateVersion: 4 }], { snapshotEvery: 20 });
+    try {
+      unversioned.catchUp(events);
+      const misread = unversioned.state<BuildState>('build');
+      expect(attemptOf(misread, someAttempt)).toBeUndefined();
+      expect(plain(misread)).not.toBe(plain(fold));
+    } finally {
+      unversioned.close();
+    }
+  });
+});
