@@ -119,10 +119,10 @@ function newBuild(c: Case, compaction = c.compaction, concurrency = 1, speculati
  * number of points it passed. `concurrent`: `runAll` (several workers in flight) instead of one
  * `advance` at a time.
  */
-async function runController(b: Build, crashAt: number, concurrent = false): Promise<number> {
+async function runController(b: Build, crashAt: number, concurrent = false, soleWriter = false): Promise<number> {
   const faults = new CrashAt(crashAt);
   try {
-    const c = await Controller.open({ log: b.log, clock: logicalClock(), planner: b.planner, worker: b.world.worker, git: b.world.git, evidence: b.world.evidence, faults, calls: b.world.calls });
+    const c = await Controller.open({ log: b.log, clock: logicalClock(), planner: b.planner, worker: b.world.worker, git: b.world.git, evidence: b.world.evidence, faults, calls: b.world.calls, soleWriter });
     if (concurrent) {
       await c.runAll(() => {});
       return faults.reached;
@@ -436,6 +436,34 @@ describe('several workers in flight over the simulated world (a test double of g
         const all = newBuild(c);
         await runController(all, 0, true);
         expect(eventsOf(all).map((e) => [e.type, e.data, e.metadata.recordedAt])).toEqual(eventsOf(one).map((e) => [e.type, e.data, e.metadata.recordedAt]));
+      }),
+      { numRuns: Math.ceil(RUNS / 3) },
+    );
+  }, 300_000);
+
+  it(`decision 0017 (double): ${Math.ceil(RUNS / 3)} random builds with K in 1..4, stepped by a sole writer (the controller lease held), read the log's tail only when the controller opens, and record exactly the events of a controller that reads it before every step`, async () => {
+    await fc.assert(
+      fc.asyncProperty(caseArb, fc.integer({ min: 1, max: 4 }), async (c, k) => {
+        /** The build with its log's tail reads counted (the log itself is the real SQLite log). */
+        const counted = (b: Build): { build: Build; reads: () => number } => {
+          let reads = 0;
+          const log = new Proxy(b.log, {
+            get: (target, key) => {
+              if (key === 'readAll') return (...args: Parameters<SqliteEventLog['readAll']>) => ((reads += 1), target.readAll(...args));
+              const value = Reflect.get(target, key, target) as unknown;
+              return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+            },
+          });
+          return { build: { ...b, log }, reads: () => reads };
+        };
+        const reading = counted(newBuild(c, c.compaction, k));
+        await runController(reading.build, 0);
+        const sole = counted(newBuild(c, c.compaction, k));
+        await runController(sole.build, 0, false, true);
+        // At open: one read returns the log so far, one finds its end; a reader reads at every step.
+        expect(sole.reads()).toBe(2);
+        expect(reading.reads()).toBeGreaterThan(2);
+        expect(eventsOf(sole.build).map((e) => [e.type, e.data, e.metadata.recordedAt, e.hash])).toEqual(eventsOf(reading.build).map((e) => [e.type, e.data, e.metadata.recordedAt, e.hash]));
       }),
       { numRuns: Math.ceil(RUNS / 3) },
     );

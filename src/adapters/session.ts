@@ -73,6 +73,8 @@ export interface OpenOptions {
   readonly appendFence?: AppendFence;
   /** Checked before every append: the controller lease is still held (the SQLite lock file). */
   readonly beforeAppend?: () => void;
+  /** The controller lease is held while the session lives: the log's tail is read once (LogCursorDeps.soleWriter). */
+  readonly soleWriter?: boolean;
   /** The signing key file (R-35; default: LONGBUILD_SIGNING_KEY, else `<config dir>/signing.key`). */
   readonly signingKey?: string;
   /** One line for the user about something that did not stop the build (default: stderr). */
@@ -387,6 +389,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       ...(folded?.fork !== undefined ? { reuse: parentResults(folded.fork, evidence, warn) } : {}),
       faults: opts.faults ?? faultsFromEnv(env),
       ...(opts.beforeAppend ? { beforeAppend: opts.beforeAppend } : {}),
+      ...(opts.soleWriter === true ? { soleWriter: true } : {}),
       // R-35: a checkpoint signed at every promotion, milestone checkpoint and end, as it is appended.
       afterAppend: async (events, durable) => {
         if (notary === null || !events.some((e) => SIGNED_AFTER.has(e.type))) return;

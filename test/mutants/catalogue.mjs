@@ -288,6 +288,18 @@ export const MUTANTS = [
     edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 5,', replace: 'stateVersion: 4,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
+  {
+    name: 'sole-writer-reads-every-step',
+    bug: "a controller holding the lease still reads the log's tail before every step (decision 0017): on PostgreSQL a second round trip per node",
+    edits: [{ file: 'src/adapters/controller/log-cursor.ts', find: 'this.caughtUp = this.deps.soleWriter === true;', replace: 'this.caughtUp = false;' }],
+    caughtBy: ['test/step-model-double.test.ts'],
+  },
+  {
+    name: 'sole-writer-never-reads',
+    bug: "a sole writer takes the log's tail as read before it has read it: it opens on the state the projections folded and misses what the log holds beyond it",
+    edits: [{ file: 'src/adapters/controller/log-cursor.ts', find: '    if (this.caughtUp) return;', replace: '    if (this.caughtUp || this.deps.soleWriter === true) return;', js: { find: 'if (this.caughtUp)', replace: 'if (this.caughtUp || this.deps.soleWriter === true)' } }],
+    caughtBy: ['test/step-model-double.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

@@ -4,7 +4,7 @@ import type { OperatorVerdict } from '../../commands/operator.js';
 import type { BuildState } from '../../projections/build-state.js';
 import type { CommandContext } from './types.js';
 import { withBuild } from './with-build.js';
-import { withControl } from './with-control.js';
+import { leaseOptions, withControl } from './with-control.js';
 
 /** The user an operator's event names, when the system can say. */
 export function operatorUser(): string | undefined {
@@ -34,5 +34,5 @@ export async function operate<T>(
       return verdict;
     }, causationId);
     return report(before, s.controller.current, event!);
-  }, { appendFence: lease.appendFence, ...(lease.assertHeld ? { beforeAppend: lease.assertHeld } : {}) }));
+  }, leaseOptions(lease)));
 }

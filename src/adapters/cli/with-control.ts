@@ -8,6 +8,7 @@ import { outageLine, reconnectWindowMs, withSchema } from '../log/pg-connection.
 import { LongbuildError, UsageError } from '../../events/errors.js';
 import { pathsOf } from './open-build.js';
 import type { CommandContext } from './types.js';
+import type { OpenOptions } from '../session.js';
 
 /**
  * Run a controller command (`step`, `run`) under the build's controller lease: a second
@@ -33,6 +34,18 @@ export async function withControl<T>(ctx: CommandContext, fn: (lease: Controller
   } finally {
     await lease.release();
   }
+}
+
+/**
+ * What a session opened under `lease` is told of it: the checks every append makes (the log's
+ * fence, the lock file) and, for a lease actually taken, that no one else appends meanwhile.
+ */
+export function leaseOptions(lease: ControllerLease): Pick<OpenOptions, 'appendFence' | 'beforeAppend' | 'soleWriter'> {
+  return {
+    ...(lease.appendFence ? { appendFence: lease.appendFence } : {}),
+    ...(lease.assertHeld ? { beforeAppend: lease.assertHeld } : {}),
+    ...(lease.appendFence || lease.assertHeld ? { soleWriter: true } : {}),
+  };
 }
 
 /** The lease-lost error when the lease was lost while `err` happened (exit 3), else `err` itself. */

@@ -30,6 +30,14 @@ export interface LogCursorDeps {
    * `durable` makes everything appended so far durable first (a signature covers only that).
    */
   readonly afterAppend?: (events: readonly StoredEvent[], durable: () => Promise<void>) => Promise<void>;
+  /**
+   * This controller holds the build's lease for as long as the cursor lives, so no one else
+   * appends (R-3: an operator's command takes the lease too; a controller that lost it is stopped
+   * by `beforeAppend` or the log's fence at its next append, before any effect). The log's tail is
+   * then read once, when the cursor opens, instead of before every step: on PostgreSQL that read
+   * was a round trip per step (decision 0017, "One writer reads its tail once").
+   */
+  readonly soleWriter?: boolean;
 }
 
 export class LogCursor {
@@ -39,6 +47,8 @@ export class LogCursor {
   private prevHash: string | null = null;
   /** Appended, folded, not yet durable (see sync). */
   private held: StoredEvent[] = [];
+  /** A sole writer has read the log's tail: every later event is one it appends. */
+  private caughtUp = false;
   /** Why this cursor can append no more: a commit failed after its events were folded. */
   broken: Error | null = null;
 
@@ -83,13 +93,18 @@ export class LogCursor {
     }
   }
 
-  /** Fold events appended since we last looked (another controller, or a crashed run). */
+  /**
+   * Fold events appended since we last looked (another controller, or a crashed run): once for a
+   * sole writer (see `soleWriter`), whose later appends are all its own.
+   */
   async catchUp(): Promise<void> {
+    if (this.caughtUp) return;
     for (;;) {
       const batch = await this.deps.log.readAll({ from: this.state.position + 1, limit: 5000 });
-      if (batch.length === 0) return;
+      if (batch.length === 0) break;
       for (const e of batch) this.fold(e);
     }
+    this.caughtUp = this.deps.soleWriter === true;
   }
 
   private fold(e: StoredEvent, folded?: BuildState, sealedHere = false): void {

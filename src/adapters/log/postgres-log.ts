@@ -4,6 +4,7 @@ import { ConcurrencyError, ValidationError } from '../../events/errors.js';
 import type { NewEvent, StoredEvent } from '../../events/envelope.js';
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
 import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions } from '../../events/log.js';
+import { sha256Hex } from '../../events/hash.js';
 import { prepareNewEvents } from './prepare.js';
 import { checkExpected, verifyRawRows, type RawEventRow } from './chain.js';
 import { sealPrepared } from './seal.js';
@@ -290,8 +291,7 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     const rows = p.rows;
     const last = rows[rows.length - 1]!;
     const fence = this.fence?.select?.(this.schema, 14) ?? { sql: 'SELECT 1', params: [] };
-    const r = await this.pool.query<{ inserted: string }>(
-      `WITH fence AS (${fence.sql}),
+    const text = `WITH fence AS (${fence.sql}),
        moved AS (
          UPDATE ${this.t.head} SET position = $10, hash = $11
          WHERE id = 1 AND position = $12::bigint AND hash = $13::text AND EXISTS (SELECT 1 FROM fence) RETURNING 1
@@ -305,11 +305,14 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
          ${UNNEST_ROWS}
          WHERE EXISTS (SELECT 1 FROM moved UNION ALL SELECT 1 FROM created) RETURNING 1
        )
-       SELECT count(*) AS inserted FROM inserted`,
-      [
-        ...rowArrays(rows), last.position, last.hash, p.base.head?.position ?? null, p.base.head?.hash ?? null, ...fence.params,
-      ],
-    );
+       SELECT count(*) AS inserted FROM inserted`;
+    // A named statement: each connection parses and plans it once, not at every sync (the text
+    // is the same for every batch of this log; see preparedName).
+    const r = await this.pool.query<{ inserted: string }>({
+      name: preparedName(text),
+      text,
+      values: [...rowArrays(rows), last.position, last.hash, p.base.head?.position ?? null, p.base.head?.hash ?? null, ...fence.params],
+    });
     return Number(r.rows[0]?.inserted ?? 0) === rows.length;
   }
 
@@ -521,6 +524,15 @@ function rowArrays(rows: readonly RawEventRow[]): unknown[] {
     rows.map((r) => r.schemaVersion), rows.map((r) => r.dataJson), rows.map((r) => r.metadataJson),
     rows.map((r) => r.prevHash), rows.map((r) => r.hash),
   ];
+}
+
+/**
+ * The name of a prepared statement of this text: its SHA-256, so that two logs in one process (two
+ * schemas, two fences) never share a name for different texts. PostgreSQL plans a named
+ * statement once per connection and re-plans it by itself if a table it reads is changed.
+ */
+function preparedName(text: string): string {
+  return `longbuild-${sha256Hex(text).slice(0, 24)}`;
 }
 
 /** The rows of a batch, unnested server-side from nine arrays ($1..$9, see rowArrays). */

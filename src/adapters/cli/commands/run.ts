@@ -2,7 +2,7 @@ import type { StepOutcome, StepResult } from '../../controller/controller.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { defaultProgressMode, Progress, PROGRESS_MODES, useColor, type CallInFlight, type ProgressMode } from '../progress.js';
 import { withBuild } from '../with-build.js';
-import { withControl } from '../with-control.js';
+import { leaseOptions, withControl } from '../with-control.js';
 import { UsageError } from '../../../events/errors.js';
 import { throwIfInterrupted } from '../../interrupt.js';
 import { concurrencyOf } from '../../../commands/next-action.js';
@@ -76,7 +76,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
       ...(last?.reason !== undefined ? { reason: last.reason } : {}),
       outcomes,
     };
-  }, { appendFence: lease.appendFence, ...(lease.assertHeld ? { beforeAppend: lease.assertHeld } : {}) }));
+  }, leaseOptions(lease)));
 }
 
 /** `--progress tty|lines|ndjson|off`; default: tty on a terminal, lines in a pipe, off with --json. */

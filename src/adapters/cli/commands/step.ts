@@ -1,14 +1,14 @@
 import type { StepResult } from '../../controller/controller.js';
 import type { CommandContext } from '../types.js';
 import { withBuild } from '../with-build.js';
-import { withControl } from '../with-control.js';
+import { leaseOptions, withControl } from '../with-control.js';
 import type { FlagSpec } from '../types.js';
 
 export const flags: Record<string, FlagSpec> = { standby: { type: 'boolean' }, 'signing-key': { type: 'string' } };
 
 /** Perform exactly one controller event. */
 export async function run(ctx: CommandContext): Promise<StepResult> {
-  return withControl(ctx, (lease) => withBuild(ctx, (s) => s.advance(), { appendFence: lease.appendFence, ...(lease.assertHeld ? { beforeAppend: lease.assertHeld } : {}) }));
+  return withControl(ctx, (lease) => withBuild(ctx, (s) => s.advance(), leaseOptions(lease)));
 }
 
 export function render(d: StepResult): string {
