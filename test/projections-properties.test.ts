@@ -139,12 +139,13 @@ describe('R-6 time travel', () => {
 });
 
 describe('R-6 snapshots stored compressed', () => {
-  it('R-6 (property) for all states, a snapshot reads back exactly as it was put; one of 4 KiB of JSON or more is stored compressed and smaller, and a damaged one is passed over', () => {
+  it('R-6 (property) for all states, a snapshot reads back exactly as it was put; one of 4 KiB of JSON or more is stored compressed and smaller, and a damaged one is passed over (or, when the damage leaves what it decodes to unchanged, reads back as put)', () => {
     const stateArb = fc.record({
       total: fc.integer(),
       rows: fc.array(fc.record({ id: fc.string(), n: fc.integer(), tags: fc.array(fc.string({ maxLength: 12 }), { maxLength: 4 }) }), { maxLength: 400, size: 'max' }),
     });
     let deflated = 0;
+    let passedOver = 0;
     fc.assert(fc.property(stateArb, fc.nat(), (state, flip) => {
       const db = new Database(':memory:');
       const store = new SqliteSnapshotStore(db);
@@ -164,11 +165,17 @@ describe('R-6 snapshots stored compressed', () => {
         damaged[flip % damaged.length]! ^= 0xff;
         db.prepare('UPDATE snapshots SET state_json = ?').run(damaged);
         const [bad] = [...store.candidates('p', 7)];
-        expect(openSnapshot(bad!)).toBeNull();
+        // Passed over — or, where the flipped byte does not change what the stream decodes to
+        // (seen once: a Brotli stream's byte 5,654 of 7,951), read back as exactly what was put:
+        // its SHA-256 is over the decoded JSON, so other content is never taken.
+        const read = openSnapshot(bad!);
+        if (read === null) passedOver++;
+        else expect(read).toEqual(JSON.parse(snap.stateJson));
       }
       db.close();
     }), { numRuns: 150, endOnFailure: true }); // a failure is reported as found: shrinking states of up to 400 rows can take minutes
     expect(deflated).toBeGreaterThan(150 / 4);
+    expect(passedOver).toBeGreaterThan(deflated / 2);
   });
 
   it('R-6 a big state is stored as Brotli after its marker byte, in fewer bytes than the raw deflate of before; a snapshot stored raw-deflated by an earlier version still reads back (decision 0026)', () => {

@@ -17,8 +17,8 @@
  *   SHA-256 (`graph.sha256`, a checkpoint's `graphSha256`: digests of node records whose commit ids
  *   they cannot map; the nodes and checkpoints they sum are in the input, mapped).
  */
-import { canonicalSha256 } from '../events/hash.js';
-import type { JsonValue } from '../events/canonical.js';
+import { sha256Hex } from '../events/hash.js';
+import { canonicalJson, type JsonValue } from '../events/canonical.js';
 
 const HEX40 = /^[0-9a-f]{40}$/;
 /** A compaction summary's id (src/commands/compaction.ts). */
@@ -70,5 +70,18 @@ export function callInputSha256(role: 'planner' | 'worker', input: unknown, driv
     }
     return v as JsonValue;
   };
-  return canonicalSha256({ role, driver, input: map(input, null, null) ?? null });
+  // `{ driver, input, role }` in canonical JSON (its keys in that order), the driver's text made
+  // once per driver object: a blueprint's planner driver is its whole plan (~70 KB for 1,000
+  // nodes), the same object at every planner call, and was canonicalised again at each.
+  return sha256Hex(`{"driver":${driverJson(driver)},"input":${canonicalJson(map(input, null, null) ?? null)},"role":${JSON.stringify(role)}}`);
+}
+
+/** Canonical texts of the driver objects seen (an object's is computed once; others are not kept). */
+const driverTexts = new WeakMap<object, string>();
+
+function driverJson(driver: JsonValue): string {
+  if (driver === null || typeof driver !== 'object') return canonicalJson(driver);
+  let text = driverTexts.get(driver);
+  if (text === undefined) driverTexts.set(driver, (text = canonicalJson(driver)));
+  return text;
 }

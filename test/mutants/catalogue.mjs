@@ -300,6 +300,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/adapters/controller/log-cursor.ts', find: '    if (this.caughtUp) return;', replace: '    if (this.caughtUp || this.deps.soleWriter === true) return;', js: { find: 'if (this.caughtUp)', replace: 'if (this.caughtUp || this.deps.soleWriter === true)' } }],
     caughtBy: ['test/step-model-double.test.ts'],
   },
+  {
+    name: 'driver-text-remembered-by-role',
+    bug: "the driver's canonical text is remembered per role instead of per driver object: a second driver (another build's plan in the same process, a fork's) gets the first one's digest, and a fork adopts results made for other work (R-41)",
+    edits: [{ file: 'src/commands/call-input.ts', find: 'return sha256Hex(`{"driver":${driverJson(driver)}', replace: 'return sha256Hex(`{"driver":${(rememberedByRole[role] ??= driverJson(driver))}', js: { find: 'return sha256Hex(`{"driver":${driverJson(driver)}', replace: 'return sha256Hex(`{"driver":${(rememberedByRole[role] ??= driverJson(driver))}' } }, { file: 'src/commands/call-input.ts', find: 'const driverTexts = new WeakMap<object, string>();', replace: 'const driverTexts = new WeakMap<object, string>();\nconst rememberedByRole: Record<string, string> = {};', js: { find: 'const driverTexts = new WeakMap();', replace: 'const driverTexts = new WeakMap();\nconst rememberedByRole = {};' } }],
+    caughtBy: ['test/call-input.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */
