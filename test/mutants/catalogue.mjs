@@ -74,7 +74,7 @@ export const MUTANTS = [
   {
     name: 'fork-reuse-ignores-driver',
     bug: 'a call\'s input digest leaves out its driver: a fork under a changed blueprint adopts the parent\'s outcome for the changed node (R-41)',
-    edits: [{ file: 'src/commands/call-input.ts', find: 'return canonicalSha256({ role, driver, input:', replace: 'return canonicalSha256({ role, driver: null, input:' }],
+    edits: [{ file: 'src/commands/call-input.ts', find: 'return sha256Hex(`{"driver":${driverJson(driver)},', replace: 'return sha256Hex(`{"driver":null,' }],
     caughtBy: ['test/fork.test.ts'],
   },
   {
