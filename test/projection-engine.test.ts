@@ -211,4 +211,42 @@ describe('projection engine: truncation', () => {
     e3.close();
     void log.close();
   });
+
+  it('decision 0017: a projection with a view keeps only its newest full snapshot (its view\'s are thinned as before); time travel to every position still gives the fold, and the next open restores the newest', () => {
+    const dir = tempDir();
+    const log = new SqliteEventLog({ path: join(dir, 'events.db'), catalogue: testCatalogue });
+    log.appendSync('s1', Array.from({ length: 333 }, (_, i) => ({ type: 'TestAdded', data: { key: `k${i}`, n: i }, metadata: meta })), 'no-stream');
+    type Seen = { total: number; keys: string[] };
+    /** Every key seen (grows with the history) and a count; its view keeps the count only. */
+    const viewed: Projection<Seen> = {
+      name: 'seen',
+      initialState: { total: 0, keys: [] },
+      evolve: (st, e) => (e.type === 'TestAdded' ? { total: st.total + 1, keys: [...st.keys, (e.data as { key: string }).key] } : st),
+      tables: [{ name: 'test_seen', columns: ['key', 'value'], keyColumns: 1, entities: (st) => ({ total: st.total }), toRow: (k, v) => [k, v as number] }],
+      view: { name: 'seen-view', of: (st) => ({ total: st.total, keys: [] }) },
+    };
+    const store = ProjectionStore.open(join(dir, 'projections.db'), [viewed], { snapshotEvery: 10 });
+    store.catchUp(log.iterateAll(1));
+    store.close();
+    const db = new Database(join(dir, 'projections.db'));
+    const positions = (name: string): number[] => db.prepare('SELECT position FROM snapshots WHERE projection = ? ORDER BY position').pluck().all(name) as number[];
+    // 333 events, a boundary every 10, 100 or more past the last boundary: none at the head at close.
+    expect(positions('seen'), 'the full state: the newest boundary').toEqual([330]);
+    expect(positions('seen-view'), 'the view: every 4th boundary, then the newest two').toEqual([40, 80, 120, 160, 200, 240, 280, 320, 330]);
+    const fold = (p: number): Seen => log.readAllSync({ from: 1, limit: p }).reduce(viewed.evolve, viewed.initialState);
+    const snapshots = new SqliteSnapshotStore(db);
+    for (const p of [1, 9, 10, 39, 41, 157, 300, 321, 333]) {
+      const at = stateAt((from, to) => log.readAllSync({ from, limit: to - from + 1 }), viewed, p, snapshots);
+      // From a view snapshot the keys before it are not there (what the view drops); the count is the fold's.
+      expect(at.state.total, `total at ${p}`).toBe(fold(p).total);
+      expect(at.state.keys, `keys at ${p}, folded from ${at.fromSnapshot}`).toEqual(fold(p).keys.slice(at.fromSnapshot));
+    }
+    db.close();
+    const reopened = ProjectionStore.open(join(dir, 'projections.db'), [viewed], { snapshotEvery: 10 });
+    expect(reopened.resumeFrom(), 'restored from the newest full snapshot').toBe(331);
+    reopened.catchUp(log.iterateAll(reopened.resumeFrom()));
+    expect(reopened.state<Seen>('seen')).toEqual(fold(333));
+    reopened.close();
+    void log.close();
+  });
 });

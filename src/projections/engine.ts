@@ -13,6 +13,9 @@ import { createTableSql, dumpTable, quoteIdent, TableWriter } from './tables.js'
 /** Older snapshots are kept every SNAPSHOT_STRIDE × snapshotEvery events (time travel replays at most that many). */
 const SNAPSHOT_STRIDE = 4;
 
+/** Full snapshots kept of a projection that has a view (see putSnapshot). */
+const FULL_SNAPSHOTS_KEPT = 1;
+
 /** A snapshot of this many bytes or fewer is taken every interval; a larger one proportionally less often. */
 const SNAPSHOT_BYTES = 1 << 20;
 /**
@@ -347,21 +350,26 @@ export class ProjectionStore {
    * Write a snapshot and thin the older ones: the newest two stay, older ones every SNAPSHOT_STRIDE
    * intervals. A state that grows with the build's history is snapshotted less often (one interval
    * per SNAPSHOT_BYTES of its last snapshot), so serialising it stays a constant cost per event.
-   * A projection's view (small by design) is snapshotted at every boundary.
+   * A projection's view (small by design) is snapshotted at every boundary. A projection with a
+   * view keeps only its newest full snapshot: time travel starts from the view's, and the full
+   * state is restored only by the next open, from the newest (one that fails its hash is folded
+   * again from the log, like any bad snapshot); older ones grew with the build and were never read
+   * (decision 0017, "Only the newest full snapshot").
    */
   private putSnapshot(projection: Projection<unknown>, position: number, hash: string, state: unknown): void {
     if (projection.view) this.putOne(projection.view.name, position, hash, projection.view.of(state));
-    this.putOne(projection.name, position, hash, state);
+    this.putOne(projection.name, position, hash, state, projection.view !== undefined);
   }
 
-  private putOne(name: string, position: number, hash: string, state: unknown): void {
+  private putOne(name: string, position: number, hash: string, state: unknown, newestOnly = false): void {
     const last = this.lastSnapshot.get(name);
     if (last !== undefined && position > last.position) {
       const spacing = this.snapshotEvery * Math.max(1, Math.ceil(last.bytes / SNAPSHOT_BYTES));
       if (position - last.position < spacing) return;
     }
     const bytes = this.writeSnapshot(name, position, hash, state);
-    this.snapshots.thin?.(name, position - this.snapshotEvery, this.snapshotEvery * SNAPSHOT_STRIDE);
+    if (newestOnly) this.snapshots.keepNewest?.(name, FULL_SNAPSHOTS_KEPT);
+    else this.snapshots.thin?.(name, position - this.snapshotEvery, this.snapshotEvery * SNAPSHOT_STRIDE);
     this.lastSnapshot.set(name, { position, bytes });
   }
 
@@ -388,12 +396,13 @@ export class ProjectionStore {
         const newest = this.newest.get(name) ?? { position: this.snapshots.newestPosition?.(name) ?? 0, bytes: 0 };
         return r.memPosition - newest.position >= HEAD_SNAPSHOT_EVENTS && newest.bytes <= SNAPSHOT_BYTES;
       };
-      const head = (name: string, state: unknown): void => {
+      const head = (name: string, state: unknown, newestOnly = false): void => {
         this.writeSnapshot(name, r.memPosition, r.memHash, state);
         // The head snapshot replaces an earlier one; snapshots on boundaries stay (time travel starts from them).
         this.snapshots.thin?.(name, r.memPosition, this.snapshotEvery);
+        if (newestOnly) this.snapshots.keepNewest?.(name, FULL_SNAPSHOTS_KEPT);
       };
-      if (due(r.projection.name)) head(r.projection.name, r.state);
+      if (due(r.projection.name)) head(r.projection.name, r.state, r.projection.view !== undefined);
       const view = r.projection.view;
       if (view && due(view.name)) head(view.name, view.of(r.state));
     }

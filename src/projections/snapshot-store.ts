@@ -50,6 +50,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
       thin: db.prepare('DELETE FROM snapshots WHERE projection = ? AND position < ? AND position % ? != 0'),
       clearAll: db.prepare('DELETE FROM snapshots'),
       newest: db.prepare('SELECT MAX(position) FROM snapshots WHERE projection = ?').pluck(true),
+      keepNewest: db.prepare('DELETE FROM snapshots WHERE projection = ? AND position NOT IN (SELECT position FROM snapshots WHERE projection = ? ORDER BY position DESC LIMIT ?)'),
     };
   }
 
@@ -74,6 +75,10 @@ export class SqliteSnapshotStore implements SnapshotStore {
    */
   thin(projection: string, keepFrom: number, stride: number): void {
     this.stmts.thin.run(projection, keepFrom, stride);
+  }
+
+  keepNewest(projection: string, count: number): void {
+    this.stmts.keepNewest.run(projection, projection, count);
   }
 
   newestPosition(projection: string): number | undefined {

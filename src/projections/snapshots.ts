@@ -25,6 +25,8 @@ export interface SnapshotStore {
   thin?(projection: string, keepFrom: number, stride: number): void;
   /** The position of the projection's newest snapshot, or undefined (optional). */
   newestPosition?(projection: string): number | undefined;
+  /** Drop all but the projection's `count` newest snapshots (optional). */
+  keepNewest?(projection: string, count: number): void;
 }
 
 /** The hash a snapshot must carry. */

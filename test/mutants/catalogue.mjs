@@ -306,6 +306,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/commands/call-input.ts', find: 'return sha256Hex(`{"driver":${driverJson(driver)}', replace: 'return sha256Hex(`{"driver":${(rememberedByRole[role] ??= driverJson(driver))}', js: { find: 'return sha256Hex(`{"driver":${driverJson(driver)}', replace: 'return sha256Hex(`{"driver":${(rememberedByRole[role] ??= driverJson(driver))}' } }, { file: 'src/commands/call-input.ts', find: 'const driverTexts = new WeakMap<object, string>();', replace: 'const driverTexts = new WeakMap<object, string>();\nconst rememberedByRole: Record<string, string> = {};', js: { find: 'const driverTexts = new WeakMap();', replace: 'const driverTexts = new WeakMap();\nconst rememberedByRole = {};' } }],
     caughtBy: ['test/call-input.test.ts'],
   },
+  {
+    name: 'full-snapshots-kept-as-before',
+    bug: "a projection with a view keeps every 4th full-state snapshot as before (decision 0017): projections.db grows with the build by full states time travel never reads",
+    edits: [{ file: 'src/projections/engine.ts', find: '    if (newestOnly) this.snapshots.keepNewest?.(name, FULL_SNAPSHOTS_KEPT);\n    else this.snapshots.thin', replace: '    if (newestOnly && name === \'\') this.snapshots.keepNewest?.(name, FULL_SNAPSHOTS_KEPT);\n    else this.snapshots.thin', js: { find: 'if (newestOnly)\n            this.snapshots.keepNewest', replace: "if (newestOnly && name === '')\n            this.snapshots.keepNewest" } }],
+    caughtBy: ['test/projection-engine.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */
