@@ -33,6 +33,12 @@ describe('call input digest (R-41)', () => {
     );
   });
 
+  it('an input with a key named __proto__ (a file path, say) is digested like any other key (fast-check found it: seed 256358897)', () => {
+    const input = JSON.parse('{"files":{"__proto__":{"sha256":"x"},"a.txt":{"n":1}}}') as JsonValue;
+    const driver = { kind: 'blueprint' } as JsonValue;
+    expect(callInputSha256('worker', input, driver, new Map())).toBe(canonicalSha256({ role: 'worker', driver, input }));
+  });
+
   it('two drivers of one call differ in the digest, each the first time and every time after (no text remembered for the wrong object)', () => {
     const a = { kind: 'blueprint', milestones: [{ id: 'm1', nodes: ['a'] }] } as JsonValue;
     const b = { kind: 'blueprint', milestones: [{ id: 'm1', nodes: ['b'] }] } as JsonValue;

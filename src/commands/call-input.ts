@@ -17,7 +17,7 @@
  *   SHA-256 (`graph.sha256`, a checkpoint's `graphSha256`: digests of node records whose commit ids
  *   they cannot map; the nodes and checkpoints they sum are in the input, mapped).
  */
-import { sha256Hex } from '../events/hash.js';
+import { createHash, type Hash } from 'node:crypto';
 import { canonicalJson, type JsonValue } from '../events/canonical.js';
 
 const HEX40 = /^[0-9a-f]{40}$/;
@@ -61,7 +61,8 @@ export function callInputSha256(role: 'planner' | 'worker', input: unknown, driv
     }
     if (Array.isArray(v)) return v.map((x) => map(x, null, key) ?? null);
     if (v !== null && typeof v === 'object') {
-      const out: Record<string, JsonValue> = {};
+      // No prototype: a key named `__proto__` (a file path, say) is then a key like any other.
+      const out: Record<string, JsonValue> = Object.create(null) as Record<string, JsonValue>;
       for (const [k, x] of Object.entries(v)) {
         const m = map(x, k, key);
         if (m !== undefined) out[k] = m;
@@ -70,18 +71,21 @@ export function callInputSha256(role: 'planner' | 'worker', input: unknown, driv
     }
     return v as JsonValue;
   };
-  // `{ driver, input, role }` in canonical JSON (its keys in that order), the driver's text made
-  // once per driver object: a blueprint's planner driver is its whole plan (~70 KB for 1,000
-  // nodes), the same object at every planner call, and was canonicalised again at each.
-  return sha256Hex(`{"driver":${driverJson(driver)},"input":${canonicalJson(map(input, null, null) ?? null)},"role":${JSON.stringify(role)}}`);
+  // `{ driver, input, role }` in canonical JSON (its keys in that order), hashed on from the state
+  // the driver's part left: a blueprint's planner driver is its whole plan (~70 KB for 1,000 nodes,
+  // 3.7 MB for 50,000), the same object at every planner call, and was canonicalised and hashed
+  // again at each.
+  const rest = `${canonicalJson(map(input, null, null) ?? null)},"role":${JSON.stringify(role)}}`;
+  return afterDriver(driver).copy().update(rest).digest('hex');
 }
 
-/** Canonical texts of the driver objects seen (an object's is computed once; others are not kept). */
-const driverTexts = new WeakMap<object, string>();
+/** SHA-256 states after `{"driver":<canonical JSON>,"input":`, one per driver object seen (others are not kept). */
+const driverStates = new WeakMap<object, Hash>();
 
-function driverJson(driver: JsonValue): string {
-  if (driver === null || typeof driver !== 'object') return canonicalJson(driver);
-  let text = driverTexts.get(driver);
-  if (text === undefined) driverTexts.set(driver, (text = canonicalJson(driver)));
-  return text;
+function afterDriver(driver: JsonValue): Hash {
+  const hashed = (): Hash => createHash('sha256').update(`{"driver":${canonicalJson(driver)},"input":`);
+  if (driver === null || typeof driver !== 'object') return hashed();
+  let state = driverStates.get(driver);
+  if (state === undefined) driverStates.set(driver, (state = hashed()));
+  return state;
 }

@@ -74,7 +74,7 @@ export const MUTANTS = [
   {
     name: 'fork-reuse-ignores-driver',
     bug: 'a call\'s input digest leaves out its driver: a fork under a changed blueprint adopts the parent\'s outcome for the changed node (R-41)',
-    edits: [{ file: 'src/commands/call-input.ts', find: 'return sha256Hex(`{"driver":${driverJson(driver)},', replace: 'return sha256Hex(`{"driver":null,' }],
+    edits: [{ file: 'src/commands/call-input.ts', find: "createHash('sha256').update(`{\"driver\":${canonicalJson(driver)},\"input\":`)", replace: "createHash('sha256').update(`{\"driver\":null,\"input\":`)" }],
     caughtBy: ['test/fork.test.ts'],
   },
   {
@@ -301,9 +301,15 @@ export const MUTANTS = [
     caughtBy: ['test/step-model-double.test.ts'],
   },
   {
-    name: 'driver-text-remembered-by-role',
-    bug: "the driver's canonical text is remembered per role instead of per driver object: a second driver (another build's plan in the same process, a fork's) gets the first one's digest, and a fork adopts results made for other work (R-41)",
-    edits: [{ file: 'src/commands/call-input.ts', find: 'return sha256Hex(`{"driver":${driverJson(driver)}', replace: 'return sha256Hex(`{"driver":${(rememberedByRole[role] ??= driverJson(driver))}', js: { find: 'return sha256Hex(`{"driver":${driverJson(driver)}', replace: 'return sha256Hex(`{"driver":${(rememberedByRole[role] ??= driverJson(driver))}' } }, { file: 'src/commands/call-input.ts', find: 'const driverTexts = new WeakMap<object, string>();', replace: 'const driverTexts = new WeakMap<object, string>();\nconst rememberedByRole: Record<string, string> = {};', js: { find: 'const driverTexts = new WeakMap();', replace: 'const driverTexts = new WeakMap();\nconst rememberedByRole = {};' } }],
+    name: 'driver-state-not-copied',
+    bug: "the SHA-256 state left by a driver's part is hashed on in place instead of copied: the first digest with a driver is right, every later one with it continues a finished state (or fails), so a fork never finds a parent's result again, or finds another's (R-41)",
+    edits: [{ file: 'src/commands/call-input.ts', find: 'return afterDriver(driver).copy().update(rest)', replace: 'return afterDriver(driver).update(rest)' }],
+    caughtBy: ['test/call-input.test.ts'],
+  },
+  {
+    name: 'driver-state-shared',
+    bug: "the SHA-256 state of a driver's part is remembered for any driver object, not for the one it was made of: a second driver (a fork's changed plan) gets the first one's digest (R-41)",
+    edits: [{ file: 'src/commands/call-input.ts', find: 'let state = driverStates.get(driver);\n  if (state === undefined) driverStates.set(driver, (state = hashed()));', replace: 'let state = driverStates.get(driverStates);\n  if (state === undefined) driverStates.set(driverStates, (state = hashed()));', js: { find: 'let state = driverStates.get(driver);\n    if (state === undefined)\n        driverStates.set(driver, (state = hashed()));', replace: 'let state = driverStates.get(driverStates);\n    if (state === undefined)\n        driverStates.set(driverStates, (state = hashed()));' } }],
     caughtBy: ['test/call-input.test.ts'],
   },
   {
