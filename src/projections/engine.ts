@@ -368,9 +368,14 @@ export class ProjectionStore {
       if (position - last.position < spacing) return;
     }
     const bytes = this.writeSnapshot(name, position, hash, state);
-    if (newestOnly) this.snapshots.keepNewest?.(name, FULL_SNAPSHOTS_KEPT);
-    else this.snapshots.thin?.(name, position - this.snapshotEvery, this.snapshotEvery * SNAPSHOT_STRIDE);
+    this.thin(name, position - this.snapshotEvery, this.snapshotEvery * SNAPSHOT_STRIDE, newestOnly);
     this.lastSnapshot.set(name, { position, bytes });
+  }
+
+  /** Drop the snapshots of `name` a new one made unneeded: all but the newest (`newestOnly`), else those below `keepFrom` off the stride. */
+  private thin(name: string, keepFrom: number, stride: number, newestOnly: boolean): void {
+    if (newestOnly && this.snapshots.keepNewest !== undefined) this.snapshots.keepNewest(name, FULL_SNAPSHOTS_KEPT);
+    else this.snapshots.thin?.(name, keepFrom, stride);
   }
 
   /** Write one snapshot; returns its size (bytes of JSON). */
@@ -399,8 +404,7 @@ export class ProjectionStore {
       const head = (name: string, state: unknown, newestOnly = false): void => {
         this.writeSnapshot(name, r.memPosition, r.memHash, state);
         // The head snapshot replaces an earlier one; snapshots on boundaries stay (time travel starts from them).
-        this.snapshots.thin?.(name, r.memPosition, this.snapshotEvery);
-        if (newestOnly) this.snapshots.keepNewest?.(name, FULL_SNAPSHOTS_KEPT);
+        this.thin(name, r.memPosition, this.snapshotEvery, newestOnly);
       };
       if (due(r.projection.name)) head(r.projection.name, r.state, r.projection.view !== undefined);
       const view = r.projection.view;

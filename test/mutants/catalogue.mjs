@@ -315,7 +315,7 @@ export const MUTANTS = [
   {
     name: 'full-snapshots-kept-as-before',
     bug: "a projection with a view keeps every 4th full-state snapshot as before (decision 0017): projections.db grows with the build by full states time travel never reads",
-    edits: [{ file: 'src/projections/engine.ts', find: '    if (newestOnly) this.snapshots.keepNewest?.(name, FULL_SNAPSHOTS_KEPT);\n    else this.snapshots.thin', replace: '    if (newestOnly && name === \'\') this.snapshots.keepNewest?.(name, FULL_SNAPSHOTS_KEPT);\n    else this.snapshots.thin', js: { find: 'if (newestOnly)\n            this.snapshots.keepNewest', replace: "if (newestOnly && name === '')\n            this.snapshots.keepNewest" } }],
+    edits: [{ file: 'src/projections/engine.ts', find: 'if (newestOnly && this.snapshots.keepNewest !== undefined)', replace: "if (newestOnly && this.snapshots.keepNewest !== undefined && name === '')" }],
     caughtBy: ['test/projection-engine.test.ts'],
   },
 ];
