@@ -3,12 +3,16 @@
  * planner and worker): a long build stays small, and compaction changes nothing a build produces.
  */
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { initFromBlueprint, INTEGRATION_REF, openBuild } from '../src/adapters/session.js';
-import type { Checkpoint } from '../src/events/catalogue.js';
+import { parseBlueprint } from '../src/adapters/blueprint/blueprint.js';
+import { ScriptedPlanner } from '../src/adapters/blueprint/scripted-planner.js';
+import type { Planner, PlannerInput } from '../src/commands/ports.js';
+import type { Checkpoint, MilestoneRef } from '../src/events/catalogue.js';
+import type { StoredEvent } from '../src/events/envelope.js';
 import { tempDir } from './support/cli.js';
 
 interface BpNode { id: string; kind: 'read-only' | 'writable'; deps: string[]; accepted?: boolean; contract?: string; decision?: string }
@@ -20,9 +24,33 @@ function writeBlueprint(dir: string, milestones: BpMilestone[], extra: Record<st
   return path;
 }
 
+/** The blueprint's scripted planner, keeping a copy of every input it is given. */
+function recordingPlanner(blueprintPath: string, inputs: PlannerInput[]): Planner {
+  const inner = new ScriptedPlanner(parseBlueprint(JSON.parse(readFileSync(blueprintPath, 'utf8'))));
+  return { route: inner.route, propose: (input) => (inputs.push(structuredClone(input)), inner.propose(input)) };
+}
+
+/**
+ * The oracle of R-16's "the sealed horizon and the exact checkpoints", read from the log alone: at
+ * each PlannerInvoked, the checkpoints written so far (in log order) of the milestones the horizon
+ * in force then details — the last HorizonSealed or HorizonRenewed before it; none before a seal.
+ */
+function windowCheckpointsByCall(events: readonly StoredEvent[]): Checkpoint[][] {
+  let detailed: string[] = [];
+  const written: Checkpoint[] = [];
+  const calls: Checkpoint[][] = [];
+  for (const e of events) {
+    const d = e.data as { detailed?: MilestoneRef[]; checkpoint?: Checkpoint };
+    if (e.type === 'HorizonSealed' || e.type === 'HorizonRenewed') detailed = d.detailed!.map((m) => m.id);
+    if (e.type === 'CheckpointWritten') written.push(d.checkpoint!);
+    if (e.type === 'PlannerInvoked') calls.push(written.filter((c) => detailed.includes(c.milestoneId)));
+  }
+  return calls;
+}
+
 /** Run a build to its end (or a step cap); returns the outcomes and the active graph size after every step. */
-async function runToEnd(repo: string, cap = 100_000): Promise<{ outcomes: string[]; sizes: number[] }> {
-  const s = await openBuild({ repo });
+async function runToEnd(repo: string, cap = 100_000, planner?: Planner): Promise<{ outcomes: string[]; sizes: number[] }> {
+  const s = await openBuild({ repo, ...(planner !== undefined ? { planner } : {}) });
   const outcomes: string[] = [];
   const sizes: number[] = [];
   try {
@@ -39,7 +67,7 @@ async function runToEnd(repo: string, cap = 100_000): Promise<{ outcomes: string
 }
 
 describe('R-21 a long build stays small', () => {
-  it('R-21 R-16 40 milestones x 25 nodes finish with an active graph of at most the window (2 x 25) plus 2 summary nodes at any step, 1 node at the end', async () => {
+  it('R-21 R-16 40 milestones x 25 nodes finish with an active graph of at most the window (2 x 25) plus 2 summary nodes at any step, 1 node at the end; the planner input stays as small', async () => {
     const M = 40;
     const N = 25;
     const milestones: BpMilestone[] = Array.from({ length: M }, (_, i) => ({
@@ -53,9 +81,18 @@ describe('R-21 a long build stays small', () => {
       })),
     }));
     const repo = tempDir();
-    await initFromBlueprint(writeBlueprint(repo, milestones), { repo });
-    const { outcomes, sizes } = await runToEnd(repo);
+    const bp = writeBlueprint(repo, milestones);
+    await initFromBlueprint(bp, { repo });
+    const inputs: PlannerInput[] = [];
+    const { outcomes, sizes } = await runToEnd(repo, 100_000, recordingPlanner(bp, inputs));
     expect(outcomes.at(-1)).toBe('horizon_complete');
+    // R-16: the planner's input stays bounded too — each renewal sees its own window's two
+    // checkpoints, not every one so far (decision 0029), so the last is no larger than the first.
+    const renewals = inputs.filter((i) => i.purpose === 'renew');
+    expect(renewals).toHaveLength(M / 2 - 1);
+    expect(renewals.map((i) => i.checkpoints.map((c) => c.milestoneId))).toEqual(renewals.map((_, k) => [`m${2 * k}`, `m${2 * k + 1}`]));
+    const bytes = renewals.map((i) => JSON.stringify(i).length);
+    expect(Math.max(...bytes)).toBeLessThan(1.25 * bytes[0]!);
     const count = (o: string) => outcomes.filter((x) => x === o).length;
     expect(count('checkpointed')).toBe(M);
     expect(count('compacted')).toBe(M);
@@ -125,15 +162,24 @@ async function outcomeOf(repo: string) {
 }
 
 describe('R-21 compaction changes nothing a build produces', () => {
-  it('R-19 R-21 property: a build with compaction and one without reach the same integration tree and checkpoints', async () => {
+  it('R-19 R-21 R-16 property: a build with compaction and one without reach the same integration tree and checkpoints; every planner call saw exactly its window\'s checkpoints', async () => {
     await fc.assert(
       fc.asyncProperty(blueprintArb, fc.constantFrom<1 | 2>(1, 2), async (milestones, detailedWindow) => {
         const results = [];
         for (const compaction of [true, false]) {
           const repo = tempDir();
-          await initFromBlueprint(writeBlueprint(repo, milestones, { compaction, detailedWindow }), { repo });
-          const { outcomes } = await runToEnd(repo, 500);
+          const bp = writeBlueprint(repo, milestones, { compaction, detailedWindow });
+          await initFromBlueprint(bp, { repo });
+          const inputs: PlannerInput[] = [];
+          const { outcomes } = await runToEnd(repo, 500, recordingPlanner(bp, inputs));
           expect(outcomes.at(-1)).toBe('horizon_complete');
+          // R-16: each call's checkpoints are exactly its window's, as the log alone says (oracle above).
+          const s = await openBuild({ repo });
+          try {
+            expect(inputs.map((i) => i.checkpoints)).toEqual(windowCheckpointsByCall(await s.log.readAll({ from: 1, limit: 100_000 })));
+          } finally {
+            await s.close();
+          }
           expect(outcomes.includes('compacted')).toBe(compaction);
           results.push(await outcomeOf(repo));
         }

@@ -7,15 +7,22 @@ import { workerCallKey } from './ids.js';
 import { acceptanceForPlanner } from './acceptance.js';
 import type { PlannerPurpose } from './ids.js';
 
-/** What the planner sees for a call (R-14): request, sealed horizon, exact checkpoints, graph summary. */
+/**
+ * What the planner sees for a call (R-14, R-16): request, sealed horizon, the exact checkpoints of
+ * its detailed milestones, graph summary. Earlier windows' checkpoints are not repeated: their
+ * milestones reach the planner as the graph's summary nodes (R-21), so the input stays bounded
+ * while the build is not (decision 0029).
+ */
 export function plannerInputOf(s: BuildState, purpose: PlannerPurpose, callId: string): PlannerInput {
   const feedback = earlierRefusals(s, purpose, s.horizon?.revision ?? 0, callId);
+  // In the window's order, which is the order they were written: one milestone is active at a time.
+  const windowCheckpoints = (s.horizon?.detailed ?? []).flatMap((m) => (Object.hasOwn(s.checkpoints, m.id) ? [s.checkpoints[m.id]!] : []));
   return {
     purpose,
     callId,
     request: s.build!.request,
     horizon: s.horizon ? { horizonId: s.horizon.horizonId, revision: s.horizon.revision, detailed: s.horizon.detailed, coarse: s.horizon.coarse } : null,
-    checkpoints: Object.values(s.checkpoints).sort((a, b) => a.position - b.position).map((c) => c.checkpoint),
+    checkpoints: windowCheckpoints.map((c) => c.checkpoint),
     graph: {
       revision: s.graphRevision,
       sha256: graphSha256(s.nodes),

@@ -18,6 +18,11 @@ export interface PlannerInput {
     readonly detailed: readonly MilestoneRef[];
     readonly coarse: readonly MilestoneRef[];
   } | null;
+  /**
+   * The exact checkpoints of the horizon's detailed milestones (the window being renewed or
+   * repaired), oldest first; none on a seal. Earlier windows' milestones are in `graph` as summary
+   * nodes (R-21), not repeated here (decision 0029).
+   */
   readonly checkpoints: readonly Checkpoint[];
   /**
    * On a re-ask: why each earlier proposal of this planning round was refused, oldest first

@@ -318,6 +318,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/projections/engine.ts', find: 'if (newestOnly && this.snapshots.keepNewest !== undefined)', replace: "if (newestOnly && this.snapshots.keepNewest !== undefined && name === '')" }],
     caughtBy: ['test/projection-engine.test.ts'],
   },
+  {
+    name: 'planner-input-every-checkpoint',
+    bug: "the planner input carries every checkpoint of the build again, not the sealed window's (R-16, decision 0029): a prompt that grows until it outgrows the agent's context, hashed at every renewal",
+    edits: [{ file: 'src/commands/effect-inputs.ts', find: 'checkpoints: windowCheckpoints.map((c) => c.checkpoint),', replace: 'checkpoints: Object.values(s.checkpoints).sort((a, b) => a.position - b.position).map((c) => c.checkpoint),' }],
+    caughtBy: ['test/compaction-build.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */
