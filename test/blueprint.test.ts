@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { blueprintSha256, loadBlueprint, parseBlueprint } from '../src/adapters/blueprint/blueprint.js';
+import { blueprintDriver } from '../src/adapters/session.js';
 import { ValidationError } from '../src/events/errors.js';
 
 const HELIOS = join(import.meta.dirname, 'fixtures', 'helios.json');
@@ -87,6 +88,26 @@ describe('blueprint format (docs/cli.md, R-28)', () => {
   it('R-8 unsafe milestone id and unsafe dep ids are refused', () => {
     expect(refusal(edited((bp) => (bp.milestones[0].id = '../../etc')))).toMatch(/milestones\[0\]\.id: unsafe id/);
     expect(refusal(edited((bp) => (bp.milestones[1].nodes[0].deps = ['ok', 'a/b'])))).toMatch(/milestones\[1\]\.nodes\[0\]\.deps\[1\]: unsafe id/);
+  });
+
+  it("R-8 an id the host would refuse at the first planner call is refused by init and fork --blueprint: 'constructor' anywhere, a node id with the prefix 'summary-' (decision 0030)", () => {
+    const atInit = (value: unknown): string => {
+      const p = writeBp('reserved.json', value);
+      expect(() => loadBlueprint(p)).not.toThrow(); // a stored driver still parses: a build made before the check opens
+      try {
+        blueprintDriver(p);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ValidationError);
+        expect((err as Error).message).toContain(p);
+        return (err as Error).message;
+      }
+      throw new Error('blueprint was accepted');
+    };
+    expect(atInit(edited((bp) => (bp.milestones[2].id = 'constructor')))).toMatch(/milestones\[2\]\.id: id 'constructor' is reserved .*: choose another id$/);
+    expect(atInit(edited((bp) => (bp.milestones[1].nodes[0].id = 'constructor')))).toMatch(/milestones\[1\]\.nodes\[0\]\.id: id 'constructor' is reserved/);
+    expect(atInit(edited((bp) => (bp.milestones[1].nodes[0].deps = ['interfaces', 'constructor'])))).toMatch(/milestones\[1\]\.nodes\[0\]\.deps\[1\]: id 'constructor' is reserved/);
+    expect(atInit(edited((bp) => (bp.milestones[0].nodes[0].id = 'summary-x')))).toMatch(/milestones\[0\]\.nodes\[0\]\.id: id 'summary-x' uses the reserved prefix 'summary-'/);
+    expect(blueprintDriver(HELIOS).kind).toBe('blueprint');
   });
 
   it('R-28 duplicate node and milestone ids are refused naming both places', () => {

@@ -5,6 +5,11 @@ import type { MilestoneRef } from '../src/events/catalogue.js';
 import type { BuildState } from '../src/projections/build-state.js';
 import { horizonConflict, initialBuildState } from '../src/projections/build-state.js';
 import { CorruptLogError } from '../src/events/errors.js';
+import { RESERVED_IDS } from '../src/events/ids.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { initFromBlueprint, openBuild } from '../src/adapters/session.js';
+import { tempDir } from './support/cli.js';
 import type { DomainEvent } from '../src/events/catalogue.js';
 import { anyProposalArb, renewalCaseArb, type RenewalCase } from './support/arbitraries.js';
 import { buildInitialized, coarse, earlierWindow, foldBuild, horizonSealed, milestone, mustValidate, node, storeEvents } from './support/given.js';
@@ -180,6 +185,45 @@ describe('R-13 horizon proposals', () => {
     expectRefused(validateProposal({ detailed: [milestone('m1')], coarse: [coarse('d0')] }, state), 'R-13', 'd0');
     // A dependency on accepted graph truth is neither omitted nor later.
     expect(validateProposal({ detailed: [milestone('m1', [node('next', ['base-b'])])], coarse: [] }, state).ok).toBe(true);
+  });
+
+  it("R-8 the id 'constructor' is refused as a milestone, node or dependency id (a plain record already answers to it: it looked checkpointed, present or accepted)", () => {
+    expect([...RESERVED_IDS]).toEqual(['constructor']);
+    for (const state of [empty, earlierWindow().state]) {
+      expect(expectRefused(validateProposal({ detailed: [milestone('constructor', [node('a')])], coarse: [] }, state), 'R-8', 'constructor')).toContain('milestone id');
+      expect(expectRefused(validateProposal({ detailed: [m1()], coarse: [coarse('constructor')] }, state), 'R-8', 'constructor')).toContain('milestone id');
+      expect(expectRefused(validateProposal({ detailed: [milestone('m1', [node('constructor')])], coarse: [] }, state), 'R-8', 'constructor')).toContain('node id');
+      expect(expectRefused(validateProposal({ detailed: [milestone('m1', [node('a', ['constructor'])])], coarse: [] }, state), 'R-8', 'constructor')).toContain('dependency id');
+    }
+  });
+
+  it("R-8 R-13 a planner's plan that depends on a node 'constructor' that exists nowhere is refused, not sealed (it was sealed, and the build blocked on a node that could never be ready)", async () => {
+    const repo = tempDir();
+    const bp = join(repo, 'bp.json');
+    writeFileSync(bp, JSON.stringify({
+      request: { goal: 'reserved ids' }, verify: [['true']], detailedWindow: 1,
+      milestones: [{ id: 'm1', title: 'M1', nodes: [{ id: 'a', kind: 'read-only', deps: [] }] }],
+    }));
+    await initFromBlueprint(bp, { repo });
+    // The planner is an agent: it may name anything. This one asks for a dependency on 'constructor'.
+    const asked: number[] = [];
+    const planner = {
+      route: 'scripted:blueprint',
+      propose: async () => (asked.push(1), { detailed: [{ id: 'm1', title: 'M1', nodes: [{ id: 'a', kind: 'read-only', deps: ['constructor'], title: 'a', description: 'a', acceptance: ['a'] }] }], coarse: [] }),
+    };
+    const s = await openBuild({ repo, planner });
+    try {
+      let r = await s.advance();
+      for (let i = 0; i < 10 && r.outcome !== 'blocked'; i++) r = await s.advance();
+      expect(r.outcome).toBe('blocked');
+      expect(JSON.stringify(r)).toContain("dependency id 'constructor' is reserved");
+      expect(asked.length).toBeGreaterThan(0);
+      const types = (await s.log.readAll({ from: 1, limit: 1000 })).map((e) => e.type);
+      expect(types).not.toContain('HorizonSealed');
+      expect(Object.keys(s.controller.current.nodes)).toEqual([]);
+    } finally {
+      await s.close();
+    }
   });
 
   it('R-13 a malformed proposal is refused under R-28 with the field named', () => {

@@ -28,7 +28,7 @@ import { redactor } from './sandbox/redact.js';
 import { ProcessSlots } from './process/slots.js';
 import type { SandboxedRun } from './sandbox/sandbox.js';
 import type { ProcessResult } from './process/run-process.js';
-import { blueprintSha256, loadBlueprint, parseBlueprint, type Blueprint } from './blueprint/blueprint.js';
+import { blueprintSha256, loadBlueprint, parseBlueprint, refuseUnplannableIds, type Blueprint } from './blueprint/blueprint.js';
 import { proposedNode, ScriptedPlanner } from './blueprint/scripted-planner.js';
 import { findBlueprintNode } from './blueprint/blueprint.js';
 import type { CallDrivers } from './controller/effects.js';
@@ -189,7 +189,9 @@ const withRepairs = (r: DriverRecord): DriverRecord =>
 
 /** The driver of a blueprint file. */
 export function blueprintDriver(path: string): DriverFile {
-  return { kind: 'blueprint', blueprint: loadBlueprint(path) };
+  const blueprint = loadBlueprint(path);
+  refuseUnplannableIds(blueprint, path);
+  return { kind: 'blueprint', blueprint };
 }
 
 /** The driver of a request file and a config file, each checked with one clear line on failure. */

@@ -5,6 +5,7 @@ import { formatZodError, MilestoneRefSchema, PlannedNodeSchema, type MilestoneRe
 import type { BuildState } from '../projections/build-state.js';
 import { compactedInto, liveSummaryOf } from '../projections/summaries.js';
 import { refuse, type Refusal } from './refusal.js';
+import { RESERVED_IDS, reservedIdReason } from '../events/ids.js';
 
 /** A proposal as a planner must shape it (parsed where its bytes enter, R-28). */
 export const ProposalSchema = z.strictObject({
@@ -42,6 +43,8 @@ export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' |
     return refuse('R-13', `a horizon holds at most ${MAX_COARSE} coarse milestones, the proposal has ${p.coarse.length} (${p.coarse.slice(MAX_COARSE).map((m) => m.id).join(', ')} over the limit)`);
   }
   const milestoneIds = [...p.detailed, ...p.coarse].map((m) => m.id);
+  const reserved = [...milestoneIds.map((id) => ['milestone', id] as const), ...p.detailed.flatMap((m) => m.nodes.flatMap((n) => [['node', n.id] as const, ...n.deps.map((d) => ['dependency', d] as const)]))].find(([, id]) => RESERVED_IDS.has(id));
+  if (reserved) return refuse('R-8', `${reserved[0]} ${reservedIdReason(reserved[1])}`);
   const dupMilestone = firstDuplicate(milestoneIds);
   if (dupMilestone) return refuse('R-13', `milestone '${dupMilestone}' appears more than once in the proposal`);
   const done = milestoneIds.find((id) => state.checkpoints[id]);

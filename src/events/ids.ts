@@ -11,6 +11,18 @@ export function isSafeId(id: unknown): id is string {
   return typeof id === 'string' && SAFE_ID.test(id) && !id.includes('..') && !id.endsWith('.');
 }
 
+/**
+ * Safe ids every plain JavaScript object already answers to: Object.prototype's own names that
+ * match SAFE_ID — `constructor`, nothing else. The build state keeps nodes, checkpoints and
+ * summaries in records keyed by id, where `record['constructor']` is a function, not "absent": a
+ * milestone of that name looked checkpointed and a dependency on it looked satisfied. A proposal
+ * naming one is refused (R-8), like an id with the reserved prefix `summary-`.
+ */
+export const RESERVED_IDS: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype).filter((name) => isSafeId(name)));
+
+/** Why a reserved id is refused, after what it names ("node id 'constructor' is reserved …"). */
+export const reservedIdReason = (id: string): string => `id '${id}' is reserved (every JavaScript object has a property of that name): choose another id`;
+
 // The schema must refuse exactly what isSafeId refuses, or a parsed plan could carry an id
 // that later fails at a checkpoint or a git ref.
 export const SafeIdSchema = z

@@ -324,6 +324,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/commands/effect-inputs.ts', find: 'checkpoints: windowCheckpoints.map((c) => c.checkpoint),', replace: 'checkpoints: Object.values(s.checkpoints).sort((a, b) => a.position - b.position).map((c) => c.checkpoint),' }],
     caughtBy: ['test/compaction-build.test.ts'],
   },
+  {
+    name: 'reserved-ids-allowed',
+    bug: "a proposal may name a milestone, node or dependency 'constructor' again (decision 0030): a dependency on it looks satisfied, a milestone of that name looks checkpointed",
+    edits: [{ file: 'src/commands/horizon.ts', find: 'if (reserved) return refuse(', replace: 'if (reserved && reserved[1] !== \'constructor\') return refuse(', js: { find: 'if (reserved)\n', replace: 'if (reserved && reserved[1] !== \'constructor\')\n' } }],
+    caughtBy: ['test/horizon.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { SandboxSettingSchema } from '../sandbox/settings.js';
 import { canonicalSha256 } from '../../events/hash.js';
 import { ValidationError } from '../../events/errors.js';
-import { SafeIdSchema } from '../../events/ids.js';
+import { RESERVED_IDS, reservedIdReason, SafeIdSchema } from '../../events/ids.js';
 import { PlannedNodeSchema } from '../../events/catalogue.js';
 
 /** Problem with a file path inside the blueprint, or null when it is a safe relative path. */
@@ -175,6 +175,26 @@ export function parseBlueprint(input: unknown, source = 'blueprint'): Blueprint 
     });
   });
   return bp;
+}
+
+/**
+ * Refuse, at `init` and `fork --blueprint`, a blueprint whose plan the host would refuse at its
+ * first planner call (R-8): an id `constructor` (decision 0030) or a node id with the reserved
+ * prefix `summary-`. Not part of parseBlueprint: a stored driver is parsed again at every open, and
+ * a build made before this check must still open (to be shown blocked).
+ */
+export function refuseUnplannableIds(bp: Blueprint, source: string): void {
+  const fail = (where: string, problem: string): never => {
+    throw new ValidationError(`invalid blueprint ${source}: ${where}: ${problem}`, 'R-8');
+  };
+  [...bp.milestones.map((m, i) => ({ m, at: `milestones[${i}]` })), ...(bp.repairs ?? []).map((m, i) => ({ m, at: `repairs[${i}]` }))].forEach(({ m, at }) => {
+    if (RESERVED_IDS.has(m.id)) fail(`${at}.id`, reservedIdReason(m.id));
+    m.nodes.forEach((n, j) => {
+      if (RESERVED_IDS.has(n.id)) fail(`${at}.nodes[${j}].id`, reservedIdReason(n.id));
+      if (n.id.startsWith('summary-')) fail(`${at}.nodes[${j}].id`, `id '${n.id}' uses the reserved prefix 'summary-' (summary nodes are made by compaction only)`);
+      n.deps.forEach((d, k) => RESERVED_IDS.has(d) && fail(`${at}.nodes[${j}].deps[${k}]`, reservedIdReason(d)));
+    });
+  });
 }
 
 /** Read and parse a blueprint file (see parseBlueprint). */
