@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { initFromBlueprint, INTEGRATION_REF, openBuild } from '../src/adapters/session.js';
+import { render, statusOf } from '../src/adapters/cli/commands/status.js';
 import { parseBlueprint } from '../src/adapters/blueprint/blueprint.js';
 import { ScriptedPlanner } from '../src/adapters/blueprint/scripted-planner.js';
 import type { Planner, PlannerInput } from '../src/commands/ports.js';
@@ -107,6 +108,11 @@ describe('R-21 a long build stays small', () => {
       expect(Object.keys(st.summaries)).toHaveLength(M); // every summary stays in history
       expect(Object.values(st.summaries).filter((r) => r.absorbedBy === null)).toHaveLength(1);
       expect(st.horizon!.revision).toBe(M / 2);
+      // What a person reads: `status` names the first and last few of its 40 checkpoints and counts them; --json has all.
+      const out = statusOf(st);
+      expect(out.checkpoints).toHaveLength(M);
+      const line = render(out).split('\n').find((l) => l.startsWith('checkpoints: '))!;
+      expect(line).toBe('checkpoints: m0, m1, m2, m3, m4, … m35, m36, m37, m38, m39 (40 in all; --json lists every one)');
     } finally {
       await s.close();
     }

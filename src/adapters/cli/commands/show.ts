@@ -1,4 +1,5 @@
 import { viewOf, type GraphView } from '../../../projections/view.js';
+import { shortList } from '../short-list.js';
 import { stateAsOf, timePointFromFlags } from '../time-travel.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { withReading } from '../with-reading.js';
@@ -27,8 +28,8 @@ export function render(d: ShowOutput): string {
       : `horizon ${h.horizonId} (revision ${h.revision}): ${h.detailed.map((m) => `${m.id} [${m.status}]`).join(', ')}${h.coarse.length > 0 ? `; then ${h.coarse.map((m) => m.id).join(', ')}` : ''}`,
     `nodes (${d.nodes.length}):`,
     ...rows,
-    `ready (ranked): ${d.ready.join(', ') || '-'}`,
-    ...(d.checkpoints.length > 0 ? [`checkpoints: ${d.checkpoints.join(', ')}`] : []),
+    `ready (ranked): ${shortList(d.ready)}`,
+    ...(d.checkpoints.length > 0 ? [`checkpoints: ${shortList(d.checkpoints)}`] : []),
     ...(d.completed ? ['completed'] : d.blocked !== null ? [`blocked: ${d.blocked}`] : []),
     '',
   ].join('\n');

@@ -1,4 +1,5 @@
 import { compareCodePoints } from '../../../events/canonical.js';
+import { shortList } from '../short-list.js';
 import type { BuildState } from '../../../projections/build-state.js';
 import type { SandboxSettings } from '../../../events/catalogue.js';
 import { nextAction } from '../../../commands/next-action.js';
@@ -186,12 +187,12 @@ export function render(d: StatusOutput, ctx?: CommandContext): string {
     `integration head: ${d.integrationHead ?? '-'}${d.integrationHead && d.integrationRef ? ` (${d.integrationRef}; \`longbuild land\` brings it into your branch)` : ''}`,
     d.horizon ? `horizon: ${d.horizon.id} r${d.horizon.revision}; detailed ${d.horizon.detailed.join(', ')}; coarse ${d.horizon.coarse.join(', ') || '(none)'}` : 'horizon: not sealed yet',
     `active milestone: ${d.activeMilestone ?? '-'}`,
-    `ready (ranked): ${d.ready.join(', ') || '-'}`,
+    `ready (ranked): ${shortList(d.ready)}`,
     `in flight: ${d.inFlight.join(', ') || '-'}`,
     `critical path: ${criticalPathLine(d.criticalPath)}`,
     ...(d.acceptance !== null ? [`acceptance: ${acceptanceLine(d.acceptance)}`] : []),
-    `checkpoints: ${d.checkpoints.join(', ') || '-'}`,
-    `summaries: ${d.summaries.join(', ') || '-'}`,
+    `checkpoints: ${shortList(d.checkpoints)}`,
+    `summaries: ${shortList(d.summaries)}`,
     `calls: planner ${d.calls.planner}, worker ${d.calls.worker}${d.calls.reused !== undefined ? ` (adopted from a parent build: ${d.calls.reused.planner} planner, ${d.calls.reused.worker} worker results)` : ''}`,
     ...(d.fork !== undefined ? [`fork: of ${d.fork.dir} at position ${d.fork.position} (ForkedFrom at ${d.fork.at}); \`longbuild verify\` checks the link`] : []),
   ];
