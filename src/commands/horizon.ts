@@ -3,7 +3,7 @@ import { canonicalSha256 } from '../events/hash.js';
 import { compareCodePoints } from '../events/canonical.js';
 import { formatZodError, MilestoneRefSchema, PlannedNodeSchema, type MilestoneRef, type PlannedNode } from '../events/catalogue.js';
 import type { BuildState } from '../projections/build-state.js';
-import { compactedInto, liveSummaryOf } from '../projections/summaries.js';
+import { summaryLookups } from '../projections/summaries.js';
 import { refuse, type Refusal } from './refusal.js';
 import { RESERVED_IDS, reservedIdReason } from '../events/ids.js';
 
@@ -54,6 +54,7 @@ export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' |
   p.detailed.forEach((m, i) => milestoneIndex.set(m.id, i));
   const nodes: PlannedNode[] = [];
   const seen = new Map<string, string>();
+  const summaries = state.summaries ? summaryLookups(state.summaries) : undefined;
   for (const m of p.detailed) {
     for (const n of m.nodes) {
       const other = seen.get(n.id);
@@ -61,7 +62,7 @@ export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' |
         return refuse('R-13', `node '${n.id}' belongs to more than one milestone ('${other}' and '${m.id}')`);
       }
       if (state.nodes[n.id]) return refuse('R-13', `node '${n.id}' already exists in the graph (milestone '${state.nodes[n.id]!.milestone}')`);
-      const compacted = state.summaries ? compactedInto(state.summaries, n.id) : undefined;
+      const compacted = summaries?.compactedInto(n.id);
       if (compacted !== undefined) return refuse('R-13', `node '${n.id}' already exists: it was accepted and compacted into ${compacted}`);
       if (n.id.startsWith('summary-')) return refuse('R-8', `node id '${n.id}' uses the reserved prefix 'summary-' (summary nodes are made by compaction only)`);
       if (n.accepted && n.kind !== 'read-only') return refuse('R-8', `node '${n.id}' is writable and cannot start accepted: a writable node is accepted only with an integration receipt`);
@@ -75,7 +76,7 @@ export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' |
       const existing = state.nodes[dep];
       if (existing?.state === 'canceled') return refuse('R-13', `node '${n.id}' depends on '${dep}', which an operator canceled`);
       if (existing) continue; // already in the graph: accepted or carried from an earlier window
-      if (state.summaries && liveSummaryOf(state.summaries, dep) !== undefined) continue; // accepted, compacted (R-21)
+      if (summaries?.liveSummaryOf(dep) !== undefined) continue; // accepted, compacted (R-21)
       const depMilestone = seen.get(dep);
       if (depMilestone === undefined) {
         const coarse = p.coarse.find((c) => c.id === dep);

@@ -6,7 +6,7 @@ import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type { Checkpoint, DataOf, DomainEvent, NodeState } from '../events/catalogue.js';
 import { CorruptLogError } from '../events/errors.js';
-import { applyCompaction, liveSummaryOf, type SummaryRecord } from './summaries.js';
+import { applyCompaction, carrySummaryIndex, summaryLookups, type SummaryRecord } from './summaries.js';
 import { shardDraft, shardedOf, shardGet, shardSet, type Sharded } from './sharded.js';
 
 export type { AcceptanceRun, AcceptanceState, AttemptRecord, BuildInfo, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
@@ -128,6 +128,7 @@ export function evolveBuild(state: BuildState, event: StoredEvent): BuildState {
   const folded = nodes.commit();
   if (folded !== null) next = { ...next, nodes: folded };
   noteNodesFolded(state.nodes, next.nodes, touched);
+  if (next.summaries !== state.summaries) carrySummaryIndex(state.summaries, next.summaries);
   return next;
 }
 
@@ -567,14 +568,14 @@ function applyHorizon(draft: Draft<BuildState>, d: DataOf<'HorizonSealed'> | Dat
   };
   const added: string[] = [];
   // A dependency on compacted work is a dependency on the summary that now stands for it.
-  const summaries = (isDraft(draft) ? original(draft)! : draft).summaries;
+  const summaries = summaryLookups((isDraft(draft) ? original(draft)! : draft).summaries);
   const depsOf = (deps: readonly string[]): string[] => {
-    const mapped = deps.map((dep) => (draft.nodes[dep] ? dep : liveSummaryOf(summaries, dep) ?? dep));
+    const mapped = deps.map((dep) => (draft.nodes[dep] ? dep : summaries.liveSummaryOf(dep) ?? dep));
     // Two compacted deps may map to one summary: keep it once (only then, so old logs fold the same).
     return mapped.every((dep, i) => dep === deps[i]) ? mapped : [...new Set(mapped)];
   };
   for (const n of d.nodes) {
-    if (draft.nodes[n.id] || liveSummaryOf(summaries, n.id) !== undefined) continue;
+    if (draft.nodes[n.id] || summaries.liveSummaryOf(n.id) !== undefined) continue;
     draft.nodes[n.id] = {
       id: n.id, kind: n.kind, deps: depsOf(n.deps), milestone: n.milestone,
       state: n.accepted ? 'accepted' : 'queued',

@@ -18,27 +18,99 @@ export interface SummaryRecord {
 
 type Summaries = Readonly<Record<string, SummaryRecord>>;
 
-// Index compacted node id -> summary id, built once per summaries object (immer keeps it identical
-// until the next compaction), so renewals do not rescan every summary for every dependency. A
-// fold in place adds to the same object: summaries are only ever added (a summary's compacted
-// ids never change), so the index is rebuilt when the count of summaries moved.
-const indexCache = new WeakMap<Summaries, { count: number; index: Map<string, string> }>();
+/**
+ * Compacted node id -> the summary that compacted it. A node is compacted once in a build (R-13
+ * refuses planning a compacted id again), so along one line of states — each the one before plus
+ * summaries, never minus — one index serves them all: a state's summaries object is given the
+ * index of the one it was folded from (`carrySummaryIndex`) and adds only its new summaries. An
+ * entry counts for a state only when that state's own summary of that id lists the node, which
+ * also keeps a state folded before a compaction from seeing it. States folded differently from one parent (a
+ * fork, a test) share the index too, and a node compacted into different summaries in them keeps
+ * every candidate. (The index was rebuilt from every summary at each compaction: O(n²) over a
+ * build, ~31 million entries written for the renewals of a 50,000-node build.)
+ */
+type SummaryIndex = Map<string, string | string[]>;
 
-function compactedIndex(summaries: Summaries): Map<string, string> {
-  const count = Object.keys(summaries).length;
-  let cached = indexCache.get(summaries);
-  if (!cached || cached.count !== count) {
-    const index = new Map<string, string>();
-    for (const id in summaries) for (const nodeId of summaries[id]!.summary.compactedNodeIds) index.set(nodeId, id);
-    indexCache.set(summaries, (cached = { count, index }));
+/** An index and how many of the object's summaries (its first keys, in insertion order) it holds. */
+const indexCache = new WeakMap<Summaries, { count: number; readonly index: SummaryIndex }>();
+
+function addToIndex(index: SummaryIndex, summaryId: string, nodeIds: readonly string[]): void {
+  for (const nodeId of nodeIds) {
+    const had = index.get(nodeId);
+    if (had === undefined) index.set(nodeId, summaryId);
+    else if (typeof had === 'string') {
+      if (had !== summaryId) index.set(nodeId, [had, summaryId]);
+    } else if (!had.includes(summaryId)) had.push(summaryId);
   }
+}
+
+function compactedIndex(summaries: Summaries): SummaryIndex {
+  let cached = indexCache.get(summaries);
+  const ids = Object.keys(summaries);
+  // Summaries are only ever added, after the ones before (ids are never integer-like: insertion
+  // order); a fold in place adds to the same object, so count again on every use.
+  if (cached === undefined || ids.length < cached.count) indexCache.set(summaries, (cached = { count: 0, index: new Map() }));
+  for (; cached.count < ids.length; cached.count++) addToIndex(cached.index, ids[cached.count]!, summaries[ids[cached.count]!]!.summary.compactedNodeIds);
   return cached.index;
+}
+
+/**
+ * Let `next`, folded from `prev` by adding summaries (evolveBuild), use and extend `prev`'s index
+ * instead of building its own.
+ */
+export function carrySummaryIndex(prev: Summaries, next: Summaries): void {
+  const cached = indexCache.get(prev);
+  // Not from a state without summaries (the initial state is one object every build starts from):
+  // there is nothing to share, and its index would gather every build's entries.
+  if (cached !== undefined && cached.count > 0 && !indexCache.has(next)) indexCache.set(next, { count: cached.count, index: cached.index });
+}
+
+/**
+ * Whether this state's summary `summaryId` compacted `nodeId`. Asked of the state's own record, not
+ * taken from the shared index: states that share an index may hold different summaries under one
+ * id (a log not written by the host; builds in one process), and a fold must not depend on what
+ * else was folded.
+ */
+function holds(summaries: Summaries, summaryId: string, nodeId: string): boolean {
+  return Object.hasOwn(summaries, summaryId) && summaries[summaryId]!.summary.compactedNodeIds.includes(nodeId);
+}
+
+/** Lookups in one summaries object (see compactedInto, liveSummaryOf). */
+export interface SummaryLookups {
+  compactedInto(nodeId: string): string | undefined;
+  liveSummaryOf(nodeId: string): string | undefined;
+}
+
+/**
+ * Lookups in `summaries` with its index brought up to date once, for a caller that makes many in
+ * a row (a plan's nodes and dependencies): bringing it up to date lists the object's keys.
+ */
+export function summaryLookups(summaries: Summaries): SummaryLookups {
+  const index = compactedIndex(summaries);
+  const compacted = (nodeId: string): string | undefined => {
+    if (Object.hasOwn(summaries, nodeId)) return nodeId;
+    const had = index.get(nodeId);
+    if (had === undefined) return undefined;
+    if (typeof had === 'string') return holds(summaries, had, nodeId) ? had : undefined;
+    return had.find((id) => holds(summaries, id, nodeId));
+  };
+  return {
+    compactedInto: compacted,
+    liveSummaryOf(nodeId) {
+      let id = compacted(nodeId);
+      for (let hops = 0; id !== undefined && hops < 1_000_000; hops++) {
+        const next = summaries[id]?.absorbedBy ?? null;
+        if (next === null) return id;
+        id = next;
+      }
+      return id;
+    },
+  };
 }
 
 /** The summary that first compacted this node (or this summary id itself), or undefined. */
 export function compactedInto(summaries: Summaries, nodeId: string): string | undefined {
-  if (summaries[nodeId]) return nodeId;
-  return compactedIndex(summaries).get(nodeId);
+  return summaryLookups(summaries).compactedInto(nodeId);
 }
 
 /**
@@ -46,13 +118,7 @@ export function compactedInto(summaries: Summaries, nodeId: string): string | un
  * now, or undefined when the id was never compacted.
  */
 export function liveSummaryOf(summaries: Summaries, nodeId: string): string | undefined {
-  let id = compactedInto(summaries, nodeId);
-  for (let hops = 0; id !== undefined && hops < 1_000_000; hops++) {
-    const next = summaries[id]?.absorbedBy ?? null;
-    if (next === null) return id;
-    id = next;
-  }
-  return id;
+  return summaryLookups(summaries).liveSummaryOf(nodeId);
 }
 
 /** The milestone ids that already have a summary (compacted milestones). */

@@ -330,6 +330,30 @@ export const MUTANTS = [
     edits: [{ file: 'src/commands/horizon.ts', find: 'if (reserved) return refuse(', replace: 'if (reserved && reserved[1] !== \'constructor\') return refuse(', js: { find: 'if (reserved)\n', replace: 'if (reserved && reserved[1] !== \'constructor\')\n' } }],
     caughtBy: ['test/horizon.test.ts'],
   },
+  {
+    name: 'summary-index-trusts-any-entry',
+    bug: "the shared compacted-node index answers an entry a later fold added for a state that does not hold that summary: a state folded before a compaction sees the node as compacted",
+    edits: [{ file: 'src/projections/summaries.ts', find: "if (typeof had === 'string') return holds(summaries, had, nodeId) ? had : undefined;", replace: "if (typeof had === 'string') return had;", js: { find: 'return holds(summaries, had, nodeId) ? had : undefined;', replace: 'return had;' } }],
+    caughtBy: ['test/summary-index.test.ts'],
+  },
+  {
+    name: 'summary-index-trusts-summary-id',
+    bug: "the shared index's entry counts for any state holding a summary of that id, whatever that state's summary lists: a fold's result depends on what else the process folded (a log not written by the host, two builds in one process)",
+    edits: [{ file: 'src/projections/summaries.ts', find: 'return Object.hasOwn(summaries, summaryId) && summaries[summaryId]!.summary.compactedNodeIds.includes(nodeId);', replace: 'return Object.hasOwn(summaries, summaryId);', js: { find: 'return Object.hasOwn(summaries, summaryId) && summaries[summaryId].summary.compactedNodeIds.includes(nodeId);', replace: 'return Object.hasOwn(summaries, summaryId);' } }],
+    caughtBy: ['test/summary-index.test.ts'],
+  },
+  {
+    name: 'summary-index-first-candidate',
+    bug: "where states folded differently from one parent compacted a node into different summaries, the index answers the first one for all of them",
+    edits: [{ file: 'src/projections/summaries.ts', find: 'return had.find((id) => holds(summaries, id, nodeId));', replace: 'return had[0];' }],
+    caughtBy: ['test/summary-index.test.ts'],
+  },
+  {
+    name: 'summary-index-carried-as-complete',
+    bug: "a state given its parent's index takes it as holding all of its own summaries: the ones its fold added are never indexed",
+    edits: [{ file: 'src/projections/summaries.ts', find: 'indexCache.set(next, { count: cached.count, index: cached.index });', replace: 'indexCache.set(next, { count: Object.keys(next).length, index: cached.index });' }],
+    caughtBy: ['test/summary-index.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */
