@@ -110,6 +110,20 @@ describe('blueprint format (docs/cli.md, R-28)', () => {
     expect(blueprintDriver(HELIOS).kind).toBe('blueprint');
   });
 
+  it('R-28 a key named "__proto__" (a file, a request field, nested) is refused naming its place, not dropped: zod would take it for the prototype', () => {
+    const withProto = (edit: (bp: any) => void): string => {
+      const bp = helios() as any;
+      edit(bp);
+      // JSON.parse keeps "__proto__" as an own key, as a blueprint file read from disk does.
+      return refusal(JSON.stringify(bp).replace('"PROTO"', '"__proto__"'));
+    };
+    expect(withProto((bp) => (bp.milestones[1].nodes[0].files = { PROTO: 'x', 'a.txt': 'y' }))).toMatch(/milestones\[1\]\.nodes\[0\]\.files\.__proto__: a key named "__proto__" cannot be kept .*: rename it/);
+    expect(withProto((bp) => (bp.request = { ...bp.request, PROTO: 'x' }))).toMatch(/request\.__proto__: a key named "__proto__"/);
+    expect(withProto((bp) => (bp.request = { ...bp.request, deep: [1, { PROTO: { k: 1 } }] }))).toMatch(/request\.deep\[1\]\.__proto__: a key/);
+    // Inside a path or a value it is an ordinary string.
+    expect(parseBlueprint(edited((bp) => (bp.milestones[1].nodes[0].files = { 'src/__proto__.js': '__proto__' }))).milestones[1]!.nodes[0]!.files).toEqual({ 'src/__proto__.js': '__proto__' });
+  });
+
   it('R-28 duplicate node and milestone ids are refused naming both places', () => {
     expect(refusal(edited((bp) => (bp.milestones[1].nodes[0].id = 'catalog-api')))).toMatch(
       /milestones\[1\]\.nodes\[0\]\.id: duplicate node id 'catalog-api' \(also milestones\[0\]\.nodes\[1\]\)/,

@@ -114,6 +114,21 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   return cur;
 }
 
+/**
+ * The path of the first object holding a key named `__proto__`, or null. zod rebuilds records and
+ * JSON values by assignment, where that key sets the object's prototype instead: the entry would
+ * vanish from the parsed blueprint (a file not written, a request key not recorded).
+ */
+function protoKeyPath(value: unknown, path: PropertyKey[] = []): PropertyKey[] | null {
+  if (value === null || typeof value !== 'object') return null;
+  if (!Array.isArray(value) && Object.hasOwn(value, '__proto__')) return [...path, '__proto__'];
+  for (const [k, v] of Object.entries(value)) {
+    const found = protoKeyPath(v, [...path, Array.isArray(value) ? Number(k) : k]);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
 /** Line and column (1-based) of a character offset. */
 function lineCol(text: string, pos: number): string {
   const before = text.slice(0, pos);
@@ -143,6 +158,8 @@ export function parseBlueprint(input: unknown, source = 'blueprint'): Blueprint 
     }
   }
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return fail('(top level)', 'expected a JSON object');
+  const proto = protoKeyPath(raw);
+  if (proto !== null) return fail(formatPath(proto), 'a key named "__proto__" cannot be kept (a JavaScript object takes it for its prototype): rename it');
   const parsed = BlueprintSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
