@@ -211,9 +211,11 @@ export class ProjectionStore {
    * `batchSize` events is one transaction that writes the changed rows and the positions.
    * Pass every event from `resumeFrom()` to the log's head. Throws CorruptLogError when the events
    * do not continue the chain the store has seen, or end before the position its tables reflect.
+   * With `more` (a caller reading the log a page at a time), that end is not checked: the caller
+   * passes the next page, and calls `assertNotTruncated()` after the last.
    * Returns the number of events read.
    */
-  catchUp(events: Iterable<StoredEvent>, folded?: ReadonlyMap<string, unknown>): number {
+  catchUp(events: Iterable<StoredEvent>, folded?: ReadonlyMap<string, unknown>, more = false): number {
     this.flush();
     assertWritable(this.db.name);
     let batch: StoredEvent[] = [];
@@ -227,13 +229,17 @@ export class ProjectionStore {
       }
     }
     if (batch.length > 0) this.applyBatch(batch, folded);
-    // The events ran out before the position the tables already reflect: the log lost its tail.
+    if (!more) this.assertNotTruncated();
+    return count;
+  }
+
+  /** Throws CorruptLogError when the events given ran out before the position the tables already reflect: the log lost its tail. */
+  assertNotTruncated(): void {
     for (const r of this.runtimes) {
       if (r.memPosition < r.storedPosition) {
         throw new CorruptLogError(r.memPosition + 1, `log truncated: projection ${r.projection.name} has seen position ${r.storedPosition}, but the log ends at ${r.memPosition}`);
       }
     }
-    return count;
   }
 
   /**

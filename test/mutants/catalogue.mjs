@@ -337,6 +337,12 @@ export const MUTANTS = [
     caughtBy: ['test/summary-index.test.ts'],
   },
   {
+    name: 'catch-up-checks-each-page',
+    bug: "catching up from the log a page at a time checks after each page that the log reaches what the tables reflect: a store whose newest snapshot is more than a page behind (a long build) is refused as a truncated log",
+    edits: [{ file: 'src/adapters/log/paging.ts', find: 'count += store.catchUp(page, undefined, true);', replace: 'count += store.catchUp(page);' }],
+    caughtBy: ['test/paging-catch-up.test.ts'],
+  },
+  {
     name: 'summary-index-trusts-summary-id',
     bug: "the shared index's entry counts for any state holding a summary of that id, whatever that state's summary lists: a fold's result depends on what else the process folded (a log not written by the host, two builds in one process)",
     edits: [{ file: 'src/projections/summaries.ts', find: 'return Object.hasOwn(summaries, summaryId) && summaries[summaryId]!.summary.compactedNodeIds.includes(nodeId);', replace: 'return Object.hasOwn(summaries, summaryId);', js: { find: 'return Object.hasOwn(summaries, summaryId) && summaries[summaryId].summary.compactedNodeIds.includes(nodeId);', replace: 'return Object.hasOwn(summaries, summaryId);' } }],

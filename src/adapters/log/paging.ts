@@ -30,8 +30,12 @@ export async function readEventsFrom(log: EventLog, from = 1): Promise<StoredEve
 }
 
 /** Bring local projections up to the log's head, a page (one transaction per batch) at a time. */
-export async function catchUpFromLog(store: ProjectionStore, log: EventLog): Promise<number> {
+export async function catchUpFromLog(store: ProjectionStore, log: EventLog, pageSize = PAGE_SIZE): Promise<number> {
   let count = 0;
-  for await (const page of readPages(log, store.resumeFrom())) count += store.catchUp(page);
+  // Whether the log ends before what the tables reflect is known after the last page only: a store
+  // whose newest snapshot is more than a page behind its tables (a long build's state, snapshotted
+  // one interval per MiB) was refused as truncated after its first page.
+  for await (const page of readPages(log, store.resumeFrom(), Number.POSITIVE_INFINITY, pageSize)) count += store.catchUp(page, undefined, true);
+  store.assertNotTruncated();
   return count;
 }
