@@ -99,6 +99,25 @@ describe('R-37 the audit bundle and its standalone verifier', () => {
     expect(same.checks).toHaveLength(8);
   });
 
+  it('R-37 a build that names no commit yet (just initialised, and one of read-only nodes run to its end) exports a bundle holding its base commit, and it verifies', () => {
+    const readOnly = join(root, 'read-only.json');
+    writeFileSync(readOnly, JSON.stringify({
+      request: { goal: 'reviews only' }, verify: [['true']], detailedWindow: 1,
+      milestones: [{ id: 'review', title: 'Review', nodes: [{ id: 'r1', kind: 'read-only', deps: [] }, { id: 'r2', kind: 'read-only', deps: ['r1'] }] }],
+    }));
+    for (const [name, finish] of [['fresh', false], ['reviewed', true]] as const) {
+      const r = join(root, `repo-${name}`);
+      const key = cliJson<{ signingKey: { vkey: string } }>(['init', '--blueprint', readOnly, '--repo', r], { cwd: root }).signingKey.vkey;
+      if (finish) expect(runCli(['run', '--repo', r], { cwd: root }).code).toBe(0);
+      const to = join(root, `bundle-${name}`);
+      const out = cliJson<{ commits: number }>(['audit', 'export', '--repo', r, '--to', to], { cwd: root });
+      expect(out.commits).toBe(1);
+      const v = standalone(to, '--key', key);
+      expect(v.code, v.out).toBe(0);
+      expect(v.out).toMatch(/ok git: 0 commits the log names are in git.bundle/);
+    }
+  });
+
   it('R-37 one edited event (manifest fixed up) fails the chain at its position', () => {
     const dir = copy();
     const evs = events(dir);

@@ -68,9 +68,12 @@ async function exportBundle(ctx: CommandContext, to: string): Promise<AuditOutpu
           if (events !== 1 && !NAMING_TYPES.has(type)) continue;
           const e = event ?? (JSON.parse(line) as StoredEvent);
           if (events === 1) {
-            const d = e.data as { buildId: string; signing?: { vkey: string } };
+            const d = e.data as { buildId: string; signing?: { vkey: string }; baseHead?: string };
             buildId = d.buildId;
             vkey = d.signing?.vkey;
+            // The commit the build started from: the bundle holds it even before any commit is
+            // promoted (a build of read-only nodes names none; git refuses an empty bundle).
+            if (typeof d.baseHead === 'string') commits.add(d.baseHead);
           }
           for (const sha of evidenceNamed(e)) evidence.add(sha);
           for (const c of commitsNamed(e)) commits.add(c.commit);
@@ -131,10 +134,6 @@ async function gitBundle(integrator: string, commits: readonly string[], file: s
     writeFileSync(join(tmp, 'objects', 'info', 'alternates'), `${join(integrator, 'objects')}\n`);
     const updates = commits.map((c) => `create refs/audit/${c} ${c}\n`).join('');
     await git(tmp, ['update-ref', '--stdin'], { input: updates });
-    if (commits.length === 0) {
-      const head = (await git(integrator, ['rev-parse', 'HEAD'], { allowFail: true })).stdout.trim();
-      if (/^[0-9a-f]{40}$/.test(head)) await git(tmp, ['update-ref', `refs/audit/${head}`, head]);
-    }
     await git(tmp, ['bundle', 'create', file, '--all'], { allowFail: false });
   } finally {
     rmSync(tmp, { recursive: true, force: true });
