@@ -39,6 +39,10 @@ export interface ProjectionStoreOptions {
 }
 
 /** One projection's live state: what is folded in memory and what the tables hold. */
+/** The tables were written from another log: the event at their position has another hash. */
+const differentLog = (r: Runtime): CorruptLogError =>
+  new CorruptLogError(r.memPosition, `projection ${r.projection.name} was built from a different log (event hash differs from the one its tables saw); run \`longbuild rebuild\``);
+
 interface Runtime {
   readonly projection: Projection<unknown>;
   readonly writers: TableWriter<unknown>[];
@@ -50,6 +54,8 @@ interface Runtime {
   /** Last position the tables reflect, and that event's hash. */
   storedPosition: number;
   storedHash: string;
+  /** `state` is this runtime's alone (decoded from a snapshot, or copied): free to fold in place until the tables are reached. */
+  owned?: boolean;
 }
 
 const META_SCHEMA = `
@@ -157,6 +163,7 @@ export class ProjectionStore {
         if (state === null) continue;
         if (s.position === storedPosition && s.eventHash !== storedHash) continue;
         rt.state = state;
+        rt.owned = true;
         rt.memPosition = s.position;
         rt.memHash = s.eventHash;
         this.newest.set(projection.name, { position: s.position, bytes: s.stateJson.length });
@@ -273,7 +280,7 @@ export class ProjectionStore {
         for (const r of this.runtimes) {
           this.dropTables(r.projection);
           for (const t of r.projection.tables) this.db.exec(createTableSql(t));
-          Object.assign(r, { state: r.projection.initialState, memPosition: 0, memHash: GENESIS_HASH, storedPosition: 0, storedHash: GENESIS_HASH });
+          Object.assign(r, { state: r.projection.initialState, owned: false, memPosition: 0, memHash: GENESIS_HASH, storedPosition: 0, storedHash: GENESIS_HASH });
           this.stmts.setPosition.run(r.projection.name, 0, GENESIS_HASH, r.fingerprint);
         }
         // Fold everything in runs, then write the difference from the initial state once.
@@ -301,6 +308,17 @@ export class ProjectionStore {
    * (R-5), so both paths write the same rows.
    */
   private applyBatch(batch: readonly StoredEvent[], folded?: ReadonlyMap<string, unknown>): void {
+    // Events the tables already reflect, folded in place where a projection can: memory only,
+    // before the transaction (whose rollback restores states it saved, which a fold in place would
+    // have changed under it).
+    for (const r of this.runtimes) {
+      if (r.memPosition >= r.storedPosition || r.projection.evolveInPlace === undefined) continue;
+      let from = 0;
+      while (from < batch.length && batch[from]!.position <= r.memPosition) from += 1;
+      let upTo = from;
+      while (upTo < batch.length && batch[upTo]!.position <= r.storedPosition) upTo += 1;
+      this.refoldInPlace(r, batch, from, upTo);
+    }
     this.guarded(() => {
       this.db.transaction(() => {
         for (const r of this.runtimes) {
@@ -319,7 +337,7 @@ export class ProjectionStore {
             this.foldRun(r, batch, from, upTo);
             if (r.memPosition === r.storedPosition) {
               if (r.memHash !== r.storedHash) {
-                throw new CorruptLogError(r.memPosition, `projection ${r.projection.name} was built from a different log (event hash differs from the one its tables saw); run \`longbuild rebuild\``);
+                throw differentLog(r);
               }
               base = r.state;
             }
@@ -345,6 +363,7 @@ export class ProjectionStore {
     }
     const base = r.state;
     r.state = state;
+    r.owned = false; // the caller's
     r.memPosition = position;
     r.memHash = hash;
     if (this.snapshotEvery > 0 && position % this.snapshotEvery === 0) this.putSnapshot(r.projection, position, hash, state);
@@ -423,6 +442,39 @@ export class ProjectionStore {
    * run is cut at snapshot positions (the state there is snapshotted); each piece is one
    * `evolveRun`. On a broken link it throws before folding further (callers roll memory back).
    */
+  /**
+   * Fold events the tables already reflect (a restore from a snapshot older than them) in place:
+   * nothing is written and no one else holds the state — a long build's state restored ~8,000
+   * events behind its tables copied its large records at every event otherwise. Once the tables
+   * are reached the state is given up (no longer owned): it is the base the next rows are diffed
+   * against. A fold that throws halfway leaves a state no position describes, so the runtime starts
+   * again from the initial state (the next catch-up folds the whole log).
+   */
+  private refoldInPlace(r: Runtime, events: readonly StoredEvent[], from: number, to: number): void {
+    const inPlace = r.projection.evolveInPlace!;
+    try {
+      for (let i = from; i < to; i++) {
+        const e = events[i]!;
+        if (e.position !== r.memPosition + 1) throw new CorruptLogError(r.memPosition + 1, `projection ${r.projection.name} expected position ${r.memPosition + 1}, got ${e.position}`);
+        if (e.prevHash !== r.memHash) throw new CorruptLogError(e.position, `projection ${r.projection.name}: event does not follow the chain the projection has seen (prevHash mismatch); run \`longbuild rebuild\``);
+        if (r.owned !== true) {
+          r.state = r.projection.ownedCopy !== undefined ? r.projection.ownedCopy(r.state) : structuredClone(r.state);
+          r.owned = true;
+        }
+        inPlace.call(r.projection, r.state, e);
+        r.memPosition = e.position;
+        r.memHash = e.hash;
+      }
+      if (r.memPosition === r.storedPosition && r.memHash !== r.storedHash) {
+        throw differentLog(r);
+      }
+    } catch (err) {
+      Object.assign(r, { state: r.projection.initialState, owned: false, memPosition: 0, memHash: GENESIS_HASH });
+      throw err;
+    }
+    if (r.memPosition >= r.storedPosition) r.owned = false;
+  }
+
   private foldRun(r: Runtime, events: readonly StoredEvent[], from: number, to: number): void {
     let position = r.memPosition;
     let hash = r.memHash;
@@ -440,6 +492,7 @@ export class ProjectionStore {
       const snapshot = this.snapshotEvery > 0 && position % this.snapshotEvery === 0 && position > r.storedPosition;
       if (snapshot || i === to - 1) {
         r.state = evolveRun(r.projection, r.state, events, start, i + 1);
+        r.owned = false; // an immutable fold's state shares its parts with the states before it
         r.memPosition = position;
         r.memHash = hash;
         start = i + 1;

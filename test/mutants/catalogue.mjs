@@ -343,6 +343,18 @@ export const MUTANTS = [
     caughtBy: ['test/paging-catch-up.test.ts'],
   },
   {
+    name: 'refold-in-place-without-copy',
+    bug: "the projection store folds the events its tables already reflect in place on a state it does not own: with no snapshot to restore, that is the initial state every build's fold starts from",
+    edits: [{ file: 'src/projections/engine.ts', find: 'r.state = r.projection.ownedCopy !== undefined ? r.projection.ownedCopy(r.state) : structuredClone(r.state);', replace: 'r.state = r.state;' }],
+    caughtBy: ['test/paging-catch-up.test.ts'],
+  },
+  {
+    name: 'refold-in-place-skips-log-check',
+    bug: "folding in place up to the tables' position does not check that the event there is the one the tables saw: tables written from another log are taken as this log's",
+    edits: [{ file: 'src/projections/engine.ts', find: 'if (r.memPosition === r.storedPosition && r.memHash !== r.storedHash) {', replace: 'if (r.memPosition === r.storedPosition && r.memHash !== r.storedHash && false) {' }],
+    caughtBy: ['test/paging-catch-up.test.ts'],
+  },
+  {
     name: 'summary-index-trusts-summary-id',
     bug: "the shared index's entry counts for any state holding a summary of that id, whatever that state's summary lists: a fold's result depends on what else the process folded (a log not written by the host, two builds in one process)",
     edits: [{ file: 'src/projections/summaries.ts', find: 'return Object.hasOwn(summaries, summaryId) && summaries[summaryId]!.summary.compactedNodeIds.includes(nodeId);', replace: 'return Object.hasOwn(summaries, summaryId);', js: { find: 'return Object.hasOwn(summaries, summaryId) && summaries[summaryId].summary.compactedNodeIds.includes(nodeId);', replace: 'return Object.hasOwn(summaries, summaryId);' } }],
