@@ -62,7 +62,9 @@ describe('package files (decision 0018)', () => {
       walk(start);
       return [...seen];
     };
-    const chunkOf = (command: string): string => files.find((f) => f.startsWith(`${command}-`) && f.endsWith('.mjs'))!;
+    // A command's chunk is its name and an 8-character content hash: `run-<hash>.mjs`, not `run-cli-<hash>.mjs`
+    // (which `startsWith('run-')` also found, first whenever the hashes happened to sort that way).
+    const chunkOf = (command: string): string => files.find((f) => new RegExp(`^${command}-[A-Za-z0-9_-]{8}\\.mjs$`).test(f))!;
     const holdsZod = (f: string): boolean => readFileSync(join(dir, f), 'utf8').includes('// node_modules/zod/');
     for (const command of ['status', 'show', 'diff']) {
       expect(chunkOf(command), `${command} chunk`).toBeDefined();

@@ -38,11 +38,11 @@ export interface ProjectionStoreOptions {
   readonly batchSize?: number;
 }
 
-/** One projection's live state: what is folded in memory and what the tables hold. */
 /** The tables were written from another log: the event at their position has another hash. */
 const differentLog = (r: Runtime): CorruptLogError =>
   new CorruptLogError(r.memPosition, `projection ${r.projection.name} was built from a different log (event hash differs from the one its tables saw); run \`longbuild rebuild\``);
 
+/** One projection's live state: what is folded in memory and what the tables hold. */
 interface Runtime {
   readonly projection: Projection<unknown>;
   readonly writers: TableWriter<unknown>[];
@@ -438,11 +438,6 @@ export class ProjectionStore {
   }
 
   /**
-   * Fold `events[from..to)` into a projection's memory, checking each continues the chain. The
-   * run is cut at snapshot positions (the state there is snapshotted); each piece is one
-   * `evolveRun`. On a broken link it throws before folding further (callers roll memory back).
-   */
-  /**
    * Fold events the tables already reflect (a restore from a snapshot older than them) in place:
    * nothing is written and no one else holds the state — a long build's state restored ~8,000
    * events behind its tables copied its large records at every event otherwise. Once the tables
@@ -475,6 +470,11 @@ export class ProjectionStore {
     if (r.memPosition >= r.storedPosition) r.owned = false;
   }
 
+  /**
+   * Fold `events[from..to)` into a projection's memory, checking each continues the chain. The
+   * run is cut at snapshot positions (the state there is snapshotted); each piece is one
+   * `evolveRun`. On a broken link it throws before folding further (callers roll memory back).
+   */
   private foldRun(r: Runtime, events: readonly StoredEvent[], from: number, to: number): void {
     let position = r.memPosition;
     let hash = r.memHash;

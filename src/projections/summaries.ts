@@ -19,15 +19,15 @@ export interface SummaryRecord {
 type Summaries = Readonly<Record<string, SummaryRecord>>;
 
 /**
- * Compacted node id -> the summary that compacted it. A node is compacted once in a build (R-13
- * refuses planning a compacted id again), so along one line of states — each the one before plus
- * summaries, never minus — one index serves them all: a state's summaries object is given the
- * index of the one it was folded from (`carrySummaryIndex`) and adds only its new summaries. An
- * entry counts for a state only when that state's own summary of that id lists the node, which
- * also keeps a state folded before a compaction from seeing it. States folded differently from one parent (a
- * fork, a test) share the index too, and a node compacted into different summaries in them keeps
- * every candidate. (The index was rebuilt from every summary at each compaction: O(n²) over a
- * build, ~31 million entries written for the renewals of a 50,000-node build.)
+ * Compacted node id -> the summary that compacted it (decision 0031). A node is compacted once in
+ * a build (R-13 refuses planning a compacted id again), so along one line of states — each the one
+ * before plus summaries, never minus — one index serves them all: a state's summaries object is
+ * given the index of the one it was folded from (`carrySummaryIndex`) and adds only its new
+ * summaries. An entry counts for a state only when that state's own summary of that id lists the
+ * node, which also keeps a state folded before a compaction from seeing it. States folded
+ * differently from one parent (a fork, a test) share the index too, and a node compacted into
+ * different summaries in them keeps every candidate. (The index was rebuilt from every summary at
+ * each compaction: O(n²) over a build, ~31 million entries for the renewals of 50,000 nodes.)
  */
 type SummaryIndex = Map<string, string | string[]>;
 
