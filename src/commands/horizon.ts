@@ -5,7 +5,7 @@ import { formatZodError, MilestoneRefSchema, PlannedNodeSchema, type MilestoneRe
 import type { BuildState } from '../projections/build-state.js';
 import { summaryLookups } from '../projections/summaries.js';
 import { refuse, type Refusal } from './refusal.js';
-import { RESERVED_IDS, reservedIdReason } from '../events/ids.js';
+import { RESERVED_IDS, reservedIdReason, SUMMARY_ID_PREFIX, summaryPrefixReason } from '../events/ids.js';
 
 /** A proposal as a planner must shape it (parsed where its bytes enter, R-28). */
 export const ProposalSchema = z.strictObject({
@@ -27,6 +27,18 @@ export type PlanVerdict = { ok: true; plan: ValidPlan } | Refusal;
 export const MAX_COARSE = 12;
 
 
+/** Why the proposal names a reserved id (a milestone, then each detailed node and its dependencies), or undefined. */
+function reservedIdIn(milestoneIds: readonly string[], detailed: Proposal['detailed']): string | undefined {
+  for (const id of milestoneIds) if (RESERVED_IDS.has(id)) return `milestone ${reservedIdReason(id)}`;
+  for (const m of detailed) {
+    for (const n of m.nodes) {
+      if (RESERVED_IDS.has(n.id)) return `node ${reservedIdReason(n.id)}`;
+      for (const d of n.deps) if (RESERVED_IDS.has(d)) return `dependency ${reservedIdReason(d)}`;
+    }
+  }
+  return undefined;
+}
+
 /**
  * Validate a planner's proposal against R-13 and the current graph: 1–2 detailed milestones,
  * ≤ 12 coarse, unique ids, each node in exactly one milestone, no unfinished dependency omitted
@@ -43,8 +55,8 @@ export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' |
     return refuse('R-13', `a horizon holds at most ${MAX_COARSE} coarse milestones, the proposal has ${p.coarse.length} (${p.coarse.slice(MAX_COARSE).map((m) => m.id).join(', ')} over the limit)`);
   }
   const milestoneIds = [...p.detailed, ...p.coarse].map((m) => m.id);
-  const reserved = [...milestoneIds.map((id) => ['milestone', id] as const), ...p.detailed.flatMap((m) => m.nodes.flatMap((n) => [['node', n.id] as const, ...n.deps.map((d) => ['dependency', d] as const)]))].find(([, id]) => RESERVED_IDS.has(id));
-  if (reserved) return refuse('R-8', `${reserved[0]} ${reservedIdReason(reserved[1])}`);
+  const reserved = reservedIdIn(milestoneIds, p.detailed);
+  if (reserved) return refuse('R-8', reserved);
   const dupMilestone = firstDuplicate(milestoneIds);
   if (dupMilestone) return refuse('R-13', `milestone '${dupMilestone}' appears more than once in the proposal`);
   const done = milestoneIds.find((id) => state.checkpoints[id]);
@@ -64,7 +76,7 @@ export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' |
       if (state.nodes[n.id]) return refuse('R-13', `node '${n.id}' already exists in the graph (milestone '${state.nodes[n.id]!.milestone}')`);
       const compacted = summaries?.compactedInto(n.id);
       if (compacted !== undefined) return refuse('R-13', `node '${n.id}' already exists: it was accepted and compacted into ${compacted}`);
-      if (n.id.startsWith('summary-')) return refuse('R-8', `node id '${n.id}' uses the reserved prefix 'summary-' (summary nodes are made by compaction only)`);
+      if (n.id.startsWith(SUMMARY_ID_PREFIX)) return refuse('R-8', `node ${summaryPrefixReason(n.id)}`);
       if (n.accepted && n.kind !== 'read-only') return refuse('R-8', `node '${n.id}' is writable and cannot start accepted: a writable node is accepted only with an integration receipt`);
       if (n.deps.includes(n.id)) return refuse('R-13', `node '${n.id}' depends on itself`);
       seen.set(n.id, m.id);

@@ -20,6 +20,12 @@ export function isSafeId(id: unknown): id is string {
  */
 export const RESERVED_IDS: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype).filter((name) => isSafeId(name)));
 
+/** Summary node ids (made by compaction only, R-21) start with this; a planned node's may not (R-8). */
+export const SUMMARY_ID_PREFIX = 'summary-';
+
+/** Why a planned node id with the summary prefix is refused, after what it names ("node id 'summary-x' uses …"). */
+export const summaryPrefixReason = (id: string): string => `id '${id}' uses the reserved prefix '${SUMMARY_ID_PREFIX}' (summary nodes are made by compaction only)`;
+
 /** Why a reserved id is refused, after what it names ("node id 'constructor' is reserved …"). */
 export const reservedIdReason = (id: string): string => `id '${id}' is reserved (every JavaScript object has a property of that name): choose another id`;
 

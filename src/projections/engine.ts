@@ -4,7 +4,7 @@ import { canonicalJson } from '../events/canonical.js';
 import { CorruptLogError, ValidationError } from '../events/errors.js';
 import { GENESIS_HASH, sha256Hex } from '../events/hash.js';
 import type { StoredEvent } from '../events/envelope.js';
-import { FOLD_RUN_EVENTS, evolveRun, type Projection } from './projection.js';
+import { FOLD_RUN_EVENTS, evolveRun, ownedCopyOf, type Projection } from './projection.js';
 import { makeSnapshot, openSnapshot, type SnapshotStore } from './snapshots.js';
 import { SqliteSnapshotStore } from './snapshot-store.js';
 import { assertWritable, closeDatabase, openDatabase } from './storage-guard.js';
@@ -41,6 +41,19 @@ export interface ProjectionStoreOptions {
 /** The tables were written from another log: the event at their position has another hash. */
 const differentLog = (r: Runtime): CorruptLogError =>
   new CorruptLogError(r.memPosition, `projection ${r.projection.name} was built from a different log (event hash differs from the one its tables saw); run \`longbuild rebuild\``);
+
+/** Throws CorruptLogError unless `e` is the event right after `position`, linked to its `hash` (R-4). */
+function assertLinks(projection: string, position: number, hash: string, e: StoredEvent): void {
+  if (e.position !== position + 1) throw new CorruptLogError(position + 1, `projection ${projection} expected position ${position + 1}, got ${e.position}`);
+  if (e.prevHash !== hash) throw new CorruptLogError(e.position, `projection ${projection}: event does not follow the chain the projection has seen (prevHash mismatch); run \`longbuild rebuild\``);
+}
+
+/** The index of the first event of `batch` past `position` (batch.length when none). */
+function indexAfter(batch: readonly StoredEvent[], position: number, from = 0): number {
+  let i = from;
+  while (i < batch.length && batch[i]!.position <= position) i += 1;
+  return i;
+}
 
 /** One projection's live state: what is folded in memory and what the tables hold. */
 interface Runtime {
@@ -313,11 +326,8 @@ export class ProjectionStore {
     // have changed under it).
     for (const r of this.runtimes) {
       if (r.memPosition >= r.storedPosition || r.projection.evolveInPlace === undefined) continue;
-      let from = 0;
-      while (from < batch.length && batch[from]!.position <= r.memPosition) from += 1;
-      let upTo = from;
-      while (upTo < batch.length && batch[upTo]!.position <= r.storedPosition) upTo += 1;
-      this.refoldInPlace(r, batch, from, upTo);
+      const from = indexAfter(batch, r.memPosition);
+      this.refoldInPlace(r, batch, from, indexAfter(batch, r.storedPosition, from));
     }
     this.guarded(() => {
       this.db.transaction(() => {
@@ -326,14 +336,13 @@ export class ProjectionStore {
           if (known !== undefined && this.adoptFolded(r, batch, known)) continue;
           // Events this projection has not folded yet (a restore from a snapshot older than the
           // tables refolds up to the stored position without writing).
-          let from = 0;
-          while (from < batch.length && batch[from]!.position <= r.memPosition) from += 1;
+          const from = indexAfter(batch, r.memPosition);
           if (from === batch.length) continue;
           // The state the tables currently mirror; set once folding reaches the stored position.
           let base: unknown = r.memPosition === r.storedPosition ? r.state : undefined;
           let upTo = from;
           if (base === undefined) {
-            while (upTo < batch.length && batch[upTo]!.position <= r.storedPosition) upTo += 1;
+            upTo = indexAfter(batch, r.storedPosition, from);
             this.foldRun(r, batch, from, upTo);
             if (r.memPosition === r.storedPosition) {
               if (r.memHash !== r.storedHash) {
@@ -450,10 +459,9 @@ export class ProjectionStore {
     try {
       for (let i = from; i < to; i++) {
         const e = events[i]!;
-        if (e.position !== r.memPosition + 1) throw new CorruptLogError(r.memPosition + 1, `projection ${r.projection.name} expected position ${r.memPosition + 1}, got ${e.position}`);
-        if (e.prevHash !== r.memHash) throw new CorruptLogError(e.position, `projection ${r.projection.name}: event does not follow the chain the projection has seen (prevHash mismatch); run \`longbuild rebuild\``);
+        assertLinks(r.projection.name, r.memPosition, r.memHash, e);
         if (r.owned !== true) {
-          r.state = r.projection.ownedCopy !== undefined ? r.projection.ownedCopy(r.state) : structuredClone(r.state);
+          r.state = ownedCopyOf(r.projection, r.state);
           r.owned = true;
         }
         inPlace.call(r.projection, r.state, e);
@@ -481,12 +489,7 @@ export class ProjectionStore {
     let start = from;
     for (let i = from; i < to; i++) {
       const e = events[i]!;
-      if (e.position !== position + 1) {
-        throw new CorruptLogError(position + 1, `projection ${r.projection.name} expected position ${position + 1}, got ${e.position}`);
-      }
-      if (e.prevHash !== hash) {
-        throw new CorruptLogError(e.position, `projection ${r.projection.name}: event does not follow the chain the projection has seen (prevHash mismatch); run \`longbuild rebuild\``);
-      }
+      assertLinks(r.projection.name, position, hash, e);
       position = e.position;
       hash = e.hash;
       const snapshot = this.snapshotEvery > 0 && position % this.snapshotEvery === 0 && position > r.storedPosition;

@@ -1,7 +1,7 @@
 import type { StoredEvent } from '../events/envelope.js';
 import { CorruptLogError, NotFoundError, ValidationError } from '../events/errors.js';
 import { GENESIS_HASH } from '../events/hash.js';
-import { FOLD_RUN_EVENTS, evolveRun, type Projection } from './projection.js';
+import { FOLD_RUN_EVENTS, evolveRun, ownedCopyOf, type Projection } from './projection.js';
 import { openSnapshot, type Snapshot, type SnapshotStore } from './snapshots.js';
 
 /** Reads log events with positions in [from, to], in order (e.g. `log.readAllSync({ from, limit })`). */
@@ -38,7 +38,7 @@ export function foldEvents<S>(projection: Projection<S>, start: FoldPoint<S>, ev
     position = e.position;
     hash = e.hash;
     if (inPlace !== undefined) {
-      if (!owned) state = projection.ownedCopy !== undefined ? projection.ownedCopy(state) : structuredClone(state);
+      if (!owned) state = ownedCopyOf(projection, state);
       owned = true;
       inPlace(state, e);
       continue;

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { SandboxSettingSchema } from '../sandbox/settings.js';
 import { canonicalSha256 } from '../../events/hash.js';
 import { ValidationError } from '../../events/errors.js';
-import { RESERVED_IDS, reservedIdReason, SafeIdSchema } from '../../events/ids.js';
+import { RESERVED_IDS, reservedIdReason, SafeIdSchema, SUMMARY_ID_PREFIX, summaryPrefixReason } from '../../events/ids.js';
 import { PlannedNodeSchema } from '../../events/catalogue.js';
 
 /** Problem with a file path inside the blueprint, or null when it is a safe relative path. */
@@ -179,8 +179,7 @@ export function parseBlueprint(input: unknown, source = 'blueprint'): Blueprint 
   const bp = parsed.data;
   const milestoneAt = new Map<string, string>();
   const nodeAt = new Map<string, string>();
-  const all = [...bp.milestones.map((m, i) => ({ m, at: `milestones[${i}]` })), ...(bp.repairs ?? []).map((m, i) => ({ m, at: `repairs[${i}]` }))];
-  all.forEach(({ m, at }) => {
+  placedMilestones(bp).forEach(({ m, at }) => {
     const prev = milestoneAt.get(m.id);
     if (prev !== undefined) fail(`${at}.id`, `duplicate milestone id '${m.id}' (also ${prev})`);
     milestoneAt.set(m.id, at);
@@ -204,14 +203,19 @@ export function refuseUnplannableIds(bp: Blueprint, source: string): void {
   const fail = (where: string, problem: string): never => {
     throw new ValidationError(`invalid blueprint ${source}: ${where}: ${problem}`, 'R-8');
   };
-  [...bp.milestones.map((m, i) => ({ m, at: `milestones[${i}]` })), ...(bp.repairs ?? []).map((m, i) => ({ m, at: `repairs[${i}]` }))].forEach(({ m, at }) => {
+  placedMilestones(bp).forEach(({ m, at }) => {
     if (RESERVED_IDS.has(m.id)) fail(`${at}.id`, reservedIdReason(m.id));
     m.nodes.forEach((n, j) => {
       if (RESERVED_IDS.has(n.id)) fail(`${at}.nodes[${j}].id`, reservedIdReason(n.id));
-      if (n.id.startsWith('summary-')) fail(`${at}.nodes[${j}].id`, `id '${n.id}' uses the reserved prefix 'summary-' (summary nodes are made by compaction only)`);
+      if (n.id.startsWith(SUMMARY_ID_PREFIX)) fail(`${at}.nodes[${j}].id`, summaryPrefixReason(n.id));
       n.deps.forEach((d, k) => RESERVED_IDS.has(d) && fail(`${at}.nodes[${j}].deps[${k}]`, reservedIdReason(d)));
     });
   });
+}
+
+/** The blueprint's milestones and repair windows, each with its place for a message (`milestones[2]`). */
+function placedMilestones(bp: Blueprint): { m: BlueprintMilestone; at: string }[] {
+  return [...bp.milestones.map((m, i) => ({ m, at: `milestones[${i}]` })), ...(bp.repairs ?? []).map((m, i) => ({ m, at: `repairs[${i}]` }))];
 }
 
 /** Read and parse a blueprint file (see parseBlueprint). */
