@@ -4,7 +4,6 @@
  * folded state and returns the event data to append, the existing summary (exact replay), or a
  * refusal naming the rule and the reason.
  */
-import { SUMMARY_ID_PREFIX } from '../events/ids.js';
 import { compareCodePoints } from '../events/canonical.js';
 import { canonicalSha256 } from '../events/hash.js';
 import type { CompactionSummary, DataOf } from '../events/catalogue.js';
@@ -22,7 +21,8 @@ export type CompactionVerdict =
 
 
 /** The content-addressed id of a summary: `summary-` and the first 16 hex of its canonical SHA-256. */
-export const summaryIdOf = (summarySha256: string): string => `${SUMMARY_ID_PREFIX}${summarySha256.slice(0, 16)}`;
+// The literal, not SUMMARY_ID_PREFIX: events/ids.ts brings zod, which reading commands never load (decision 0022).
+export const summaryIdOf = (summarySha256: string): string => `summary-${summarySha256.slice(0, 16)}`;
 
 /**
  * Decide the compaction of `milestoneId` (R-21, R-22). Refused when the milestone has no
