@@ -3,7 +3,8 @@ import type { Draft } from 'immer';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, stripUndefined, type JsonValue } from '../src/events/canonical.js';
 import type { StoredEvent } from '../src/events/envelope.js';
-import { buildView, evolveBuild, evolveBuildInPlace, initialBuildState, type BuildState } from '../src/projections/build-state.js';
+import { buildView, evolveBuild, evolveBuildInPlace, initialBuildState, wholeCheckpoint, type BuildState } from '../src/projections/build-state.js';
+import { wholeSummary } from '../src/projections/summaries.js';
 import { graphSha256 } from '../src/projections/graph.js';
 import { buildLogArb } from './support/build-events.js';
 
@@ -63,13 +64,75 @@ describe('R-6 R-37 the build fold in place and from a view', () => {
     fc.assert(fc.property(split, ([log, k]) => viewCommutes(buildView, log, k)), { numRuns: 400 });
   });
 
-  it('R-6 the property catches a view that drops what the fold reads: without summaries, or without jobs, it fails', () => {
+  it('R-6 the property catches a view that drops what the fold reads: without summaries, without jobs, or with summary heads that drop the compacted ids, it fails', () => {
     const noSummaries = (s: BuildState): BuildState => ({ ...buildView(s), summaries: {} });
     const noJobs = (s: BuildState): BuildState => ({ ...buildView(s), jobs: {} });
-    for (const broken of [noSummaries, noJobs]) {
+    // Decision 0032: a summary's head keeps its compacted ids, which the fold maps dependencies by.
+    const noCompactedIds = (s: BuildState): BuildState => {
+      const v = buildView(s);
+      return { ...v, summaries: Object.fromEntries(Object.entries(v.summaries).map(([id, r]) => [id, { ...r, summary: { ...r.summary, compactedNodeIds: [] } }])) };
+    };
+    for (const [name, broken] of [['no summaries', noSummaries], ['no jobs', noJobs], ['no compacted ids', noCompactedIds]] as const) {
       const run = fc.check(fc.property(split, ([log, k]) => viewCommutes(broken, log, k)), { numRuns: 2000, seed: 42 });
-      expect(run.failed, `a broken view (${broken === noSummaries ? 'no summaries' : 'no jobs'}) passed 2000 runs`).toBe(true);
+      expect(run.failed, `a broken view (${name}) passed 2000 runs`).toBe(true);
     }
+  });
+
+  it('R-6 (property) a view is its own view, and keeps of each checkpoint and absorbed summary its head only, live summaries whole: asked for a head whole, it refuses in one line (decision 0032)', () => {
+    fc.assert(
+      fc.property(buildLogArb, (log) => {
+        const s = foldImmutable(log);
+        const v = buildView(s);
+        expect(bytes(buildView(v))).toBe(bytes(v));
+        expect(Object.keys(v.checkpoints)).toEqual(Object.keys(s.checkpoints));
+        expect(Object.keys(v.summaries)).toEqual(Object.keys(s.summaries));
+        for (const id of Object.keys(v.checkpoints)) {
+          expect(Object.keys(v.checkpoints[id]!.checkpoint).some((k) => ['acceptedNodes', 'contracts', 'foundations', 'decisions', 'nextHorizon'].includes(k))).toBe(false);
+          expect(() => wholeCheckpoint(v.checkpoints[id]!)).toThrow(/^checkpoint of milestone .* is held as its head only \(the build view\): this needs the whole build state$/);
+        }
+        for (const id of Object.keys(v.summaries)) {
+          const { summary, ...rest } = v.summaries[id]!;
+          const { summary: whole, ...wholeRest } = s.summaries[id]!;
+          expect(rest).toEqual(wholeRest);
+          expect(summary.compactedNodeIds).toEqual(whole.compactedNodeIds);
+          expect(summary.absorbedSummaryIds).toEqual(whole.absorbedSummaryIds);
+          if (wholeRest.absorbedBy === null) expect(summary).toBe(whole);
+          else expect(() => wholeSummary(v.summaries[id]!)).toThrow(/^summary .* is held as its head only \(an absorbed summary in the build view\): this needs the whole build state$/);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('R-6 a checkpoint and an absorbed summary as the log carries them are whole in the build state and heads in its view', () => {
+    const cp = {
+      milestoneId: 'm1', horizonId: 'h', horizonRevision: 1, graphRevision: 2, graphSha256: 'a'.repeat(64), integrationHead: 'b'.repeat(40),
+      acceptedNodes: [{ id: 'a', kind: 'writable', commit: 'c'.repeat(40) }], contracts: ['api@1'], foundations: [], decisions: [{ nodeId: 'a', decision: 'd' }],
+      metrics: { attempts: 1, integrations: 1, nodes: 1 }, nextHorizon: { detailed: ['m2'], coarse: [] }, createdAt: 't',
+    };
+    const summary = {
+      milestoneId: 'm1', checkpoint: { milestoneId: 'm1', sha256: 'e'.repeat(64) }, graphBefore: { revision: 2, sha256: 'a'.repeat(64) }, contracts: ['api@1'], foundations: [],
+      integrationHead: 'b'.repeat(40), acceptedCommits: [{ nodeId: 'a', commit: 'c'.repeat(40) }], boundary: [], evidenceSha256s: ['f'.repeat(64)], decisions: [{ nodeId: 'a', decision: 'd' }],
+      completedAt: 't', compactedNodeIds: ['a'], absorbedSummaryIds: [],
+    };
+    const later = { ...summary, milestoneId: 'm2', compactedNodeIds: [], absorbedSummaryIds: ['summary-0000000000000001'] };
+    const e = (position: number, type: string, data: Record<string, unknown>): StoredEvent => ({ position, streamId: 's', revision: position - 1, type, schemaVersion: 1, data: data as JsonValue, metadata: { recordedAt: 't' }, prevHash: '', hash: '' });
+    const s = foldImmutable([
+      e(1, 'BuildInitialized', { buildId: 'b', settings: { maxAttempts: 3, compaction: true } }),
+      e(2, 'HorizonSealed', { horizonId: 'h', revision: 1, nodes: [{ id: 'a', kind: 'writable', deps: [], milestone: 'm1' }] }),
+      e(3, 'CheckpointWritten', { checkpoint: cp, checkpointSha256: 'e'.repeat(64) }),
+      e(4, 'MilestoneCompacted', { summaryId: 'summary-0000000000000001', summarySha256: 'f'.repeat(64), summary, graphRevision: 3 }),
+      e(5, 'MilestoneCompacted', { summaryId: 'summary-0000000000000002', summarySha256: 'd'.repeat(64), summary: later, graphRevision: 4 }),
+    ]);
+    expect(wholeCheckpoint(s.checkpoints['m1']!)).toEqual(cp);
+    expect(wholeSummary(s.summaries['summary-0000000000000001']!)).toEqual(summary);
+    const v = buildView(s);
+    const { acceptedNodes: _a, contracts: _c, foundations: _f, decisions: _d, nextHorizon: _n, ...cpHead } = cp;
+    expect(v.checkpoints['m1']).toEqual({ checkpoint: cpHead, sha256: 'e'.repeat(64), position: 3 });
+    const { contracts: _sc, foundations: _sf, acceptedCommits: _sa, boundary: _sb, evidenceSha256s: _se, decisions: _sd, ...summaryHead } = summary;
+    expect(v.summaries['summary-0000000000000001']!.summary).toEqual(summaryHead);
+    expect(v.summaries['summary-0000000000000001']!.absorbedBy).toBe('summary-0000000000000002');
+    expect(v.summaries['summary-0000000000000002']!.summary).toEqual(later); // live: whole
   });
 
   it('R-6 a view keeps what is open, each node\'s latest attempt and the planner calls, and drops finished attempts before the latest', () => {

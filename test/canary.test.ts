@@ -1,6 +1,6 @@
 import { countingWorker, throwingPlanner } from './support/drivers.js';
 import { shardValues } from '../src/projections/sharded.js';
-import { attemptOf } from '../src/projections/build-state.js';
+import { attemptOf, wholeCheckpoint } from '../src/projections/build-state.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -46,7 +46,7 @@ describe('forced-interruption canary (R-11, R-12, R-17..R-20)', () => {
     try {
       const first = await s.advance();
       expect(first).toMatchObject({ outcome: 'checkpointed', milestoneId: 'interfaces-and-api' });
-      const cp1 = s.controller.current.checkpoints['interfaces-and-api']!.checkpoint;
+      const cp1 = wholeCheckpoint(s.controller.current.checkpoints['interfaces-and-api']!);
       expect(cp1.integrationHead).toBe(catalogHead);
       expect(cp1.acceptedNodes.map((n) => n.id)).toEqual(['catalog-api', 'interfaces']);
       expect(cp1.contracts).toEqual(['helios-interfaces@1']);

@@ -212,6 +212,35 @@ describe('projection engine: truncation', () => {
     void log.close();
   });
 
+  it('decision 0032: a view over 1 MiB is snapshotted at the head at close once it is 100 events per MiB behind its newest snapshot; a full state over 1 MiB still is not', () => {
+    const dir = tempDir();
+    const log = new SqliteEventLog({ path: join(dir, 'events.db'), catalogue: testCatalogue });
+    log.appendSync('s1', Array.from({ length: 1250 }, (_, i) => ({ type: 'TestAdded', data: { key: `k${i % 7}`, n: 1 }, metadata: meta })), 'no-stream');
+    type Big = { blob: string; n: number };
+    // A state and a view of ~1.2 MB each (2 MiB rounded up: a head snapshot is due 200 events behind).
+    const big: Projection<Big> = {
+      name: 'big', initialState: { blob: 'x'.repeat(1_200_000), n: 0 }, evolve: (st, e) => (e.type === 'TestAdded' ? { ...st, n: st.n + 1 } : st), tables: [],
+      view: { name: 'big-view', of: (st) => ({ blob: st.blob.slice(1), n: st.n }) },
+    };
+    const positionsAfter = (events: number): Record<string, number[]> => {
+      const path = join(dir, `big-${events}.db`);
+      const store = ProjectionStore.open(path, [big], { snapshotEvery: 1000 });
+      store.catchUp(log.readAllSync({ from: 1, limit: events }));
+      store.close();
+      const db = new Database(path);
+      try {
+        const of = (name: string): number[] => db.prepare('SELECT position FROM snapshots WHERE projection = ? ORDER BY position').pluck().all(name) as number[];
+        return { state: of('big'), view: of('big-view') };
+      } finally {
+        db.close();
+      }
+    };
+    // Both are written on the boundary at 1,000, so their sizes are known at close.
+    expect(positionsAfter(1150), '150 events behind: not yet').toEqual({ state: [1000], view: [1000] });
+    expect(positionsAfter(1250), '250 events behind: the view at the head, the full state not (over 1 MiB)').toEqual({ state: [1000], view: [1000, 1250] });
+    void log.close();
+  });
+
   it('decision 0017: a projection with a view keeps only its newest full snapshot (its view\'s are thinned as before); time travel to every position still gives the fold, and the next open restores the newest', () => {
     const dir = tempDir();
     const log = new SqliteEventLog({ path: join(dir, 'events.db'), catalogue: testCatalogue });

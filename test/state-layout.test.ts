@@ -15,7 +15,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
 import type { StoredEvent } from '../src/events/envelope.js';
 import { buildProjection } from '../src/projections/build-projection.js';
-import { attemptOf, evolveBuild, initialBuildState, positionOfRevision, type BuildState } from '../src/projections/build-state.js';
+import { attemptOf, buildView, evolveBuild, initialBuildState, positionOfRevision, type BuildState } from '../src/projections/build-state.js';
+import { snapshotProblems } from '../src/projections/snapshot-audit.js';
+import { SqliteSnapshotStore } from '../src/projections/snapshot-store.js';
+import Database from 'better-sqlite3';
 import { ProjectionStore } from '../src/projections/engine.js';
 import { plainNodes } from '../src/projections/node-table.js';
 import type { Projection } from '../src/projections/projection.js';
@@ -105,5 +108,39 @@ describe('stored build state layout', () => {
     } finally {
       unversioned.close();
     }
+  });
+
+  it('a projections.db holding view snapshots of state version 5 (checkpoints and absorbed summaries whole) is reset on open: every snapshot the audit refolds is the fold of the log (decision 0032)', () => {
+    const events = goldenEvents('helios');
+    const dir = mkdtempSync(join(tmpdir(), 'lb-state-layout-'));
+    dirs.push(dir);
+    const path = join(dir, 'projections.db');
+    const audit = (file: string): { checked: number; problems: unknown[] } => {
+      const db = new Database(file);
+      try {
+        return snapshotProblems([buildProjection], new SqliteSnapshotStore(db), events);
+      } finally {
+        db.close();
+      }
+    };
+    // What version 5 wrote: the same view but for the checkpoints and summaries, kept whole.
+    const wholeView = (s: BuildState): BuildState => ({ ...buildView(s), checkpoints: s.checkpoints, summaries: s.summaries });
+    const old = ProjectionStore.open(path, [{ ...buildProjection, stateVersion: 5, view: { name: 'build-view', of: wholeView } }], { snapshotEvery: 10 });
+    old.catchUp(events);
+    old.close();
+    copyFileSync(path, join(dir, 'unversioned.db'));
+
+    const current = ProjectionStore.open(path, [buildProjection], { snapshotEvery: 10 });
+    current.catchUp(events);
+    current.close();
+    const checked = audit(path);
+    expect(checked.checked).toBeGreaterThan(1);
+    expect(checked.problems).toEqual([]);
+
+    // Had the version stayed 5, its whole views would stay, and the audit would call them forged or stale.
+    const unversioned = ProjectionStore.open(join(dir, 'unversioned.db'), [{ ...buildProjection, stateVersion: 5 }], { snapshotEvery: 10 });
+    unversioned.catchUp(events);
+    unversioned.close();
+    expect(audit(join(dir, 'unversioned.db')).problems).toEqual([expect.objectContaining({ problem: expect.stringMatching(/^time-travel snapshot of build-view at position \d+: differs from the fold of the log \(forged or stale\)$/) })]);
   });
 });

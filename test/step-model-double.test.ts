@@ -406,7 +406,7 @@ describe('reading commands read the view of the build (a test double of git and 
     for (const kind of ['integrate', 'settle-attempt', 'settle-job', 'plan', 'accept', 'compact', 'blocked', 'complete']) expect(seen, `next actions seen: ${[...seen].join(', ')}`).toContain(kind);
   }, 300_000);
 
-  it('R-6 the property catches a view that drops a validated node\'s latest attempt, or the repair windows planned', async () => {
+  it('R-6 the property catches a view that drops a validated node\'s latest attempt, the repair windows planned, or the absorbed ids of summary heads', async () => {
     const { shardedOf, shardGet } = await import('../src/projections/sharded.js');
     const openOnly = (s: BuildState): BuildState => {
       const v = buildView(s);
@@ -416,7 +416,12 @@ describe('reading commands read the view of the build (a test double of git and 
       const v = buildView(s);
       return { ...v, plannerCalls: Object.fromEntries(Object.entries(v.plannerCalls).filter(([, c]) => c.status !== 'returned')) };
     };
-    for (const [name, broken] of [['open attempts only', openOnly], ['no repair windows', noRepairs]] as const) {
+    // Decision 0032: a summary's head keeps the summaries it absorbed (what `status` counts and `show` lists).
+    const noAbsorbed = (s: BuildState): BuildState => {
+      const v = buildView(s);
+      return { ...v, summaries: Object.fromEntries(Object.entries(v.summaries).map(([id, r]) => [id, { ...r, summary: { ...r.summary, absorbedSummaryIds: [] } }])) };
+    };
+    for (const [name, broken] of [['open attempts only', openOnly], ['no repair windows', noRepairs], ['summary heads without absorbed ids', noAbsorbed]] as const) {
       const run = await fc.check(fc.asyncProperty(caseArb, async (c) => {
         const b = newBuild({ ...c, acceptance: true });
         await runController(b, 0);

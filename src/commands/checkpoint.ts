@@ -5,6 +5,7 @@ import type { Checkpoint } from '../events/catalogue.js';
 import { jobOf, type BuildState } from '../projections/build-state.js';
 import { graphSha256 } from '../projections/graph.js';
 import type { Refusal } from './refusal.js';
+import { wholeSummary } from '../projections/summaries.js';
 
 export type CheckpointVerdict = { ok: true; checkpoint: Checkpoint; sha256: string } | Refusal;
 
@@ -15,7 +16,8 @@ export function acceptedVersions(state: Pick<BuildState, 'nodes'> & Partial<Pick
   for (const id in state.nodes) {
     const n = state.nodes[id]!;
     if (n.state !== 'accepted') continue;
-    const summary = n.summary ? state.summaries?.[id]?.summary : undefined;
+    const rec = n.summary ? state.summaries?.[id] : undefined;
+    const summary = rec ? wholeSummary(rec) : undefined;
     if (summary) contracts.push(...summary.contracts), foundations.push(...summary.foundations); // compacted work
     if (n.contract) contracts.push(n.contract);
     if (n.foundation) foundations.push(n.foundation);

@@ -10,7 +10,7 @@ import type { CompactionSummary, DataOf } from '../events/catalogue.js';
 import type { StoredEvent } from '../events/envelope.js';
 import { attemptOf, evolveBuild, jobOf, type BuildState, type NodeRecord } from '../projections/build-state.js';
 import { graphSha256, rankReadyWave, readyListBytes } from '../projections/graph.js';
-import { summaryOfMilestone, type SummaryRecord } from '../projections/summaries.js';
+import { summaryOfMilestone, wholeSummary, type SummaryRecord } from '../projections/summaries.js';
 import { attemptIdOf } from './ids.js';
 import { refuse, type Refusal } from './refusal.js';
 
@@ -152,7 +152,8 @@ function summarise(
   }
   // A live summary carries the versions of all it stands for, so pins and checkpoints see them.
   for (const id of absorbedIds) {
-    const s = state.summaries[id]?.summary;
+    const r = state.summaries[id];
+    const s = r ? wholeSummary(r) : undefined;
     if (s) contracts.push(...s.contracts), foundations.push(...s.foundations);
   }
   const boundary: CompactionSummary['boundary'] = [];
@@ -162,7 +163,8 @@ function summarise(
   }
   // Boundary artifacts of absorbed summaries that remaining work still consumes (through that summary).
   for (const id of absorbedIds) {
-    const s = state.summaries[id]?.summary;
+    const r = state.summaries[id];
+    const s = r ? wholeSummary(r) : undefined;
     for (const b of s?.boundary ?? []) {
       const still = b.consumers.filter((c) => !included.has(c) && state.nodes[c]?.deps.includes(id));
       if (still.length > 0) boundary.push({ ...b, consumers: still });

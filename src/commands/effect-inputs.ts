@@ -1,11 +1,13 @@
 import type { PlannerInput, WorkPacket } from './ports.js';
 import type { AttemptRecord, BuildState } from '../projections/build-state.js';
+import { wholeCheckpoint } from '../projections/build-records.js';
 import type { NodeFailure } from '../projections/build-records.js';
 import { graphSha256 } from '../projections/graph.js';
 import { earlierRefusals } from './next-action.js';
 import { workerCallKey } from './ids.js';
 import { acceptanceForPlanner } from './acceptance.js';
 import type { PlannerPurpose } from './ids.js';
+import { wholeSummary } from '../projections/summaries.js';
 
 /**
  * What the planner sees for a call (R-14, R-16): request, sealed horizon, the exact checkpoints of
@@ -22,7 +24,7 @@ export function plannerInputOf(s: BuildState, purpose: PlannerPurpose, callId: s
     callId,
     request: s.build!.request,
     horizon: s.horizon ? { horizonId: s.horizon.horizonId, revision: s.horizon.revision, detailed: s.horizon.detailed, coarse: s.horizon.coarse } : null,
-    checkpoints: windowCheckpoints.map((c) => c.checkpoint),
+    checkpoints: windowCheckpoints.map(wholeCheckpoint),
     graph: {
       revision: s.graphRevision,
       sha256: graphSha256(s.nodes),
@@ -59,7 +61,7 @@ export function workPacketOf(s: BuildState, a: AttemptRecord): WorkPacket {
     // A summary stands for a compacted milestone: what its nodes produced, and the head that holds it.
     const rec = d.summary ? s.summaries[id] : undefined;
     if (rec) {
-      const c = rec.summary;
+      const c = wholeSummary(rec);
       return { id, kind: d.kind, commit: c.integrationHead, summary: { milestoneId: c.milestoneId, acceptedCommits: c.acceptedCommits, decisions: c.decisions } };
     }
     return { id, kind: d.kind, commit: d.commit, ...(d.title !== undefined ? { title: d.title } : {}), ...(d.decision !== undefined ? { decision: d.decision } : {}) };

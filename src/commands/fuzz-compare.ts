@@ -7,9 +7,10 @@ import { shardValues } from '../projections/sharded.js';
  */
 import { canonicalJson, compareCodePoints, type JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
-import { evolveBuild, initialBuildState, type BuildState } from '../projections/build-state.js';
+import { evolveBuild, initialBuildState, wholeCheckpoint, type BuildState } from '../projections/build-state.js';
 import { canonicalGraph, rankReadyWave, readyListBytes } from '../projections/graph.js';
 import { sha256Hex } from '../events/hash.js';
+import { wholeSummary } from '../projections/summaries.js';
 
 /** One interruption point occurrence: `LONGBUILD_CRASH_AT=point:occurrence`. */
 export interface PointOccurrence {
@@ -102,15 +103,16 @@ export function fingerprintOf(folded: Folded): BuildFingerprint {
   const checkpoints = Object.entries(state.checkpoints)
     .sort((a, b) => a[1].position - b[1].position)
     .map(([milestoneId, c]) => {
-      const { createdAt: _createdAt, graphSha256: _graphSha256, ...rest } = c.checkpoint;
+      const { createdAt: _createdAt, graphSha256: _graphSha256, ...rest } = wholeCheckpoint(c);
       const content = aliasIn(canonicalJson({ ...rest, graphSha256Aliased: checkpointGraphs[milestoneId] ?? null } as unknown as JsonValue), aliases);
       return { milestoneId, content, sha256: c.sha256 };
     });
   const summaryContents: Record<string, string> = {};
   const summaryEvidence: Record<string, string> = {};
   for (const [id, name] of Object.entries(aliases)) {
-    const summary = state.summaries[id]?.summary;
-    if (!summary) continue;
+    const rec = state.summaries[id];
+    if (!rec) continue;
+    const summary = wholeSummary(rec);
     // The checkpoint's and the prior graph's SHA-256s hash earlier summary ids in; the checkpoint
     // itself and the aliased graph SHAs are compared above, so they are left out here.
     const { evidenceSha256s, checkpoint, graphBefore, ...rest } = summary;

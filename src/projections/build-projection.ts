@@ -2,7 +2,7 @@ import type { Draft } from 'immer';
 import { canonicalJson } from '../events/canonical.js';
 import type { Projection, TableSpec } from './projection.js';
 import type { SummaryRecord } from './summaries.js';
-import { buildView, evolveBuild, evolveBuildInPlace, initialBuildState, ownedCopy, type AttemptRecord, type BuildState, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-state.js';
+import { buildView, evolveBuild, evolveBuildInPlace, initialBuildState, ownedCopy, wholeCheckpoint, type AttemptRecord, type BuildState, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-state.js';
 
 const json = (v: unknown): string => canonicalJson(v);
 
@@ -36,7 +36,7 @@ const checkpointsTable: TableSpec<BuildState> = {
   entities: (s) => s.checkpoints,
   toRow: (id, e) => {
     const c = e as BuildState['checkpoints'][string];
-    return [id, c.sha256, c.position, c.checkpoint.horizonId, c.checkpoint.horizonRevision, c.checkpoint.graphRevision, c.checkpoint.integrationHead, json(c.checkpoint)];
+    return [id, c.sha256, c.position, c.checkpoint.horizonId, c.checkpoint.horizonRevision, c.checkpoint.graphRevision, c.checkpoint.integrationHead, json(wholeCheckpoint(c))];
   },
 };
 
@@ -127,8 +127,9 @@ export const buildProjection: Projection<BuildState> = {
    * 3: a job records the job it is stacked on and whether it took a split's group (speculative integration).
    * 4: the view keeps each node's latest attempt and every planner call (reading commands read it).
    * 5: bucket names and revision keys are never integer-like (`bucketsOf`, `revisionKey`).
+   * 6: the view keeps the heads of checkpoints and absorbed summaries, not their lists (decision 0032).
    */
-  stateVersion: 5,
+  stateVersion: 6,
   evolve: evolveBuild,
   evolveInPlace: (state, event) => evolveBuildInPlace(state as Draft<BuildState>, event),
   ownedCopy: (state) => ownedCopy(state),

@@ -1,7 +1,7 @@
 /** The records a build's state holds (plain data; see build-state.ts for the fold). */
 import type { JsonValue } from '../events/canonical.js';
 import type {
-  BuildSettings, CommandEvidence, HorizonPins, SandboxSettings, MilestoneRef, NodeKind, NodeState, Receipt,
+  BuildSettings, Checkpoint, CommandEvidence, HorizonPins, SandboxSettings, MilestoneRef, NodeKind, NodeState, Receipt,
 } from '../events/catalogue.js';
 
 /** Deterministic attempt id: node id and attempt number (both safe for paths and refs). */
@@ -137,4 +137,33 @@ export interface AcceptanceState {
   readonly open: string | null;
   readonly latest: string | null;
   readonly requested: boolean;
+}
+
+/**
+ * What the build view keeps of a checkpoint (buildView, decision 0032): its scalars — what it
+ * belongs to, the graph and the integration head it certifies, its counts — not its lists
+ * (accepted nodes, contracts, foundations, decisions, the next horizon), which only the
+ * planner's input reads, and only of the window's checkpoints (R-16).
+ */
+export type CheckpointHead = Omit<Checkpoint, 'acceptedNodes' | 'contracts' | 'foundations' | 'decisions' | 'nextHorizon'>;
+
+export interface CheckpointRecord {
+  /** Whole in the build state; its head in a view. */
+  readonly checkpoint: Checkpoint | CheckpointHead;
+  readonly sha256: string;
+  readonly position: number;
+}
+
+/** The head of a checkpoint (idempotent). */
+export function checkpointHeadOf(c: Checkpoint | CheckpointHead): CheckpointHead {
+  return {
+    milestoneId: c.milestoneId, horizonId: c.horizonId, horizonRevision: c.horizonRevision, graphRevision: c.graphRevision,
+    graphSha256: c.graphSha256, integrationHead: c.integrationHead, metrics: c.metrics, createdAt: c.createdAt,
+  };
+}
+
+/** A checkpoint whole, as the whole build state keeps every one; asking a view for one is a bug, refused here. */
+export function wholeCheckpoint(c: CheckpointRecord): Checkpoint {
+  if ('acceptedNodes' in c.checkpoint) return c.checkpoint;
+  throw new Error(`checkpoint of milestone ${c.checkpoint.milestoneId} is held as its head only (the build view): this needs the whole build state`);
 }

@@ -25,9 +25,9 @@ const SNAPSHOT_BYTES = 1 << 20;
  */
 const WRITE_BEHIND_EVENTS = 256;
 /**
- * At close, a projection whose newest snapshot is this many events behind its head, and no bigger
- * than SNAPSHOT_BYTES, is snapshotted at the head: the next open restores it instead of folding
- * those events again (decision 0023).
+ * At close, a projection whose newest snapshot is this many events behind its head — this many per
+ * SNAPSHOT_BYTES of that snapshot — is snapshotted at the head: the next open restores it instead
+ * of folding those events again (decision 0023).
  */
 const HEAD_SNAPSHOT_EVENTS = 100;
 
@@ -422,27 +422,30 @@ export class ProjectionStore {
 
   /**
    * At close: snapshot each projection (and its view) at its head when a next open would
-   * otherwise fold HEAD_SNAPSHOT_EVENTS or more events to get there and its state is small
-   * (a state that grows with the build's history keeps its spacing, see putSnapshot). Only a
-   * head the tables have reached: a snapshot is never ahead of what is written.
+   * otherwise fold HEAD_SNAPSHOT_EVENTS or more events per MiB of its newest snapshot to get
+   * there: a state that grows with the build's history is written at most once per that many
+   * events, so serialising it stays a constant cost per event (as on boundaries, see
+   * putSnapshot). Only a head the tables have reached: a snapshot is never ahead of what is
+   * written.
    */
   private snapshotHeads(): void {
     if (this.snapshotEvery <= 0) return;
     for (const r of this.runtimes) {
       if (r.memPosition === 0 || r.memPosition !== r.storedPosition || r.memHash !== r.storedHash) continue;
-      const due = (name: string): boolean => {
+      const due = (name: string, view: boolean): boolean => {
         // What this store restored or wrote, else the newest on disk (a view's: never restored by a step).
         const newest = this.newest.get(name) ?? { position: this.snapshots.newestPosition?.(name) ?? 0, bytes: 0 };
-        return r.memPosition - newest.position >= HEAD_SNAPSHOT_EVENTS && newest.bytes <= SNAPSHOT_BYTES;
+        const behind = r.memPosition - newest.position;
+        return view ? behind >= HEAD_SNAPSHOT_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES)) : behind >= HEAD_SNAPSHOT_EVENTS && newest.bytes <= SNAPSHOT_BYTES;
       };
       const head = (name: string, state: unknown, newestOnly = false): void => {
         this.writeSnapshot(name, r.memPosition, r.memHash, state);
         // The head snapshot replaces an earlier one; snapshots on boundaries stay (time travel starts from them).
         this.thin(name, r.memPosition, this.snapshotEvery, newestOnly);
       };
-      if (due(r.projection.name)) head(r.projection.name, r.state, r.projection.view !== undefined);
+      if (due(r.projection.name, false)) head(r.projection.name, r.state, r.projection.view !== undefined);
       const view = r.projection.view;
-      if (view && due(view.name)) head(view.name, view.of(r.state));
+      if (view && due(view.name, true)) head(view.name, view.of(r.state));
     }
   }
 

@@ -6,11 +6,20 @@ import type { Draft } from 'immer';
 import type { CompactionSummary, DataOf } from '../events/catalogue.js';
 import type { BuildState } from './build-state.js';
 
+/**
+ * What the build view keeps of an absorbed summary (buildView, decision 0032): what it is, where
+ * it stands and what it compacted (the fold and `holdings` read those) — not the lists only a live
+ * summary's next compaction, a checkpoint or a worker's packet read (contracts, foundations,
+ * commits, boundary, evidence, decisions).
+ */
+export type SummaryHead = Omit<CompactionSummary, 'contracts' | 'foundations' | 'acceptedCommits' | 'boundary' | 'evidenceSha256s' | 'decisions'>;
+
 /** One summary ever made. `absorbedBy` names the later summary that absorbed it (history stays). */
 export interface SummaryRecord {
   readonly summaryId: string;
   readonly sha256: string;
-  readonly summary: CompactionSummary;
+  /** The whole summary, as its MilestoneCompacted event carries it; in a view, an absorbed one's head only. */
+  readonly summary: CompactionSummary | SummaryHead;
   /** Log position of the MilestoneCompacted event. */
   readonly position: number;
   readonly absorbedBy: string | null;
@@ -119,6 +128,21 @@ export function compactedInto(summaries: Summaries, nodeId: string): string | un
  */
 export function liveSummaryOf(summaries: Summaries, nodeId: string): string | undefined {
   return summaryLookups(summaries).liveSummaryOf(nodeId);
+}
+
+/** The head of a summary: the record a view keeps of an absorbed one (idempotent). */
+export function summaryHeadOf(s: CompactionSummary | SummaryHead): SummaryHead {
+  return { milestoneId: s.milestoneId, checkpoint: s.checkpoint, graphBefore: s.graphBefore, integrationHead: s.integrationHead, completedAt: s.completedAt, compactedNodeIds: s.compactedNodeIds, absorbedSummaryIds: s.absorbedSummaryIds };
+}
+
+/**
+ * A summary whole, as the whole build state keeps every one and a view keeps the live ones (a
+ * compaction, a checkpoint and a worker's packet read them). A view keeps an absorbed summary's
+ * head only: asking it for that one whole is a bug, refused here.
+ */
+export function wholeSummary(r: SummaryRecord): CompactionSummary {
+  if ('contracts' in r.summary) return r.summary;
+  throw new Error(`summary ${r.summaryId} is held as its head only (an absorbed summary in the build view): this needs the whole build state`);
 }
 
 /** The milestone ids that already have a summary (compacted milestones). */

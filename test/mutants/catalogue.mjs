@@ -271,6 +271,30 @@ export const MUTANTS = [
     caughtBy: ['test/projection-engine.test.ts'],
   },
   {
+    name: 'view-head-snapshot-ignores-size',
+    bug: "the store snapshots a view of any size at close once 100 events behind (decision 0032): a long build's view, several MiB, is written at the end of nearly every step",
+    edits: [{ file: 'src/projections/engine.ts', find: 'behind >= HEAD_SNAPSHOT_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= HEAD_SNAPSHOT_EVENTS' }],
+    caughtBy: ['test/projection-engine.test.ts'],
+  },
+  {
+    name: 'view-head-snapshot-small-only',
+    bug: "a view over 1 MiB is never snapshotted at close (decision 0032): on a long build, status and show fold thousands of events from the view's last boundary",
+    edits: [{ file: 'src/projections/engine.ts', find: 'behind >= HEAD_SNAPSHOT_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= HEAD_SNAPSHOT_EVENTS && newest.bytes <= SNAPSHOT_BYTES' }],
+    caughtBy: ['test/projection-engine.test.ts'],
+  },
+  {
+    name: 'view-keeps-whole-checkpoints',
+    bug: "the build's view keeps every checkpoint whole (decision 0032): a long build's view is mostly checkpoint lists no reading command reads, and status restores them all",
+    edits: [{ file: 'src/projections/build-state.ts', find: '    out[id] = { ...c, checkpoint: checkpointHeadOf(c.checkpoint) };', replace: '    out[id] = c;', js: { find: 'out[id] = { ...c, checkpoint: checkpointHeadOf(c.checkpoint) };', replace: 'out[id] = c;' } }],
+    caughtBy: ['test/build-view.test.ts'],
+  },
+  {
+    name: 'view-heads-live-summaries',
+    bug: "the build's view keeps only the head of a live summary too (decision 0032): deciding whether a pending compaction goes through reads what the live summaries it absorbs carry, so the next action on a view fails",
+    edits: [{ file: 'src/projections/build-state.ts', find: '    out[id] = r.absorbedBy === null ? r : { ...r, summary: summaryHeadOf(r.summary) };', replace: '    out[id] = { ...r, summary: summaryHeadOf(r.summary) };', js: { find: 'out[id] = r.absorbedBy === null ? r : { ...r, summary: summaryHeadOf(r.summary) };', replace: 'out[id] = { ...r, summary: summaryHeadOf(r.summary) };' } }],
+    caughtBy: ['test/build-view.test.ts', 'test/step-model-double.test.ts'],
+  },
+  {
     name: 'view-drops-latest-attempts',
     bug: "the build's view keeps only open attempts (decision 0020): a reading command folding from it cannot tell which commit a validated node is integrated with, so status fails or differs",
     edits: [{ file: 'src/projections/build-state.ts', find: '  for (const id in state.nodes) if (state.nodes[id]!.attempts > 0) keep(attemptIdOf(id, state.nodes[id]!.attempts));', replace: '  for (const id in state.nodes) if (state.nodes[id]!.attempts < 0) keep(attemptIdOf(id, state.nodes[id]!.attempts));', js: { find: 'if (state.nodes[id].attempts > 0)', replace: 'if (state.nodes[id].attempts < 0)' } }],
@@ -285,7 +309,13 @@ export const MUTANTS = [
   {
     name: 'state-version-unchanged',
     bug: "the build state's layout changed (bucket names and revision keys no longer integer-like, decision 0017) but its state version did not: a projections.db written by the earlier longbuild has its snapshots restored and misread, every attempt and revision missing from them",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 5,', replace: 'stateVersion: 4,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 6,', replace: 'stateVersion: 4,' }],
+    caughtBy: ['test/state-layout.test.ts'],
+  },
+  {
+    name: 'view-version-unchanged',
+    bug: "the build's view changed (checkpoints and absorbed summaries as heads, decision 0032) but the state version did not: a projections.db written by the earlier longbuild keeps its whole views, and verify calls every one of them forged or stale",
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 6,', replace: 'stateVersion: 5,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
@@ -321,7 +351,7 @@ export const MUTANTS = [
   {
     name: 'planner-input-every-checkpoint',
     bug: "the planner input carries every checkpoint of the build again, not the sealed window's (R-16, decision 0029): a prompt that grows until it outgrows the agent's context, hashed at every renewal",
-    edits: [{ file: 'src/commands/effect-inputs.ts', find: 'checkpoints: windowCheckpoints.map((c) => c.checkpoint),', replace: 'checkpoints: Object.values(s.checkpoints).sort((a, b) => a.position - b.position).map((c) => c.checkpoint),' }],
+    edits: [{ file: 'src/commands/effect-inputs.ts', find: 'checkpoints: windowCheckpoints.map(wholeCheckpoint),', replace: 'checkpoints: Object.values(s.checkpoints).sort((a, b) => a.position - b.position).map(wholeCheckpoint),' }],
     caughtBy: ['test/compaction-build.test.ts'],
   },
   {
