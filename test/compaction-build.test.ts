@@ -13,7 +13,6 @@ import { parseBlueprint } from '../src/adapters/blueprint/blueprint.js';
 import { ScriptedPlanner } from '../src/adapters/blueprint/scripted-planner.js';
 import type { Planner, PlannerInput } from '../src/commands/ports.js';
 import type { Checkpoint, MilestoneRef } from '../src/events/catalogue.js';
-import { wholeCheckpoint } from '../src/projections/build-state.js';
 import type { StoredEvent } from '../src/events/envelope.js';
 import { tempDir } from './support/cli.js';
 
@@ -157,7 +156,10 @@ async function outcomeOf(repo: string) {
   try {
     const st = s.controller.current;
     const tree = (commit: string) => git(repo, 'rev-parse', `${commit}^{tree}`);
-    const cps = Object.values(st.checkpoints).sort((a, b) => a.position - b.position).map(wholeCheckpoint).map((c: Checkpoint) => ({
+    // Whole, as the log has them: the state keeps those of closed windows as heads (decision 0032).
+    const written = (await s.log.readAll()).filter((e) => e.type === 'CheckpointWritten').map((e) => (e.data as { checkpoint: Checkpoint }).checkpoint);
+    expect(written.map((c) => c.milestoneId)).toEqual(Object.values(st.checkpoints).sort((a, b) => a.position - b.position).map((c) => c.checkpoint.milestoneId));
+    const cps = written.map((c: Checkpoint) => ({
       milestoneId: c.milestoneId, horizonRevision: c.horizonRevision, tree: tree(c.integrationHead),
       accepted: c.acceptedNodes.map((n) => ({ id: n.id, kind: n.kind, tree: n.commit === null ? null : tree(n.commit) })),
       contracts: c.contracts, foundations: c.foundations, decisions: c.decisions, metrics: c.metrics, nextHorizon: c.nextHorizon,

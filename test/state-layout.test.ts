@@ -15,7 +15,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
 import type { StoredEvent } from '../src/events/envelope.js';
 import { buildProjection } from '../src/projections/build-projection.js';
-import { attemptOf, buildView, evolveBuild, initialBuildState, positionOfRevision, type BuildState } from '../src/projections/build-state.js';
+import { attemptOf, evolveBuild, initialBuildState, positionOfRevision, type BuildState } from '../src/projections/build-state.js';
 import { snapshotProblems } from '../src/projections/snapshot-audit.js';
 import { SqliteSnapshotStore } from '../src/projections/snapshot-store.js';
 import Database from 'better-sqlite3';
@@ -110,8 +110,9 @@ describe('stored build state layout', () => {
     }
   });
 
-  it('a projections.db holding view snapshots of state version 5 (checkpoints and absorbed summaries whole) is reset on open: every snapshot the audit refolds is the fold of the log (decision 0032)', () => {
+  it('a projections.db holding states of version 6 (every checkpoint and summary whole) is reset on open: the state is the fold of the log, and every snapshot the audit refolds is too (decision 0032)', () => {
     const events = goldenEvents('helios');
+    const fold = events.reduce(evolveBuild, initialBuildState);
     const dir = mkdtempSync(join(tmpdir(), 'lb-state-layout-'));
     dirs.push(dir);
     const path = join(dir, 'projections.db');
@@ -123,24 +124,43 @@ describe('stored build state layout', () => {
         db.close();
       }
     };
-    // What version 5 wrote: the same view but for the checkpoints and summaries, kept whole.
-    const wholeView = (s: BuildState): BuildState => ({ ...buildView(s), checkpoints: s.checkpoints, summaries: s.summaries });
-    const old = ProjectionStore.open(path, [{ ...buildProjection, stateVersion: 5, view: { name: 'build-view', of: wholeView } }], { snapshotEvery: 10 });
+    // What version 6 kept: every checkpoint and summary whole, however long ago its window closed.
+    const keepWhole = (before: BuildState, after: BuildState): BuildState => ({
+      ...after,
+      checkpoints: Object.fromEntries(Object.entries(after.checkpoints).map(([m, c]) => [m, before.checkpoints[m] ?? c])),
+      summaries: Object.fromEntries(Object.entries(after.summaries).map(([id, r]) => [id, before.summaries[id] ? { ...r, summary: before.summaries[id]!.summary } : r])),
+    });
+    const version6: Projection<BuildState> = { ...buildProjection, evolve: (s, e) => keepWhole(s, evolveBuild(s, e)), evolveInPlace: undefined, stateVersion: 6 };
+    const old = ProjectionStore.open(path, [version6], { snapshotEvery: 10 });
     old.catchUp(events);
+    const oldState = old.state<BuildState>('build');
     old.close();
+    // The emulated old state is the old one: a checkpoint whose window was renewed, still whole.
+    const closed = Object.keys(fold.checkpoints).filter((m) => !('acceptedNodes' in fold.checkpoints[m]!.checkpoint));
+    expect(closed.length).toBeGreaterThan(0);
+    for (const m of closed) expect('acceptedNodes' in oldState.checkpoints[m]!.checkpoint, m).toBe(true);
     copyFileSync(path, join(dir, 'unversioned.db'));
 
     const current = ProjectionStore.open(path, [buildProjection], { snapshotEvery: 10 });
-    current.catchUp(events);
-    current.close();
+    try {
+      expect(current.position()).toBe(0); // tables dropped, to be rebuilt
+      current.catchUp(events);
+      expect(plain(current.state<BuildState>('build'))).toBe(plain(fold));
+    } finally {
+      current.close();
+    }
     const checked = audit(path);
     expect(checked.checked).toBeGreaterThan(1);
     expect(checked.problems).toEqual([]);
 
-    // Had the version stayed 5, its whole views would stay, and the audit would call them forged or stale.
-    const unversioned = ProjectionStore.open(join(dir, 'unversioned.db'), [{ ...buildProjection, stateVersion: 5 }], { snapshotEvery: 10 });
-    unversioned.catchUp(events);
-    unversioned.close();
-    expect(audit(join(dir, 'unversioned.db')).problems).toEqual([expect.objectContaining({ problem: expect.stringMatching(/^time-travel snapshot of build-view at position \d+: differs from the fold of the log \(forged or stale\)$/) })]);
+    // Had the version stayed 6, the old state would be restored, and the audit would call its snapshots forged or stale.
+    const unversioned = ProjectionStore.open(join(dir, 'unversioned.db'), [{ ...buildProjection, stateVersion: 6 }], { snapshotEvery: 10 });
+    try {
+      unversioned.catchUp(events);
+      expect(plain(unversioned.state<BuildState>('build'))).not.toBe(plain(fold));
+    } finally {
+      unversioned.close();
+    }
+    expect(audit(join(dir, 'unversioned.db')).problems).toEqual([expect.objectContaining({ problem: expect.stringMatching(/^time-travel snapshot of build(-view)? at position \d+: differs from the fold of the log \(forged or stale\)$/) })]);
   });
 });

@@ -7,10 +7,10 @@ import { shardValues } from '../projections/sharded.js';
  */
 import { canonicalJson, compareCodePoints, type JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
-import { evolveBuild, initialBuildState, wholeCheckpoint, type BuildState } from '../projections/build-state.js';
+import type { Checkpoint, CompactionSummary } from '../events/catalogue.js';
+import { evolveBuild, initialBuildState, type BuildState } from '../projections/build-state.js';
 import { canonicalGraph, rankReadyWave, readyListBytes } from '../projections/graph.js';
 import { sha256Hex } from '../events/hash.js';
-import { wholeSummary } from '../projections/summaries.js';
 
 /** One interruption point occurrence: `LONGBUILD_CRASH_AT=point:occurrence`. */
 export interface PointOccurrence {
@@ -53,6 +53,9 @@ interface Folded {
   readySequence: { revision: number; ready: string }[];
   /** Per checkpoint milestone: the graph SHA-256 at that checkpoint with summary ids aliased. */
   checkpointGraphs: Record<string, string>;
+  /** Every checkpoint and summary whole, as their events carry them (the state keeps heads of old ones: decision 0032). */
+  wholeCheckpoints: Record<string, Checkpoint>;
+  wholeSummaries: Record<string, CompactionSummary>;
   aliases: Record<string, string>;
   refRepairs: string[];
   eventTypes: string[];
@@ -67,6 +70,8 @@ export function foldLog(events: Iterable<StoredEvent>): Folded {
   let state = initialBuildState;
   const readySequence: { revision: number; ready: string }[] = [];
   const checkpointGraphs: Record<string, string> = {};
+  const wholeCheckpoints: Record<string, Checkpoint> = {};
+  const wholeSummaries: Record<string, CompactionSummary> = {};
   const aliases: Record<string, string> = {};
   const refRepairs: string[] = [];
   const eventTypes: string[] = [];
@@ -80,22 +85,24 @@ export function foldLog(events: Iterable<StoredEvent>): Folded {
       refRepairs.push(`${d.where} ${d.ref} at ${d.found ?? '(missing)'}`);
     }
     if (e.type === 'MilestoneCompacted') {
-      const d = e.data as { summaryId: string; summary: { milestoneId: string } };
+      const d = e.data as { summaryId: string; summary: CompactionSummary };
       aliases[d.summaryId] = `summary(${d.summary.milestoneId})`;
+      if (!Object.hasOwn(state.summaries, d.summaryId)) wholeSummaries[d.summaryId] = d.summary; // a replay changes nothing (R-22)
     }
     state = evolveBuild(state, e);
     if (state.graphRevision !== before) readySequence.push({ revision: state.graphRevision, ready: aliasIn(readyListBytes(rankReadyWave(state)), aliases) });
     if (e.type === 'CheckpointWritten') {
-      const m = (e.data as { checkpoint: { milestoneId: string } }).checkpoint.milestoneId;
-      checkpointGraphs[m] = sha256Hex(aliasIn(canonicalGraph(state.nodes), aliases));
+      const checkpoint = (e.data as { checkpoint: Checkpoint }).checkpoint;
+      wholeCheckpoints[checkpoint.milestoneId] = checkpoint;
+      checkpointGraphs[checkpoint.milestoneId] = sha256Hex(aliasIn(canonicalGraph(state.nodes), aliases));
     }
   }
-  return { state, readySequence, checkpointGraphs, aliases, refRepairs, eventTypes, reinvocations };
+  return { state, readySequence, checkpointGraphs, wholeCheckpoints, wholeSummaries, aliases, refRepairs, eventTypes, reinvocations };
 }
 
 /** The fingerprint of a folded build (R-19's comparable parts). */
 export function fingerprintOf(folded: Folded): BuildFingerprint {
-  const { state, readySequence, checkpointGraphs, aliases, refRepairs, eventTypes, reinvocations } = folded;
+  const { state, readySequence, checkpointGraphs, wholeCheckpoints, wholeSummaries, aliases, refRepairs, eventTypes, reinvocations } = folded;
   const alias = (id: string): string => aliases[id] ?? id;
   const accepted = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'accepted').map(alias).sort(compareCodePoints);
   const acceptedCommits: Record<string, string | null> = {};
@@ -103,16 +110,15 @@ export function fingerprintOf(folded: Folded): BuildFingerprint {
   const checkpoints = Object.entries(state.checkpoints)
     .sort((a, b) => a[1].position - b[1].position)
     .map(([milestoneId, c]) => {
-      const { createdAt: _createdAt, graphSha256: _graphSha256, ...rest } = wholeCheckpoint(c);
+      const { createdAt: _createdAt, graphSha256: _graphSha256, ...rest } = wholeCheckpoints[milestoneId]!;
       const content = aliasIn(canonicalJson({ ...rest, graphSha256Aliased: checkpointGraphs[milestoneId] ?? null } as unknown as JsonValue), aliases);
       return { milestoneId, content, sha256: c.sha256 };
     });
   const summaryContents: Record<string, string> = {};
   const summaryEvidence: Record<string, string> = {};
   for (const [id, name] of Object.entries(aliases)) {
-    const rec = state.summaries[id];
-    if (!rec) continue;
-    const summary = wholeSummary(rec);
+    const summary = state.summaries[id] ? wholeSummaries[id] : undefined;
+    if (!summary) continue;
     // The checkpoint's and the prior graph's SHA-256s hash earlier summary ids in; the checkpoint
     // itself and the aliased graph SHAs are compared above, so they are left out here.
     const { evidenceSha256s, checkpoint, graphBefore, ...rest } = summary;

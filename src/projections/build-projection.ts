@@ -2,7 +2,7 @@ import type { Draft } from 'immer';
 import { canonicalJson } from '../events/canonical.js';
 import type { Projection, TableSpec } from './projection.js';
 import type { SummaryRecord } from './summaries.js';
-import { buildView, evolveBuild, evolveBuildInPlace, initialBuildState, ownedCopy, wholeCheckpoint, type AttemptRecord, type BuildState, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-state.js';
+import { buildView, evolveBuild, evolveBuildInPlace, initialBuildState, ownedCopy, type AttemptRecord, type BuildState, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-state.js';
 
 const json = (v: unknown): string => canonicalJson(v);
 
@@ -29,27 +29,34 @@ const horizonsTable: TableSpec<BuildState> = {
   },
 };
 
+/**
+ * Every checkpoint: what it certifies. The whole checkpoint is its CheckpointWritten event, at
+ * `position` (the state keeps it whole only while its window is open: decision 0032).
+ */
 const checkpointsTable: TableSpec<BuildState> = {
   name: 'milestone_checkpoints',
-  columns: ['milestone_id', 'sha256', 'position', 'horizon_id', 'horizon_revision', 'graph_revision', 'integration_head', 'checkpoint'],
+  columns: ['milestone_id', 'sha256', 'position', 'horizon_id', 'horizon_revision', 'graph_revision', 'graph_sha256', 'integration_head'],
   keyColumns: 1,
   entities: (s) => s.checkpoints,
   toRow: (id, e) => {
     const c = e as BuildState['checkpoints'][string];
-    return [id, c.sha256, c.position, c.checkpoint.horizonId, c.checkpoint.horizonRevision, c.checkpoint.graphRevision, c.checkpoint.integrationHead, json(wholeCheckpoint(c))];
+    return [id, c.sha256, c.position, c.checkpoint.horizonId, c.checkpoint.horizonRevision, c.checkpoint.graphRevision, c.checkpoint.graphSha256, c.checkpoint.integrationHead];
   },
 };
 
-/** Every summary ever made (R-21); an absorbed one keeps its row and names its absorber (R-22). */
+/**
+ * Every summary ever made (R-21); an absorbed one keeps its row and names its absorber (R-22). The
+ * whole summary is its MilestoneCompacted event, at `position` (decision 0032).
+ */
 const summariesTable: TableSpec<BuildState> = {
   name: 'graph_summaries',
-  columns: ['summary_id', 'milestone_id', 'sha256', 'position', 'absorbed_by', 'checkpoint_sha256', 'graph_revision_before', 'compacted_node_ids', 'absorbed_summary_ids', 'summary'],
+  columns: ['summary_id', 'milestone_id', 'sha256', 'position', 'absorbed_by', 'checkpoint_sha256', 'graph_revision_before', 'compacted_node_ids', 'absorbed_summary_ids'],
   keyColumns: 1,
   entities: (s) => s.summaries,
   toRow: (id, e) => {
     const r = e as SummaryRecord;
     const d = r.summary;
-    return [id, d.milestoneId, r.sha256, r.position, r.absorbedBy, d.checkpoint.sha256, d.graphBefore.revision, json(d.compactedNodeIds), json(d.absorbedSummaryIds), json(d)];
+    return [id, d.milestoneId, r.sha256, r.position, r.absorbedBy, d.checkpoint.sha256, d.graphBefore.revision, json(d.compactedNodeIds), json(d.absorbedSummaryIds)];
   },
 };
 
@@ -128,8 +135,9 @@ export const buildProjection: Projection<BuildState> = {
    * 4: the view keeps each node's latest attempt and every planner call (reading commands read it).
    * 5: bucket names and revision keys are never integer-like (`bucketsOf`, `revisionKey`).
    * 6: the view keeps the heads of checkpoints and absorbed summaries, not their lists (decision 0032).
+   * 7: the state itself does, for checkpoints outside the horizon's window (decision 0032).
    */
-  stateVersion: 6,
+  stateVersion: 7,
   evolve: evolveBuild,
   evolveInPlace: (state, event) => evolveBuildInPlace(state as Draft<BuildState>, event),
   ownedCopy: (state) => ownedCopy(state),

@@ -140,15 +140,16 @@ export interface AcceptanceState {
 }
 
 /**
- * What the build view keeps of a checkpoint (buildView, decision 0032): its scalars — what it
- * belongs to, the graph and the integration head it certifies, its counts — not its lists
- * (accepted nodes, contracts, foundations, decisions, the next horizon), which only the
- * planner's input reads, and only of the window's checkpoints (R-16).
+ * What the build state keeps of a checkpoint once a horizon replaces its window (decision 0032):
+ * its scalars — what it belongs to, the graph and the integration head it certifies, its counts —
+ * not its lists (accepted nodes, contracts, foundations, decisions, the next horizon), which only
+ * the planner's input reads, and only of the window's checkpoints (R-16). The whole checkpoint
+ * stays in its CheckpointWritten event.
  */
 export type CheckpointHead = Omit<Checkpoint, 'acceptedNodes' | 'contracts' | 'foundations' | 'decisions' | 'nextHorizon'>;
 
 export interface CheckpointRecord {
-  /** Whole in the build state; its head in a view. */
+  /** Whole while its milestone is in the horizon's detailed window; then its head. */
   readonly checkpoint: Checkpoint | CheckpointHead;
   readonly sha256: string;
   readonly position: number;
@@ -162,8 +163,8 @@ export function checkpointHeadOf(c: Checkpoint | CheckpointHead): CheckpointHead
   };
 }
 
-/** A checkpoint whole, as the whole build state keeps every one; asking a view for one is a bug, refused here. */
+/** A checkpoint whole, as the state keeps the window's; asking for another one whole is a bug, refused here. */
 export function wholeCheckpoint(c: CheckpointRecord): Checkpoint {
   if ('acceptedNodes' in c.checkpoint) return c.checkpoint;
-  throw new Error(`checkpoint of milestone ${c.checkpoint.milestoneId} is held as its head only (the build view): this needs the whole build state`);
+  throw new Error(`checkpoint of milestone ${c.checkpoint.milestoneId} is held as its head only (its window was renewed): read it from its CheckpointWritten event`);
 }

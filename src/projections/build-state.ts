@@ -6,12 +6,12 @@ import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type { DataOf, DomainEvent, NodeState } from '../events/catalogue.js';
 import { CorruptLogError } from '../events/errors.js';
-import { applyCompaction, carrySummaryIndex, summaryHeadOf, summaryLookups, type SummaryRecord } from './summaries.js';
+import { applyCompaction, carrySummaryIndex, summaryLookups, type SummaryRecord } from './summaries.js';
 import { shardDraft, shardedOf, shardGet, shardSet, type Sharded } from './sharded.js';
 
 export type { AcceptanceRun, AcceptanceState, AttemptRecord, BuildInfo, CheckpointHead, CheckpointRecord, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
 export { checkpointHeadOf, wholeCheckpoint } from './build-records.js';
-import { attemptIdOf, checkpointHeadOf, type AcceptanceState, type CheckpointRecord, type AttemptRecord, type BuildInfo, type HorizonRecord, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-records.js';
+import { attemptIdOf, checkpointHeadOf, type AcceptanceState, type CheckpointHead, type CheckpointRecord, type AttemptRecord, type BuildInfo, type HorizonRecord, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-records.js';
 
 /** Everything the controller knows, folded from the log (R-1). Plain data: it snapshots as JSON. */
 export interface BuildState {
@@ -27,7 +27,8 @@ export interface BuildState {
   readonly horizon: HorizonRecord | null;
   /**
    * Every checkpoint, by milestone: the whole one as its CheckpointWritten event carries it, its
-   * SHA-256 and its position. A view (buildView) keeps their heads.
+   * SHA-256 and its position — whole while its milestone is in the horizon's detailed window, its
+   * head once a horizon replaces that window (decision 0032).
    */
   readonly checkpoints: Readonly<Record<string, CheckpointRecord>>;
   /** Every attempt, by attempt id (sharded: it grows with the build, see sharded.ts). */
@@ -228,17 +229,15 @@ export function positionOfRevision(state: Pick<BuildState, 'revisionPositions'>,
 /**
  * The build state without its closed history (R-6 time travel, R-37 audit, reading commands):
  * attempts that have finished (except each graph node's latest) and the positions of past graph
- * revisions dropped, and of checkpoints and absorbed summaries only their heads kept (decision
- * 0032: whole, they were ~95% of a long build's view); everything else (graph, horizon, jobs, live
- * summaries, planner calls — one per planning round —, counters, open work) kept.
+ * revisions dropped; everything else (graph, horizon, checkpoints, jobs, summaries, planner calls
+ * — one per planning round —, counters, open work) kept. (Of checkpoints outside the window and
+ * of absorbed summaries the state itself keeps only their heads: decision 0032.)
  * The fold never reads what is dropped for anything it keeps, so for every state `s` and events
  * `E`, `buildView(fold(buildView(s), E))` equals `buildView(fold(s, E))` (property-tested): a
  * view is a valid place to start folding from, and it stays small however long the build runs.
  * The next action decided on a view is the one decided on the whole state, and so is everything
  * `status` and `show` print (property-tested on simulated builds): they read the view. A step is
- * never decided on a view: its effects read what the view drops (a compaction lists the evidence
- * of earlier attempts, a planner's input its window's checkpoints whole; asked of a view, a whole
- * checkpoint or absorbed summary is refused by wholeCheckpoint and wholeSummary).
+ * never decided on a view: a compaction lists the evidence of earlier attempts, which it drops.
  * Jobs are kept whole: a replayed IntegrationStarted looks up the job it names.
  */
 export function buildView(state: BuildState): BuildState {
@@ -255,32 +254,7 @@ export function buildView(state: BuildState): BuildState {
     ...state,
     attempts: shardedOf(attempts),
     revisionPositions: shardedOf(at === undefined ? {} : { [revisionKey(state.graphRevision)]: at }),
-    checkpoints: checkpointsInView(state),
-    summaries: summariesInView(state.summaries),
   };
-}
-
-/** Every checkpoint's head (decision 0032). */
-function checkpointsInView(state: BuildState): BuildState['checkpoints'] {
-  const out: Record<string, CheckpointRecord> = {};
-  for (const id in state.checkpoints) {
-    const c = state.checkpoints[id]!;
-    out[id] = { ...c, checkpoint: checkpointHeadOf(c.checkpoint) };
-  }
-  return out;
-}
-
-/**
- * Absorbed summaries' heads, live ones whole (decision 0032): whether a pending compaction would
- * go through — part of the next action — reads what the live summaries it absorbs carry.
- */
-function summariesInView(summaries: BuildState['summaries']): BuildState['summaries'] {
-  const out: Record<string, SummaryRecord> = {};
-  for (const id in summaries) {
-    const r = summaries[id]!;
-    out[id] = r.absorbedBy === null ? r : { ...r, summary: summaryHeadOf(r.summary) };
-  }
-  return out;
 }
 
 function setNodeState(draft: Draft<BuildState>, nodeId: string, state: NodeState): void {
@@ -495,7 +469,9 @@ function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recorded
     }
     case 'CheckpointWritten': {
       const d = event.data;
-      draft.checkpoints[d.checkpoint.milestoneId] = { checkpoint: d.checkpoint, sha256: d.checkpointSha256, position: draft.position };
+      // Whole while its window is open (the planner's input reads it, R-16); a head otherwise (decision 0032).
+      const open = draft.horizon?.detailed.some((m) => m.id === d.checkpoint.milestoneId) === true;
+      draft.checkpoints[d.checkpoint.milestoneId] = { checkpoint: open ? d.checkpoint : checkpointHeadOf(d.checkpoint), sha256: d.checkpointSha256, position: draft.position };
       if (draft.build?.settings.compaction) draft.pendingCompactions.push(d.checkpoint.milestoneId);
       return;
     }
@@ -597,6 +573,13 @@ export function horizonConflict(
 }
 
 function applyHorizon(draft: Draft<BuildState>, d: DataOf<'HorizonSealed'> | DataOf<'HorizonRenewed'>): void {
+  // The checkpoints of the window this horizon replaces keep their heads (decision 0032): the
+  // planner's input is the only reader of a checkpoint's lists, and only of its window's (R-16).
+  const window = new Set(d.detailed.map((m) => m.id));
+  for (const m of draft.horizon?.detailed ?? []) {
+    const c = Object.hasOwn(draft.checkpoints, m.id) ? draft.checkpoints[m.id]! : undefined;
+    if (c !== undefined && !window.has(m.id)) c.checkpoint = checkpointHeadOf(c.checkpoint) as Draft<CheckpointHead>;
+  }
   draft.horizon = {
     horizonId: d.horizonId, revision: d.revision, planSha256: d.planSha256, detailed: d.detailed, coarse: d.coarse, pins: d.pins, callId: d.callId,
   };

@@ -7,10 +7,11 @@ import type { CompactionSummary, DataOf } from '../events/catalogue.js';
 import type { BuildState } from './build-state.js';
 
 /**
- * What the build view keeps of an absorbed summary (buildView, decision 0032): what it is, where
- * it stands and what it compacted (the fold and `holdings` read those) — not the lists only a live
- * summary's next compaction, a checkpoint or a worker's packet read (contracts, foundations,
- * commits, boundary, evidence, decisions).
+ * What the build state keeps of an absorbed summary (decision 0032): what it is, where it stands
+ * and what it compacted (the fold and `holdings` read those) — not the lists only a live summary's
+ * next compaction, a checkpoint or a worker's packet read (contracts, foundations, commits,
+ * boundary, evidence, decisions). The summary that absorbed it carries what still counts of them,
+ * and the whole one stays in its MilestoneCompacted event.
  */
 export type SummaryHead = Omit<CompactionSummary, 'contracts' | 'foundations' | 'acceptedCommits' | 'boundary' | 'evidenceSha256s' | 'decisions'>;
 
@@ -18,7 +19,7 @@ export type SummaryHead = Omit<CompactionSummary, 'contracts' | 'foundations' | 
 export interface SummaryRecord {
   readonly summaryId: string;
   readonly sha256: string;
-  /** The whole summary, as its MilestoneCompacted event carries it; in a view, an absorbed one's head only. */
+  /** The whole summary, as its MilestoneCompacted event carries it, while it is live; its head once absorbed. */
   readonly summary: CompactionSummary | SummaryHead;
   /** Log position of the MilestoneCompacted event. */
   readonly position: number;
@@ -130,19 +131,18 @@ export function liveSummaryOf(summaries: Summaries, nodeId: string): string | un
   return summaryLookups(summaries).liveSummaryOf(nodeId);
 }
 
-/** The head of a summary: the record a view keeps of an absorbed one (idempotent). */
+/** The head of a summary: what the state keeps of an absorbed one (idempotent). */
 export function summaryHeadOf(s: CompactionSummary | SummaryHead): SummaryHead {
   return { milestoneId: s.milestoneId, checkpoint: s.checkpoint, graphBefore: s.graphBefore, integrationHead: s.integrationHead, completedAt: s.completedAt, compactedNodeIds: s.compactedNodeIds, absorbedSummaryIds: s.absorbedSummaryIds };
 }
 
 /**
- * A summary whole, as the whole build state keeps every one and a view keeps the live ones (a
- * compaction, a checkpoint and a worker's packet read them). A view keeps an absorbed summary's
- * head only: asking it for that one whole is a bug, refused here.
+ * A summary whole, as the state keeps the live ones (a compaction, a checkpoint and a worker's
+ * packet read them); asking for an absorbed one whole is a bug, refused here.
  */
 export function wholeSummary(r: SummaryRecord): CompactionSummary {
   if ('contracts' in r.summary) return r.summary;
-  throw new Error(`summary ${r.summaryId} is held as its head only (an absorbed summary in the build view): this needs the whole build state`);
+  throw new Error(`summary ${r.summaryId} is held as its head only (it was absorbed): read it from its MilestoneCompacted event`);
 }
 
 /** The milestone ids that already have a summary (compacted milestones). */
@@ -167,9 +167,14 @@ export function applyCompaction(draft: Draft<BuildState>, d: DataOf<'MilestoneCo
     id: d.summaryId, kind: 'read-only', deps: [], milestone: d.summary.milestoneId, state: 'accepted',
     attempts: 0, commit: null, receiptJobId: null, summary: true,
   };
+  // An absorbed summary keeps its head (decision 0032): what it compacted and absorbed; its lists
+  // live on in the summary that absorbed it, and in its own MilestoneCompacted event.
   for (const id of d.summary.absorbedSummaryIds) {
     const earlier = draft.summaries[id];
-    if (earlier) earlier.absorbedBy = d.summaryId;
+    if (earlier) {
+      earlier.absorbedBy = d.summaryId;
+      earlier.summary = summaryHeadOf(earlier.summary) as Draft<SummaryHead>;
+    }
   }
   draft.summaries[d.summaryId] = { summaryId: d.summaryId, sha256: d.summarySha256, summary: d.summary, position, absorbedBy: null };
   draft.pendingCompactions = draft.pendingCompactions.filter((m) => m !== d.summary.milestoneId);

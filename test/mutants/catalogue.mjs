@@ -283,16 +283,22 @@ export const MUTANTS = [
     caughtBy: ['test/projection-engine.test.ts'],
   },
   {
-    name: 'view-keeps-whole-checkpoints',
-    bug: "the build's view keeps every checkpoint whole (decision 0032): a long build's view is mostly checkpoint lists no reading command reads, and status restores them all",
-    edits: [{ file: 'src/projections/build-state.ts', find: '    out[id] = { ...c, checkpoint: checkpointHeadOf(c.checkpoint) };', replace: '    out[id] = c;', js: { find: 'out[id] = { ...c, checkpoint: checkpointHeadOf(c.checkpoint) };', replace: 'out[id] = c;' } }],
+    name: 'state-keeps-closed-checkpoints-whole',
+    bug: "the build state keeps a checkpoint whole after a renewal closed its window (decision 0032): a long build's state is mostly checkpoint lists nothing reads again, restored and copied at every step",
+    edits: [{ file: 'src/projections/build-state.ts', find: '    if (c !== undefined && !window.has(m.id)) c.checkpoint', replace: '    if (c !== undefined && window.has(\'\')) c.checkpoint', js: { find: 'if (c !== undefined && !window.has(m.id))', replace: "if (c !== undefined && window.has(''))" } }],
     caughtBy: ['test/build-view.test.ts'],
   },
   {
-    name: 'view-heads-live-summaries',
-    bug: "the build's view keeps only the head of a live summary too (decision 0032): deciding whether a pending compaction goes through reads what the live summaries it absorbs carry, so the next action on a view fails",
-    edits: [{ file: 'src/projections/build-state.ts', find: '    out[id] = r.absorbedBy === null ? r : { ...r, summary: summaryHeadOf(r.summary) };', replace: '    out[id] = { ...r, summary: summaryHeadOf(r.summary) };', js: { find: 'out[id] = r.absorbedBy === null ? r : { ...r, summary: summaryHeadOf(r.summary) };', replace: 'out[id] = { ...r, summary: summaryHeadOf(r.summary) };' } }],
-    caughtBy: ['test/build-view.test.ts', 'test/step-model-double.test.ts'],
+    name: 'checkpoint-written-as-head',
+    bug: "a checkpoint is kept as its head as soon as it is written (decision 0032): the planner's input at the renewal of its window lacks the checkpoint's accepted nodes, contracts and decisions (R-16), and asking for it fails",
+    edits: [{ file: 'src/projections/build-state.ts', find: '{ checkpoint: open ? d.checkpoint : checkpointHeadOf(d.checkpoint),', replace: '{ checkpoint: checkpointHeadOf(d.checkpoint),' }],
+    caughtBy: ['test/build-view.test.ts', 'test/compaction-build.test.ts'],
+  },
+  {
+    name: 'absorbed-summaries-kept-whole',
+    bug: "the build state keeps an absorbed summary whole (decision 0032): a long build's state carries every summary's evidence and commits, which the summary that absorbed it already carries",
+    edits: [{ file: 'src/projections/summaries.ts', find: '      earlier.summary = summaryHeadOf(earlier.summary) as Draft<SummaryHead>;\n', replace: '', js: { find: 'earlier.summary = summaryHeadOf(earlier.summary);', replace: '' } }],
+    caughtBy: ['test/build-view.test.ts'],
   },
   {
     name: 'view-drops-latest-attempts',
@@ -309,13 +315,13 @@ export const MUTANTS = [
   {
     name: 'state-version-unchanged',
     bug: "the build state's layout changed (bucket names and revision keys no longer integer-like, decision 0017) but its state version did not: a projections.db written by the earlier longbuild has its snapshots restored and misread, every attempt and revision missing from them",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 6,', replace: 'stateVersion: 4,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 7,', replace: 'stateVersion: 4,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
-    name: 'view-version-unchanged',
-    bug: "the build's view changed (checkpoints and absorbed summaries as heads, decision 0032) but the state version did not: a projections.db written by the earlier longbuild keeps its whole views, and verify calls every one of them forged or stale",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 6,', replace: 'stateVersion: 5,' }],
+    name: 'state-version-kept-at-6',
+    bug: "the build state changed (checkpoints outside the window and absorbed summaries as heads, decision 0032) but its version did not: a projections.db written by the earlier longbuild is restored with every checkpoint whole, and verify calls its snapshots forged or stale",
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 7,', replace: 'stateVersion: 6,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {

@@ -33,7 +33,8 @@ const planned = fc.record({
 
 const horizon = fc.record({
   horizonId: fc.constant('h'), revision: fc.constant(1), planSha256: fc.constant(SHA),
-  detailed: fc.constant([{ id: 'm1', title: 'M1' }, { id: 'm2', title: 'M2' }]), coarse: fc.constant([]),
+  // Windows that change, so that renewals close a window and open another (decision 0032).
+  detailed: fc.constantFrom([{ id: 'm1', title: 'M1' }, { id: 'm2', title: 'M2' }], [{ id: 'm1', title: 'M1' }], [{ id: 'm2', title: 'M2' }]), coarse: fc.constant([]),
   nodes: fc.array(planned, { maxLength: 4 }), pins: fc.constant({}), callId,
 }) as fc.Arbitrary<Data>;
 
