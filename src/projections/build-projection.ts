@@ -135,7 +135,8 @@ export const buildProjection: Projection<BuildState> = {
    * 4: the view keeps each node's latest attempt and every planner call (reading commands read it).
    * 5: bucket names and revision keys are never integer-like (`bucketsOf`, `revisionKey`).
    * 6: the view keeps the heads of checkpoints and absorbed summaries, not their lists (decision 0032).
-   * 7: the state itself does, for checkpoints outside the horizon's window (decision 0032).
+   * 7: the state itself does, for checkpoints outside the horizon's window and absorbed summaries,
+   *    and the view keeps what the state keeps (decision 0032).
    */
   stateVersion: 7,
   evolve: evolveBuild,

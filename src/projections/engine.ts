@@ -25,9 +25,10 @@ const SNAPSHOT_BYTES = 1 << 20;
  */
 const WRITE_BEHIND_EVENTS = 256;
 /**
- * At close, a projection whose newest snapshot is this many events behind its head — this many per
- * SNAPSHOT_BYTES of that snapshot — is snapshotted at the head: the next open restores it instead
- * of folding those events again (decision 0023).
+ * At close, a projection whose newest snapshot is this many events behind its head, and no bigger
+ * than SNAPSHOT_BYTES, is snapshotted at the head: the next open restores it instead of folding
+ * those events again (decision 0023). A view is, once this many events per SNAPSHOT_BYTES of its
+ * newest snapshot behind, whatever its size (decision 0032).
  */
 const HEAD_SNAPSHOT_EVENTS = 100;
 
@@ -421,12 +422,13 @@ export class ProjectionStore {
   }
 
   /**
-   * At close: snapshot each projection (and its view) at its head when a next open would
-   * otherwise fold HEAD_SNAPSHOT_EVENTS or more events per MiB of its newest snapshot to get
-   * there: a state that grows with the build's history is written at most once per that many
-   * events, so serialising it stays a constant cost per event (as on boundaries, see
-   * putSnapshot). Only a head the tables have reached: a snapshot is never ahead of what is
-   * written.
+   * At close: snapshot each projection at its head when a next open would otherwise fold
+   * HEAD_SNAPSHOT_EVENTS or more events to get there and its state is small (a state that grows
+   * with the build's history keeps its spacing, see putSnapshot: restoring it costs about what
+   * folding those events in place does). Its view, which reading commands restore, is snapshotted
+   * once HEAD_SNAPSHOT_EVENTS per MiB of its newest snapshot behind: at most once per that many
+   * events, so serialising it stays a constant cost per event (decision 0032). Only a head the
+   * tables have reached: a snapshot is never ahead of what is written.
    */
   private snapshotHeads(): void {
     if (this.snapshotEvery <= 0) return;
