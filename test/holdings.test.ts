@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { BuildState } from '../src/projections/build-state.js';
 import type { SummaryRecord } from '../src/projections/summaries.js';
-import { holdings } from '../src/projections/view.js';
+import { compactedCount, holdings } from '../src/projections/view.js';
 
 type Spec = Record<string, { nodes: string[]; absorbed: string[] }>;
 
@@ -43,7 +43,17 @@ describe('holdings', () => {
     );
   });
 
-  it("a chain of 20,000 summaries each absorbing the one before (a long build's live summary) is listed whole, not a stack overflow", () => {
+  it('property: compactedCount is the number of distinct ids the recursive definition lists that are not summaries, for every summary of any summary graph', () => {
+    fc.assert(
+      fc.property(specArb, (spec) => {
+        const st = stateOf(spec);
+        for (const id of [...Object.keys(spec), 'missing', 'constructor']) expect(compactedCount(st, id), id).toBe(new Set(reference(spec, id).filter((x) => !Object.hasOwn(spec, x))).size);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("a chain of 20,000 summaries each absorbing the one before (a long build's live summary) is listed and counted whole, not a stack overflow", () => {
     const N = 20_000;
     const spec: Spec = {};
     for (let i = 0; i < N; i++) spec[`s${i}`] = { nodes: [`n${i}`], absorbed: i > 0 ? [`s${i - 1}`] : [] };
@@ -51,5 +61,6 @@ describe('holdings', () => {
     expect(held).toHaveLength(2 * N - 1);
     expect(held.slice(0, 3)).toEqual([`n${N - 1}`, `s${N - 2}`, `n${N - 2}`]);
     expect(held.at(-1)).toBe('n0');
+    expect(compactedCount(stateOf(spec), `s${N - 1}`)).toBe(N);
   });
 });

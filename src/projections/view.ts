@@ -75,6 +75,29 @@ export function holdings(st: BuildState, summaryId: string): string[] {
   return out;
 }
 
+/**
+ * How many planned nodes a summary stands for: the ids `holdings` lists that are not summaries,
+ * each once, counted without listing them (`status` on a long build: 50,000 ids through a chain
+ * of 2,500 summaries).
+ */
+export function compactedCount(st: BuildState, summaryId: string): number {
+  const isSummary = (id: string): boolean => Object.hasOwn(st.summaries, id);
+  const counted = new Set<string>();
+  const seen = new Set<string>();
+  const todo = [summaryId];
+  for (let id = todo.pop(); id !== undefined; id = todo.pop()) {
+    const s = isSummary(id) ? st.summaries[id]!.summary : undefined;
+    if (s === undefined || seen.has(id)) continue;
+    seen.add(id);
+    for (const n of s.compactedNodeIds) if (!isSummary(n)) counted.add(n);
+    for (const a of s.absorbedSummaryIds) {
+      if (!isSummary(a)) counted.add(a);
+      todo.push(a);
+    }
+  }
+  return counted.size;
+}
+
 /** The view of the build at the state's position. */
 export function viewOf(st: BuildState): GraphView {
   const active = activeMilestone(st);

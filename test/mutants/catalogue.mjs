@@ -301,6 +301,12 @@ export const MUTANTS = [
     caughtBy: ['test/build-view.test.ts'],
   },
   {
+    name: 'compacted-count-revisits',
+    bug: "status counts a summary's nodes again for every path that reaches it (a summary absorbed by two others, or a cycle in a log no correct host writes): the compacted count exceeds what `show` lists",
+    edits: [{ file: 'src/projections/view.ts', find: '    if (s === undefined || seen.has(id)) continue;\n    seen.add(id);\n    for (const n of s.compactedNodeIds) if (!isSummary(n)) counted.add(n);', replace: '    if (s === undefined || seen.size > 100000) continue;\n    seen.add(id + seen.size);\n    for (const n of s.compactedNodeIds) if (!isSummary(n)) counted.add(n + seen.size);', js: { find: 'if (s === undefined || seen.has(id))\n            continue;\n        seen.add(id);\n        for (const n of s.compactedNodeIds)\n            if (!isSummary(n))\n                counted.add(n);', replace: 'if (s === undefined || seen.size > 100000)\n            continue;\n        seen.add(id + seen.size);\n        for (const n of s.compactedNodeIds)\n            if (!isSummary(n))\n                counted.add(n + seen.size);' } }],
+    caughtBy: ['test/holdings.test.ts'],
+  },
+  {
     name: 'view-drops-latest-attempts',
     bug: "the build's view keeps only open attempts (decision 0020): a reading command folding from it cannot tell which commit a validated node is integrated with, so status fails or differs",
     edits: [{ file: 'src/projections/build-state.ts', find: '  for (const id in state.nodes) if (state.nodes[id]!.attempts > 0) keep(attemptIdOf(id, state.nodes[id]!.attempts));', replace: '  for (const id in state.nodes) if (state.nodes[id]!.attempts < 0) keep(attemptIdOf(id, state.nodes[id]!.attempts));', js: { find: 'if (state.nodes[id].attempts > 0)', replace: 'if (state.nodes[id].attempts < 0)' } }],

@@ -5,7 +5,7 @@ import type { SandboxSettings } from '../../../events/catalogue.js';
 import { nextAction } from '../../../commands/next-action.js';
 import { activeMilestone, graphSha256, inFlightNodes, rankReadyWave } from '../../../projections/graph.js';
 import { criticalPath, type CriticalPath } from '../../../projections/critical-path.js';
-import { holdings } from '../../../projections/view.js';
+import { compactedCount } from '../../../projections/view.js';
 import { hasAcceptance, latestAcceptance } from '../../../commands/acceptance.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { pause } from '../../interrupt.js';
@@ -58,7 +58,7 @@ export function statusOf(st: BuildState): StatusOutput {
   for (const n of Object.values(st.nodes)) counts[n.state] = (counts[n.state] ?? 0) + 1;
   // The planned work, compacted nodes included (the live graph holds their summaries instead).
   const live = Object.values(st.nodes).filter((n) => n.summary !== true);
-  const compacted = Object.values(st.summaries).filter((r) => r.absorbedBy === null).reduce((k, r) => k + countCompacted(st, r.summaryId), 0);
+  const compacted = Object.values(st.summaries).filter((r) => r.absorbedBy === null).reduce((k, r) => k + compactedCount(st, r.summaryId), 0);
   const work = { planned: live.length + compacted, accepted: live.filter((n) => n.state === 'accepted').length + compacted, compacted };
   return {
     graphRevision: st.graphRevision,
@@ -121,11 +121,6 @@ function duration(ms: number): string {
   if (ms < 60_000) return `${Math.round(ms / 1000)} s`;
   if (ms < 3_600_000) return `${(ms / 60_000).toFixed(1)} min`;
   return `${(ms / 3_600_000).toFixed(1)} h`;
-}
-
-/** How many planned nodes a live summary stands for, through the summaries it absorbed. */
-function countCompacted(st: BuildState, summaryId: string): number {
-  return new Set(holdings(st, summaryId).filter((id) => st.summaries[id] === undefined)).size;
 }
 
 function sandboxLine(st: BuildState): string {
