@@ -23,7 +23,7 @@ import { ProjectionStore } from '../src/projections/engine.js';
 import { plainNodes } from '../src/projections/node-table.js';
 import type { Projection } from '../src/projections/projection.js';
 import { shardEntries, type Sharded } from '../src/projections/sharded.js';
-import { ROOT } from './support/cli.js';
+import { cliJson, ROOT, runCli, twoMilestoneHelios } from './support/cli.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -162,5 +162,24 @@ describe('stored build state layout', () => {
       unversioned.close();
     }
     expect(audit(join(dir, 'unversioned.db')).problems).toEqual([expect.objectContaining({ problem: expect.stringMatching(/^time-travel snapshot of build(-view)? at position \d+: differs from the fold of the log \(forged or stale\)$/) })]);
+  });
+
+  it('the first command after an upgrade that changed the projections\' layout says so in one line, with how many events it folds again; the next ones say nothing (decision 0032)', () => {
+    const repo = mkdtempSync(join(tmpdir(), 'lb-state-layout-'));
+    dirs.push(repo);
+    cliJson(['init', '--blueprint', twoMilestoneHelios(repo)], { cwd: repo });
+    expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
+    const head = cliJson(['status'], { cwd: repo }).position as number;
+    // What an earlier longbuild left: the same tables under another layout's fingerprint.
+    const db = new Database(join(repo, '.longbuild', 'projections.db'));
+    db.prepare("UPDATE projection_positions SET fingerprint = 'an-earlier-layout'").run();
+    db.close();
+    const first = runCli(['status'], { cwd: repo });
+    expect(first.code).toBe(0);
+    expect(first.stderr).toMatch(new RegExp(`^longbuild: \\S*projections\\.db was written by another version of longbuild \\(build[^)]*\\): folding the log into it again, ${head} events \\(once\\)\\n$`));
+    expect(runCli(['status'], { cwd: repo }).stderr).toBe('');
+    const step = runCli(['step', '--json'], { cwd: repo });
+    expect(step.code).toBe(0);
+    expect(step.stderr).toBe('');
   });
 });

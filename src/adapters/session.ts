@@ -330,6 +330,10 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
   try {
     projections = openBuildProjections(paths);
     const store = projections;
+    const warn = opts.warn ?? ((line: string) => void process.stderr.write(`longbuild: ${line}\n`));
+    // An upgrade that changed the projections' layout refolds the whole log once: say so, it can take a minute.
+    const head = store.reset.length > 0 ? (await log.head())?.position ?? 0 : 0;
+    if (head > 0) warn(`${paths.projections} was written by another version of longbuild (${store.reset.join(', ')}): folding the log into it again, ${head} events (once)`);
     // Projections are local SQLite whatever the log is, and catch up from it (R-1, issue 8).
     await catchUpFromLog(store, log);
     const first = (await log.readAll({ from: 1, limit: 1 }))[0];
@@ -370,7 +374,6 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     // The notary is opened at the first step: reading commands (status, show) need no key and no
     // tree store, and still read builds from before signed checkpoints.
     let notary: Notary | null = null;
-    const warn = opts.warn ?? ((line: string) => void process.stderr.write(`longbuild: ${line}\n`));
     const evidence = new FileEvidenceStore(paths.evidence);
     const calls = new FileCallMarks(paths.calls);
     // The controller starts from the state the projection store restored and caught up (R-1).

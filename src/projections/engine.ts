@@ -98,6 +98,8 @@ function fingerprintOf(p: Projection<unknown>): string {
  */
 export class ProjectionStore {
   readonly db: Database.Database;
+  /** Projections whose stored tables were made by another layout or state version: reset on open, folded again from the log. */
+  readonly reset: string[] = [];
   private readonly runtimes: Runtime[];
   private readonly snapshots: SnapshotStore;
   private readonly lastSnapshot = new Map<string, { position: number; bytes: number }>();
@@ -161,6 +163,7 @@ export class ProjectionStore {
       if (layoutChanged) this.dropTables(projection);
       for (const t of projection.tables) this.db.exec(createTableSql(t));
       if (layoutChanged) {
+        this.reset.push(projection.name);
         this.snapshots.clear(projection.name);
         if (projection.view) this.snapshots.clear(projection.view.name);
         this.stmts.setPosition.run(projection.name, 0, GENESIS_HASH, fingerprint);

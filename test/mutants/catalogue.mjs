@@ -307,6 +307,12 @@ export const MUTANTS = [
     caughtBy: ['test/holdings.test.ts'],
   },
   {
+    name: 'upgrade-refold-silent',
+    bug: "the first command after an upgrade that changed the projections' layout folds the whole log again without a word (decision 0032): on a long build, a minute of silence",
+    edits: [{ file: 'src/adapters/session.ts', find: 'if (head > 0) warn(', replace: 'if (head < 0) warn(', js: { find: 'if (head > 0)\n            warn(', replace: 'if (head < 0)\n            warn(' } }],
+    caughtBy: ['test/state-layout.test.ts'],
+  },
+  {
     name: 'view-drops-latest-attempts',
     bug: "the build's view keeps only open attempts (decision 0020): a reading command folding from it cannot tell which commit a validated node is integrated with, so status fails or differs",
     edits: [{ file: 'src/projections/build-state.ts', find: '  for (const id in state.nodes) if (state.nodes[id]!.attempts > 0) keep(attemptIdOf(id, state.nodes[id]!.attempts));', replace: '  for (const id in state.nodes) if (state.nodes[id]!.attempts < 0) keep(attemptIdOf(id, state.nodes[id]!.attempts));', js: { find: 'if (state.nodes[id].attempts > 0)', replace: 'if (state.nodes[id].attempts < 0)' } }],
