@@ -1,7 +1,6 @@
 import type { PlannerInput, WorkPacket } from './ports.js';
 import type { AttemptRecord, BuildState } from '../projections/build-state.js';
-import { wholeCheckpoint } from '../projections/build-records.js';
-import type { NodeFailure } from '../projections/build-records.js';
+import { wholeCheckpoint, type NodeFailure } from '../projections/build-records.js';
 import { graphSha256 } from '../projections/graph.js';
 import { earlierRefusals } from './next-action.js';
 import { workerCallKey } from './ids.js';

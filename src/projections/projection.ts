@@ -83,12 +83,12 @@ export function immerProjection<S>(spec: {
 /** Events folded per run by the engine and by time travel (one `evolveMany` call each). */
 export const FOLD_RUN_EVENTS = 1024;
 
-/** Fold `events[from..to)` into `state`: one `evolveMany` call where the projection has it. */
 /** A copy of `state` the caller owns, for `evolveInPlace`: the projection's own `ownedCopy`, else `structuredClone`. */
 export function ownedCopyOf<S>(projection: Projection<S>, state: S): S {
   return projection.ownedCopy !== undefined ? projection.ownedCopy(state) : structuredClone(state);
 }
 
+/** Fold `events[from..to)` into `state`: one `evolveMany` call where the projection has it. */
 export function evolveRun<S>(projection: Projection<S>, state: S, events: readonly StoredEvent[], from: number, to: number): S {
   if (to - from > 1 && projection.evolveMany !== undefined) {
     return projection.evolveMany(state, from === 0 && to === events.length ? events : events.slice(from, to));

@@ -50,51 +50,46 @@ export interface GraphView {
 }
 
 /**
- * Everything a summary stands for: its nodes, the summaries it absorbed and, through them, theirs
- * (depth first: a summary's nodes, then each absorbed summary followed by what it holds). Iterative:
- * a long build's live summary absorbed the one before it at every compaction, a chain as deep as
- * the build has milestones (2,500 at 50,000 nodes), which recursion could not follow.
+ * Everything a summary stands for, each id handed to `visit` in turn: its nodes, the summaries it
+ * absorbed and, through them, theirs (depth first: a summary's nodes, then each absorbed summary
+ * followed by what it holds). Iterative: a long build's live summary absorbed the one before it at
+ * every compaction, a chain as deep as the build has milestones (2,500 at 50,000 nodes), which
+ * recursion could not follow.
  */
-export function holdings(st: BuildState, summaryId: string): string[] {
-  const out: string[] = [];
+function eachHolding(st: BuildState, summaryId: string, visit: (id: string) => void): void {
   const seen = new Set<string>();
   // Work to do, last first: 'expand' lists a summary's holdings, 'emit' lists an absorbed id itself.
   const todo: [op: 'expand' | 'emit', id: string][] = [['expand', summaryId]];
   for (let item = todo.pop(); item !== undefined; item = todo.pop()) {
     const [op, id] = item;
     if (op === 'emit') {
-      out.push(id);
+      visit(id);
       continue;
     }
     const s = Object.hasOwn(st.summaries, id) ? st.summaries[id]!.summary : undefined;
     if (s === undefined || seen.has(id)) continue;
     seen.add(id);
-    for (const n of s.compactedNodeIds) out.push(n);
+    for (const n of s.compactedNodeIds) visit(n);
     for (let i = s.absorbedSummaryIds.length - 1; i >= 0; i--) todo.push(['expand', s.absorbedSummaryIds[i]!], ['emit', s.absorbedSummaryIds[i]!]);
   }
+}
+
+/** Everything a summary stands for, in the order of `eachHolding`. */
+export function holdings(st: BuildState, summaryId: string): string[] {
+  const out: string[] = [];
+  eachHolding(st, summaryId, (id) => out.push(id));
   return out;
 }
 
 /**
- * How many planned nodes a summary stands for: the ids `holdings` lists that are not summaries,
- * each once, counted without listing them (`status` on a long build: 50,000 ids through a chain
- * of 2,500 summaries).
+ * How many planned nodes a summary stands for: the ids it holds that are not summaries, each once,
+ * counted without listing them (`status` on a long build: 50,000 ids through 2,500 summaries).
  */
 export function compactedCount(st: BuildState, summaryId: string): number {
-  const isSummary = (id: string): boolean => Object.hasOwn(st.summaries, id);
   const counted = new Set<string>();
-  const seen = new Set<string>();
-  const todo = [summaryId];
-  for (let id = todo.pop(); id !== undefined; id = todo.pop()) {
-    const s = isSummary(id) ? st.summaries[id]!.summary : undefined;
-    if (s === undefined || seen.has(id)) continue;
-    seen.add(id);
-    for (const n of s.compactedNodeIds) if (!isSummary(n)) counted.add(n);
-    for (const a of s.absorbedSummaryIds) {
-      if (!isSummary(a)) counted.add(a);
-      todo.push(a);
-    }
-  }
+  eachHolding(st, summaryId, (id) => {
+    if (!Object.hasOwn(st.summaries, id)) counted.add(id);
+  });
   return counted.size;
 }
 
