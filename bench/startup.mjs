@@ -2,8 +2,11 @@
 // build of test/fixtures/helios.json, killed (LONGBUILD_CRASH_AT) where it is about to append its
 // first decision (`before-append:PlannerInvoked`) — module loading, opening the build, the lease,
 // stale-lock clearing and the first decision, nothing of the first effect. Beside it `node -e 0`,
-// the Node.js start-up no command can beat, and the same `run` started from a V8 start-up snapshot
-// of the CLI (what `longbuild fuzz` starts its cases' runs from, decision 0028). With
+// the Node.js start-up no command can beat, the same `run` without V8's code cache
+// (LONGBUILD_COMPILE_CACHE=off: every function it calls compiled anew, decision 0033), and started
+// from a V8 start-up snapshot of the CLI (what `longbuild fuzz` starts its cases' runs from,
+// decision 0028). The cached rows start from the cache a first, unmeasured run of each left (one
+// step, then a normal exit). With
 // LONGBUILD_BASELINE=DIR the same of another built checkout runs interleaved (each on a build its
 // own `init` made). Prints medians, ms.
 //   npm run build && node bench/startup.mjs            # ROUNDS=15 by default
@@ -40,14 +43,24 @@ try {
   if (!('launch' in snapshot)) throw new Error(`the start-up snapshot: ${snapshot.reason}`);
   bins.push(['snapshot', here, snapshot.launch]);
   templates.set('snapshot', templates.get('longbuild'));
+  bins.splice(1, 0, ['longbuild, no code cache', here, undefined, { LONGBUILD_COMPILE_CACHE: 'off' }]);
+  templates.set('longbuild, no code cache', templates.get('longbuild'));
   const results = new Map([['node -e 0', []], ...bins.map(([name]) => [`${name} run, to its first step`, []])]);
   const load = [loadavg()[0]];
-  for (let round = 0; round < ROUNDS; round++) {
-    results.get('node -e 0').push(timed(['-e', '0']).ms);
-    for (const [name, dir, launch] of bins) {
+  for (let round = -1; round < ROUNDS; round++) {
+    const warmUp = round < 0; // leaves each CLI's code cache, as any first run does
+    if (!warmUp) results.get('node -e 0').push(timed(['-e', '0']).ms);
+    for (const [name, dir, launch, env] of bins) {
       const repo = join(root, `run-${name}-${round}`);
       cpSync(templates.get(name), repo, { recursive: true });
-      const { ms, r } = timed([...(launch ?? [join(dir, 'bin', 'longbuild.js')]), 'run', '--json'], { cwd: repo, env: { ...process.env, LONGBUILD_CRASH_AT: POINT } });
+      const bin = launch ?? [join(dir, 'bin', 'longbuild.js')];
+      if (warmUp) {
+        // A process killed where it stands writes no cache: this one exits after its first step.
+        execFileSync(process.execPath, [...bin, 'run', '--max-steps', '1', '--json'], { cwd: repo, env: { ...process.env, ...env }, stdio: 'ignore' });
+        rmSync(repo, { recursive: true, force: true });
+        continue;
+      }
+      const { ms, r } = timed([...bin, 'run', '--json'], { cwd: repo, env: { ...process.env, ...env, LONGBUILD_CRASH_AT: POINT } });
       if (r.signal !== 'SIGKILL') throw new Error(`${name}: run was not stopped at ${POINT} (exit ${r.status}): ${r.stderr.trim()}`);
       results.get(`${name} run, to its first step`).push(ms);
       rmSync(repo, { recursive: true, force: true });

@@ -1,7 +1,6 @@
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
@@ -9,6 +8,7 @@ import { computeEventHash } from '../src/events/envelope.js';
 import { hashLeaves, eventLeafHash } from '../src/events/merkle.js';
 import { checkpointText, formatVerifierKey, ED25519, rawPublicKey, signNote } from '../src/events/signed-note.js';
 import { runCli } from './support/cli.js';
+import { coverageEnv, evaluatedModules, lazyModules } from './support/bundle-coverage.js';
 import { hashAt, rewrite, rows } from './support/rewrite-log.js';
 import { generateSigningKey } from '../src/adapters/transparency/keys.js';
 import { signedHeadPath } from '../src/adapters/transparency/keys.js';
@@ -69,18 +69,18 @@ const verify = (repo: string, ...args: string[]) => runCli(['verify', '--repo', 
 const step = (repo: string) => runCli(['step', '--repo', repo], { cwd: root });
 
 
-/** A CLI run that records the modules it loads (test/support/record-modules.mjs) under `name`. */
+/** A CLI run whose V8 coverage goes to its own directory, `name` (test/support/bundle-coverage.ts). */
 const recording = (name: string): Record<string, string> => {
-  const file = join(root, `modules-${name}.txt`);
-  rmSync(file, { force: true });
-  return { NODE_OPTIONS: `--import=${pathToFileURL(join(import.meta.dirname, 'support', 'record-modules.mjs')).href}`, LONGBUILD_RECORD_MODULES: file };
+  const dir = join(root, `coverage-${name}`);
+  rmSync(dir, { recursive: true, force: true });
+  return coverageEnv(dir);
 };
 
-/** The bundle chunks a recorded run loaded that hold zod (the event schemas and their validation). */
-const schemaModules = (name: string): string[] =>
-  [...new Set(readFileSync(join(root, `modules-${name}.txt`), 'utf8').split('\n').filter((u) => u.startsWith('file:') && u.endsWith('.mjs')))]
-    .map((u) => fileURLToPath(u))
-    .filter((f) => f.includes(`${join('dist', 'cli')}`) && readFileSync(f, 'utf8').includes('// node_modules/zod/'));
+/** Whether the recorded run evaluated the event schemas (the catalogue's zod schemas and what builds them). */
+const builtSchemas = (name: string): boolean => {
+  expect(lazyModules().has('events/catalogue'), 'the bundle evaluates the catalogue lazily').toBe(true);
+  return evaluatedModules(join(root, `coverage-${name}`)).has('events/catalogue');
+};
 
 describe('R-36 nobody builds on a bad log; verify names the position', () => {
   it('R-36 a consistent rewrite from position 1 (verify command replaced by `true`, projections deleted): verify names position 1, step and rebuild refuse, nothing is appended', () => {
@@ -277,9 +277,12 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     const show0 = runCli(['show', '--repo', b.repo, '--json'], { cwd: root, env: recording('show0') });
     expect(status0.code, status0.stderr).toBe(0);
     expect(show0.code, show0.stderr).toBe(0);
-    // Decision 0022: folding from the view, they open the log's reading side and load no event schemas.
-    expect(schemaModules('status0'), 'status loaded the event schemas').toEqual([]);
-    expect(schemaModules('show0'), 'show loaded the event schemas').toEqual([]);
+    // Decision 0022: folding from the view, they open the log's reading side and build no event schemas.
+    expect(builtSchemas('status0'), 'status built the event schemas').toBe(false);
+    expect(builtSchemas('show0'), 'show built the event schemas').toBe(false);
+    const diff0 = runCli(['diff', '--repo', b.repo, '1', '5', '--json'], { cwd: root, env: recording('diff0') });
+    expect(diff0.code, diff0.stderr).toBe(0);
+    expect(builtSchemas('diff0'), 'diff built the event schemas').toBe(false);
     const log = new SqliteEventLog({ path: b.db, readonly: true });
     const head = count(b.db);
     const truth = stateAt((from, to) => log.readAllSync({ from, limit: to - from + 1 }), buildProjection, head).state;
@@ -310,7 +313,7 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     const status2 = runCli(['status', '--repo', b.repo, '--json'], { cwd: root, env: recording('status2') });
     expect(status2.stdout).toBe(status0.stdout);
     expect(existsSync(join(b.dir, 'projections.db'))).toBe(true);
-    expect(schemaModules('status2').length, 'opened whole, the build is opened as for a step (the schemas loaded)').toBeGreaterThan(0);
+    expect(builtSchemas('status2'), 'opened whole, the build is opened as for a step (the schemas built)').toBe(true);
   });
 
   it('R-35 a finished build has a signed checkpoint at its head whose root verify recomputes, and --expect-head accepts it and refuses another root', () => {

@@ -195,8 +195,20 @@ export const MUTANTS = [
   {
     name: 'snapshot-argv-unshifted',
     bug: "a process started from the CLI's start-up snapshot takes its arguments as they come (node --snapshot-blob FILE run … has no script in argv): the first one, the command, is dropped",
-    edits: [{ file: 'src/adapters/cli/snapshot-entry.ts', find: "process.argv.splice(1, 0, packageFile('bin', 'longbuild.js'));", replace: 'void packageFile;' }],
+    edits: [{ file: 'src/adapters/cli/bundle-entry.ts', find: "process.argv.splice(1, 0, packageFile('bin', 'longbuild.js'));", replace: 'void packageFile;' }],
     caughtBy: ['test/cli-snapshot.test.ts'],
+  },
+  {
+    name: 'compile-cache-key-ignores-source',
+    bug: "the code cache's key names the bundle by its length, as V8 does: a bundle rebuilt to the same length runs the bytecode cached for the one before it",
+    edits: [{ file: 'src/adapters/cli/compile-cache.ts', find: ".update(source).digest('hex')", replace: ".update(String(source.length)).digest('hex')" }],
+    caughtBy: ['test/compile-cache.test.ts'],
+  },
+  {
+    name: 'status-builds-event-schemas',
+    bug: "status imports the event catalogue: every status call builds every event's zod schema, which decision 0022 keeps out of reading commands",
+    edits: [{ file: 'src/adapters/cli/commands/status.ts', find: "import { shortList } from '../short-list.js';", replace: "import { shortList } from '../short-list.js';\nimport { domainCatalogue as probe } from '../../../events/catalogue.js';\nvoid probe;" }],
+    caughtBy: ['test/log-audit.test.ts'],
   },
   {
     name: 'fuzz-ignores-snapshot',
@@ -451,7 +463,7 @@ export function mutatedCopy(m) {
     applyOnce(join(dir, e.file), e.find, e.replace);
     applyOnce(join(dir, e.file.replace(/^src\//, 'dist/').replace(/\.ts$/, '.js')), e.js?.find ?? e.find, e.js?.replace ?? e.replace);
   }
-  // The CLI runs from its bundle (dist/cli, decision 0018): bundle the mutated dist again.
+  // The CLI runs from its bundle (dist/cli.cjs, decisions 0018 and 0033): bundle the mutated dist again.
   if ((m?.edits ?? []).length > 0) execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: dir, stdio: 'ignore' });
   return dir;
 }

@@ -16,7 +16,10 @@ const KIND = 'longbuild-graph-audit';
 
 /** The graph check over the log's NDJSON text, running while the caller does other checks. */
 export function startGraphAudit(logText: string): { result(): Promise<GraphProblem>; stop(): void } {
-  const url = new URL(import.meta.url);
+  let url = new URL(import.meta.url);
+  // In the CLI's bundle (dist/cli.cjs) this file is not a module of its own: the worker runs the
+  // compiled one beside it (dist/adapters/audit/graph-audit.js).
+  if (url.pathname.endsWith('/cli.cjs')) url = new URL('adapters/audit/graph-audit.js', url);
   if (url.protocol !== 'file:' || !/\.m?js$/.test(url.pathname)) {
     return { result: async () => graphCheck(logText), stop: () => {} };
   }

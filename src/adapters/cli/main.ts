@@ -112,7 +112,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
 }
 
 /** The command is the first argument that is neither a flag nor a global flag's value. */
-function splitCommand(argv: readonly string[]): { name: string | undefined; rest: string[] } {
+export function splitCommand(argv: readonly string[]): { name: string | undefined; rest: string[] } {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--') break;

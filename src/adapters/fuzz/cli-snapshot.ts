@@ -1,6 +1,6 @@
 /**
  * A V8 start-up snapshot of the CLI for the fuzzer's children (decision 0028): built once per
- * campaign for the Node.js that runs it, from dist/cli-snapshot.cjs (scripts/bundle.mjs); a case's
+ * campaign for the Node.js that runs it, from dist/cli.cjs (scripts/bundle.mjs); a case's
  * runs then start with every module loaded and evaluated (`node --snapshot-blob FILE -- run …`),
  * ~45 ms sooner each. Anything that keeps it from being built leaves the children on
  * bin/longbuild.js, with the reason in the report.
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { packageFile } from '../package-files.js';
 
 /** The bundle a snapshot is built from. */
-export const SNAPSHOT_SOURCE = packageFile('dist', 'cli-snapshot.cjs');
+export const SNAPSHOT_SOURCE = packageFile('dist', 'cli.cjs');
 
 export const SNAPSHOT_MODES = ['auto', 'on', 'off'] as const;
 export type SnapshotMode = (typeof SNAPSHOT_MODES)[number];

@@ -1,0 +1,49 @@
+// The CLI in one CommonJS file: scripts/bundle.mjs makes dist/cli.cjs of this file. Two ways run it.
+// - bin/longbuild.js compiles it through V8's code cache (decision 0033, compile-cache.ts) and calls
+//   `runCli`: a command's code is not parsed and compiled again at every start.
+// - `longbuild fuzz` builds a V8 start-up snapshot of it for the running Node.js
+//   (`node --snapshot-blob FILE --build-snapshot dist/cli.cjs`) and starts its cases' runs from it
+//   (`node --snapshot-blob FILE run …`, decision 0028): every module is already loaded and
+//   evaluated, the schemas built, in the heap the snapshot restores. Building it loads every
+//   command's code (the event loop runs until the loads settle, then V8 serialises the heap);
+//   nothing is read from the environment, the clock or the working directory while it is built
+//   (tested), so a snapshot behaves as a fresh process.
+// Packages (better-sqlite3, pg, the EventStoreDB client, dagre) are required on first use in the
+// process that runs (scripts/bundle.mjs makes them lazy), and each command's modules are evaluated
+// only when it runs, as with separate modules.
+import { createRequire } from 'node:module';
+import { startupSnapshot } from 'node:v8';
+import { COMMANDS } from './registry.js';
+import { runCli } from './run-cli.js';
+import { splitCommand } from './main.js';
+import { packageFile } from '../package-files.js';
+
+/** Where the bundle's lazy packages find their `require` (scripts/bundle.mjs; set when a snapshot starts). */
+const LAZY_REQUIRE = Symbol.for('longbuild.snapshot.require');
+
+export { runCli };
+
+/** The command `argv` runs, if it names one: what a code cache has seen (compile-cache.ts). */
+export function commandOf(argv: readonly string[]): string | null {
+  const { name } = splitCommand(argv);
+  return name !== undefined && Object.hasOwn(COMMANDS, name) ? name : null;
+}
+
+if (startupSnapshot.isBuildingSnapshot()) {
+  // What the commands load on first use, loaded now: the build directory and the SQLite log
+  // (not the PostgreSQL one: its client library is native-optional and loaded when used).
+  const loads: Promise<unknown>[] = [
+    import('../build-dir.js'), import('../session.js'), import('../log/sqlite-log.js'), import('../log/chain.js'),
+    ...Object.values(COMMANDS).map((c) => c.load()),
+  ];
+  Promise.all(loads).catch((err: unknown) => {
+    process.stderr.write(`longbuild: the start-up snapshot cannot load the CLI: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+  startupSnapshot.setDeserializeMainFunction(() => {
+    (globalThis as Record<symbol, unknown>)[LAZY_REQUIRE] = createRequire(packageFile('package.json'));
+    // `node --snapshot-blob FILE ARGS…` has no script in argv: put bin/longbuild.js where it would be.
+    process.argv.splice(1, 0, packageFile('bin', 'longbuild.js'));
+    runCli(process.argv.slice(2));
+  });
+}
