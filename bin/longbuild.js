@@ -1,17 +1,28 @@
 #!/usr/bin/env node
 // The CLI: dist/cli.cjs, bundled by `npm run build` (scripts/bundle.mjs) from
 // src/adapters/cli/bundle-entry.ts, compiled through V8's code cache (decision 0033,
-// src/adapters/cli/compile-cache.ts).
-import { fileURLToPath } from 'node:url';
+// src/adapters/cli/compile-cache.cts). CommonJS (bin/package.json), like its loader, so that a
+// command's start does not set up Node.js's ES module loader.
+'use strict';
+const { join } = require('node:path');
 
-const BUNDLE = fileURLToPath(new URL('../dist/cli.cjs', import.meta.url));
-import('../dist/adapters/cli/compile-cache.js')
-  .then(({ startCli }) => startCli(BUNDLE, process.argv.slice(2), process.env))
-  .catch((err) => {
-    // A checkout that was never built (or built with tsc alone) has no bundle: say so in one line.
-    const missing = (err?.code === 'ERR_MODULE_NOT_FOUND' && String(err.message).includes('compile-cache.js')) || (err?.code === 'ENOENT' && err.path === BUNDLE);
-    process.stderr.write(missing
-      ? `longbuild: the CLI is not built (${BUNDLE} is missing): run \`npm run build\` in the package\n`
-      : `longbuild: internal error: ${err?.stack ?? err}\n`);
-    process.exit(1);
-  });
+const BUNDLE = join(__dirname, '..', 'dist', 'cli.cjs');
+let startCli;
+try {
+  ({ startCli } = require('../dist/adapters/cli/compile-cache.cjs'));
+} catch (err) {
+  notBuilt(err?.code === 'MODULE_NOT_FOUND' && String(err.message).includes('compile-cache.cjs'), err);
+}
+try {
+  startCli(BUNDLE, process.argv.slice(2), process.env);
+} catch (err) {
+  notBuilt(err?.code === 'ENOENT' && err.path === BUNDLE, err);
+}
+
+/** A checkout that was never built (or built with tsc alone) has no bundle: say so in one line. */
+function notBuilt(missing, err) {
+  process.stderr.write(missing
+    ? `longbuild: the CLI is not built (${BUNDLE} is missing): run \`npm run build\` in the package\n`
+    : `longbuild: internal error: ${err?.stack ?? err}\n`);
+  process.exit(1);
+}

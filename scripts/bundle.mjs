@@ -5,7 +5,7 @@
 //   bin/longbuild.js compiles through V8's code cache (decisions 0018, 0033) and of which
 //   `longbuild fuzz` builds a start-up snapshot for its cases' runs (decision 0028).
 import { build } from 'rolldown';
-import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 
 await build({
   input: 'dist/adapters/audit/verify-entry.js',
@@ -26,7 +26,9 @@ console.log(`dist/verify.mjs ${Math.round(statSync('dist/verify.mjs').size / 102
 const LAZY_PACKAGES = ['better-sqlite3', 'pg', '@eventstore/db-client', '@dagrejs/dagre'];
 const LAZY_BUILTINS = ['child_process', 'http', 'https', 'module', 'net', 'readline', 'tty', 'worker_threads'];
 const CLI = 'dist/cli.cjs';
-for (const stale of ['dist/cli', 'dist/cli-snapshot.cjs', 'dist/cli.cjs.cache']) rmSync(stale, { recursive: true, force: true });
+// What an earlier build left: the chunks of dist/cli/ and the snapshot's own bundle (before decision
+// 0033), and code caches (dist/cli.cjs.*cache: they would not fit the new bundle anyway).
+for (const stale of ['dist/cli', 'dist/cli-snapshot.cjs', ...readdirSync('dist').filter((f) => f.endsWith('.cache')).map((f) => `dist/${f}`)]) rmSync(stale, { recursive: true, force: true });
 // A package's default export is a class (better-sqlite3) or a namespace object (pg, dagre), the
 // EventStoreDB client's named exports are read from its namespace where they are used
 // (`_eventstore_db_client.START`); a built-in is a namespace object, which the bundle's interop

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,13 +25,19 @@ describe('package files (decision 0018)', () => {
   it('a package copy without its built CLI is refused in one line naming what to run, not a stack trace', () => {
     const dir = mkdtempSync(join(tmpdir(), 'longbuild-unbuilt-'));
     try {
-      mkdirSync(join(dir, 'bin'));
-      copyFileSync(packageFile('bin', 'longbuild.js'), join(dir, 'bin', 'longbuild.js'));
+      cpSync(packageFile('bin'), join(dir, 'bin'), { recursive: true });
       copyFileSync(packageFile('package.json'), join(dir, 'package.json'));
-      const r = spawnSync(process.execPath, [join(dir, 'bin', 'longbuild.js'), 'status'], { encoding: 'utf8' });
-      expect(r.status).toBe(1);
-      expect(r.stderr.trim().split('\n')).toHaveLength(1);
-      expect(r.stderr).toMatch(/^longbuild: the CLI is not built \(.*dist\/cli\.cjs is missing\): run `npm run build`/);
+      const refused = (): void => {
+        const r = spawnSync(process.execPath, [join(dir, 'bin', 'longbuild.js'), 'status'], { encoding: 'utf8' });
+        expect(r.status).toBe(1);
+        expect(r.stderr.trim().split('\n')).toHaveLength(1);
+        expect(r.stderr).toMatch(/^longbuild: the CLI is not built \(.*dist\/cli\.cjs is missing\): run `npm run build`/);
+      };
+      refused();
+      // Built with tsc alone: the loader is there, the bundle is not.
+      mkdirSync(join(dir, 'dist', 'adapters', 'cli'), { recursive: true });
+      copyFileSync(join(PACKAGE_ROOT, 'dist', 'adapters', 'cli', 'compile-cache.cjs'), join(dir, 'dist', 'adapters', 'cli', 'compile-cache.cjs'));
+      refused();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -201,7 +201,19 @@ export const MUTANTS = [
   {
     name: 'compile-cache-key-ignores-source',
     bug: "the code cache's key names the bundle by its length, as V8 does: a bundle rebuilt to the same length runs the bytecode cached for the one before it",
-    edits: [{ file: 'src/adapters/cli/compile-cache.ts', find: ".update(source).digest('hex')", replace: ".update(String(source.length)).digest('hex')" }],
+    edits: [{ file: 'src/adapters/cli/compile-cache.cts', find: ".update(source).digest('hex')", replace: ".update(String(source.length)).digest('hex')" }],
+    caughtBy: ['test/compile-cache.test.ts'],
+  },
+  {
+    name: 'compile-cache-one-file',
+    bug: 'every command reads and writes one code cache: V8 deserialises every command\'s functions at each start, and each command seen first rewrites it',
+    edits: [{ file: 'src/adapters/cli/compile-cache.cts', find: "if (command === null) return join(dir, 'cli.cjs.cache');", replace: "return join(dir, 'cli.cjs.cache');", js: { find: "if (command === null)\n        return join(dir, 'cli.cjs.cache');", replace: "return join(dir, 'cli.cjs.cache');" } }],
+    caughtBy: ['test/compile-cache.test.ts'],
+  },
+  {
+    name: 'compile-cache-never-refreshes',
+    bug: "a command's code cache is what its first process compiled, forever: a first run that stopped early leaves every later run compiling the rest",
+    edits: [{ file: 'src/adapters/cli/compile-cache.cts', find: 'if (own && performance.now() < REFRESH_AFTER_MS) return;', replace: 'if (own) return;', js: { find: 'if (own && performance.now() < REFRESH_AFTER_MS)', replace: 'if (own)' } }],
     caughtBy: ['test/compile-cache.test.ts'],
   },
   {
@@ -461,7 +473,7 @@ export function mutatedCopy(m) {
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   for (const e of m?.edits ?? []) {
     applyOnce(join(dir, e.file), e.find, e.replace);
-    applyOnce(join(dir, e.file.replace(/^src\//, 'dist/').replace(/\.ts$/, '.js')), e.js?.find ?? e.find, e.js?.replace ?? e.replace);
+    applyOnce(join(dir, e.file.replace(/^src\//, 'dist/').replace(/\.ts$/, '.js').replace(/\.cts$/, '.cjs')), e.js?.find ?? e.find, e.js?.replace ?? e.replace);
   }
   // The CLI runs from its bundle (dist/cli.cjs, decisions 0018 and 0033): bundle the mutated dist again.
   if ((m?.edits ?? []).length > 0) execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: dir, stdio: 'ignore' });

@@ -6,7 +6,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { WRAPPER_HEAD } from '../../src/adapters/cli/compile-cache.js';
+import { createRequire } from 'node:module';
+// The loader is CommonJS (src/adapters/cli/compile-cache.cts), which the test runner does not
+// transform: its built copy is used, as bin/longbuild.js uses it.
+const compileCache = createRequire(import.meta.url)('../../dist/adapters/cli/compile-cache.cjs') as typeof import('../../src/adapters/cli/compile-cache.cjs');
+
+const { WRAPPER_HEAD } = compileCache;
 import { packageFile } from '../../src/adapters/package-files.js';
 
 export const BUNDLE = packageFile('dist', 'cli.cjs');
