@@ -67,7 +67,7 @@ export class TableWriter<S> {
       if (!contains(b, key)) this.remove.run(...this.row(key, entity).slice(0, this.spec.keyColumns));
     }
     for (const [key, entity] of entriesOf(b)) {
-      if (lookup(a, key) !== entity || !contains(a, key)) this.upsert.run(...this.row(key, entity));
+      if (lookup(a, key) !== entity || !contains(a, key)) this.upsert.run(...this.row(key, entity).map(stored));
     }
   }
 
@@ -78,6 +78,15 @@ export class TableWriter<S> {
     }
     return row as RowValue[];
   }
+}
+
+/**
+ * A value as bound to SQLite: an integral number as an INTEGER (better-sqlite3 binds every number
+ * as a REAL, 8 bytes; SQLite stores 0 and 1 in none and small integers in one or two), read back
+ * as the same number.
+ */
+function stored(v: RowValue): RowValue | bigint {
+  return typeof v === 'number' && Number.isSafeInteger(v) ? BigInt(v) : v;
 }
 
 /** DDL of a projection table: untyped columns, so values keep the exact type toRow gave. */

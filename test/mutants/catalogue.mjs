@@ -217,6 +217,12 @@ export const MUTANTS = [
     caughtBy: ['test/compile-cache.test.ts'],
   },
   {
+    name: 'projection-integers-as-real',
+    bug: 'projection rows bind every number as better-sqlite3 does, a REAL of 8 bytes: an attempt row stores its number and its adopted flag in 16 bytes instead of none',
+    edits: [{ file: 'src/projections/tables.ts', find: 'this.upsert.run(...this.row(key, entity).map(stored));', replace: 'this.upsert.run(...this.row(key, entity).map((v) => (stored, v)));' }],
+    caughtBy: ['test/projection-tables.test.ts'],
+  },
+  {
     name: 'status-builds-event-schemas',
     bug: "status imports the event catalogue: every status call builds every event's zod schema, which decision 0022 keeps out of reading commands",
     edits: [{ file: 'src/adapters/cli/commands/status.ts', find: "import { shortList } from '../short-list.js';", replace: "import { shortList } from '../short-list.js';\nimport { domainCatalogue as probe } from '../../../events/catalogue.js';\nvoid probe;" }],
