@@ -1,5 +1,5 @@
 /**
- * The CLI started from a V8 start-up snapshot (decision 0028; src/adapters/cli/snapshot-entry.ts,
+ * The CLI started from a V8 start-up snapshot (decision 0028; src/adapters/cli/bundle-entry.ts,
  * src/adapters/fuzz/cli-snapshot.ts), which `longbuild fuzz` starts its cases' runs from. What
  * must hold is that such a process is the CLI: it builds exactly what bin/longbuild.js builds, and
  * reads its arguments, environment and working directory when it runs — nothing of the process

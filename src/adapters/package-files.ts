@@ -4,9 +4,9 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * Files of the longbuild package found from its root, wherever the running code sits: the
- * compiled modules (dist/adapters/…), the bundled CLI's chunks (dist/cli/…) or the sources under
- * the test runner (src/adapters/…). A path relative to one module's own location breaks once that
- * module is bundled into a chunk at another depth; the root does not move.
+ * compiled modules (dist/adapters/…), the bundled CLI (dist/cli.cjs) or the sources under the
+ * test runner (src/adapters/…). A path relative to one module's own location breaks once that
+ * module is bundled at another depth; the root does not move.
  */
 const HERE = fileURLToPath(import.meta.url);
 

@@ -1,5 +1,6 @@
-// Running the CLI as a process, shared by its two entries: entry.ts (bin/longbuild.js) and
-// snapshot-entry.ts (a process started from a V8 start-up snapshot of the CLI, decision 0028).
+// Running the CLI as a process, shared by the two ways dist/cli.cjs (bundle-entry.ts) starts:
+// from bin/longbuild.js through the code cache (decision 0033), and from a V8 start-up snapshot of
+// the CLI (decision 0028).
 import { main } from './main.js';
 import { installInterruptHandlers } from '../interrupt.js';
 
