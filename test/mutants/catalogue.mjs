@@ -223,6 +223,12 @@ export const MUTANTS = [
     caughtBy: ['test/projection-tables.test.ts'],
   },
   {
+    name: 'exit-drops-queued-output',
+    bug: 'the CLI exits as soon as its command returns: what a pipe (64 KiB) could not take yet is dropped, and `longbuild log --json | jq` reads a cut line',
+    edits: [{ file: 'src/adapters/cli/run-cli.ts', find: '(code) => exitFlushed(code),', replace: '(code) => process.exit(code),' }],
+    caughtBy: ['test/cli-output.test.ts'],
+  },
+  {
     name: 'status-builds-event-schemas',
     bug: "status imports the event catalogue: every status call builds every event's zod schema, which decision 0022 keeps out of reading commands",
     edits: [{ file: 'src/adapters/cli/commands/status.ts', find: "import { shortList } from '../short-list.js';", replace: "import { shortList } from '../short-list.js';\nimport { domainCatalogue as probe } from '../../../events/catalogue.js';\nvoid probe;" }],

@@ -17,14 +17,29 @@ export function runCli(argv: string[]): void {
     throw err;
   });
 
-  // Exit explicitly once the command is done (stdout and stderr writes are synchronous on Linux):
-  // the environment teardown of a natural exit closes any database still open, and closing one
-  // whose `-shm` file was made immutable is a SIGBUS instead of the one-line error just printed.
+  // Exit explicitly once the command is done: the environment teardown of a natural exit closes
+  // any database still open, and closing one whose `-shm` file was made immutable is a SIGBUS
+  // instead of the one-line error just printed.
   main(argv).then(
-    (code) => process.exit(code),
+    (code) => exitFlushed(code),
     (err: unknown) => {
       process.stderr.write(`longbuild: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      process.exit(1);
+      exitFlushed(1);
     },
   );
+}
+
+/**
+ * Exit with `code` once everything written to stdout and stderr has gone out. Writes to a file or a
+ * terminal are synchronous, but to a pipe they are not: what the pipe's 64 KiB cannot take yet is
+ * queued, and `process.exit` dropped it (`longbuild log --json | jq` read 65,536 bytes of a
+ * 2 MB log). An empty write's callback runs after every write queued before it.
+ */
+function exitFlushed(code: number): void {
+  let waiting = 2;
+  const done = (): void => {
+    if (--waiting === 0) process.exit(code);
+  };
+  process.stdout.write('', done);
+  process.stderr.write('', done);
 }
