@@ -33,7 +33,7 @@ import vm = require('node:vm');
 
 const { isAscii } = buffer;
 const { createHash } = crypto;
-const { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } = fs;
+const { accessSync, constants, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } = fs;
 const { createRequire } = nodeModule;
 const { dirname, join, resolve } = path;
 const { Script } = vm;
@@ -91,6 +91,17 @@ function readCache(file: string, key: string): Buffer | null {
   return bytes.subarray(newline + 1);
 }
 
+/** Whether `dir` can take a cache file (made when missing). */
+function writable(dir: string): boolean {
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Writes a cache file whole (a temporary file renamed over it); false if it cannot be written. */
 function writeCache(file: string, key: string, command: string | null, data: Buffer): boolean {
   const tmp = `${file}.${process.pid}.tmp`;
@@ -143,6 +154,8 @@ function startCli(bundle: string, argv: string[], env: NodeJS.ProcessEnv): void 
     const own = accepted && read!.file === file;
     process.once('exit', () => {
       if (own && performance.now() < REFRESH_AFTER_MS) return;
+      // A directory this process cannot write (a read-only install): not worth serialising for.
+      if (!writable(dir)) return;
       const data = script.createCachedData();
       if (!own || data.length > read!.data.length * 1.1) writeCache(file, key, command, data);
     });
