@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MUTANTS, ROOT } from './mutants/catalogue.mjs';
+import { builtFile, MUTANTS, ROOT } from './mutants/catalogue.mjs';
 
 const occurrences = (text: string, find: string): number => text.split(find).length - 1;
 
@@ -17,7 +17,7 @@ describe('mutant catalogue (issue 15)', () => {
         const src = occurrences(readFileSync(join(ROOT, e.file), 'utf8'), e.find);
         if (src !== 1) stale.push(`${m.name}: ${e.file} holds its edit ${src} times`);
         if (built) {
-          const js = e.file.replace(/^src\//, 'dist/').replace(/\.ts$/, '.js').replace(/\.cts$/, '.cjs');
+          const js = builtFile(e.file);
           const n = occurrences(readFileSync(join(ROOT, js), 'utf8'), e.js?.find ?? e.find);
           if (n !== 1) stale.push(`${m.name}: ${js} holds its edit ${n} times (give it a \`js\` variant)`);
         }

@@ -473,6 +473,11 @@ function applyOnce(path, find, replace) {
   writeFileSync(path, text.slice(0, at) + replace + text.slice(at + find.length));
 }
 
+/** The file tsc builds from a source file: src/x.ts is dist/x.js, src/x.cts is dist/x.cjs. @param {string} file */
+export function builtFile(file) {
+  return file.replace(/^src\//, 'dist/').replace(/\.ts$/, '.js').replace(/\.cts$/, '.cjs');
+}
+
 /**
  * A copy of the repository's code (src and test with the mutant applied, the built bin and dist
  * with it applied too; node_modules linked), where `npx vitest run` runs the mutated product.
@@ -485,7 +490,7 @@ export function mutatedCopy(m) {
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   for (const e of m?.edits ?? []) {
     applyOnce(join(dir, e.file), e.find, e.replace);
-    applyOnce(join(dir, e.file.replace(/^src\//, 'dist/').replace(/\.ts$/, '.js').replace(/\.cts$/, '.cjs')), e.js?.find ?? e.find, e.js?.replace ?? e.replace);
+    applyOnce(join(dir, builtFile(e.file)), e.js?.find ?? e.find, e.js?.replace ?? e.replace);
   }
   // The CLI runs from its bundle (dist/cli.cjs, decisions 0018 and 0033): bundle the mutated dist again.
   if ((m?.edits ?? []).length > 0) execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: dir, stdio: 'ignore' });
