@@ -8,14 +8,13 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cliBins, median } from './lib/cli.mjs';
 import { syntheticBuild } from './lib/synthetic-build.mjs';
 
 const N = Number(process.env.BENCH_EVENTS ?? 100_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 7);
-const bins = [['longbuild', join(import.meta.dirname, '..', 'bin', 'longbuild.js')]];
-if (process.env.LONGBUILD_BASELINE) bins.push(['baseline', join(process.env.LONGBUILD_BASELINE, 'bin', 'longbuild.js')]);
+const bins = cliBins();
 const root = mkdtempSync(join(tmpdir(), 'lb-bench-read-'));
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 try {
   const t0 = performance.now();
   const b = await syntheticBuild(root, 'big', N, { signEvery: 10_000, snapshotEvery: 1000 });

@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { median } from './lib/cli.mjs';
 import { pathToFileURL } from 'node:url';
 import { blueprint } from './peers/lib.mjs';
 
@@ -18,7 +19,6 @@ const here = join(import.meta.dirname, '..');
 const checkouts = [['longbuild', here]];
 if (process.env.LONGBUILD_BASELINE) checkouts.push(['baseline', process.env.LONGBUILD_BASELINE]);
 const root = mkdtempSync(join(tmpdir(), 'lb-bench-fold-'));
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 try {
   const repo = join(root, 'repo');

@@ -9,14 +9,13 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cliBins, median } from './lib/cli.mjs';
 import { blueprint, bytesUnder } from './peers/lib.mjs';
 
 const N = Number(process.env.BENCH_NODES ?? 50_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
-const bins = [['longbuild', join(import.meta.dirname, '..', 'bin', 'longbuild.js')]];
-if (process.env.LONGBUILD_BASELINE) bins.push(['baseline', join(process.env.LONGBUILD_BASELINE, 'bin', 'longbuild.js')]);
+const bins = cliBins();
 const root = mkdtempSync(join(tmpdir(), 'lb-bench-long-'));
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** One whole CLI process in `repo`; its wall time in ms (it must succeed). */
 function timed(bin, repo, args) {

@@ -14,6 +14,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { median } from './lib/cli.mjs';
 import { buildCliSnapshot } from '../dist/adapters/fuzz/cli-snapshot.js';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 15);
@@ -22,7 +23,6 @@ const here = join(import.meta.dirname, '..');
 const bins = [['longbuild', here]];
 if (process.env.LONGBUILD_BASELINE) bins.push(['baseline', process.env.LONGBUILD_BASELINE]);
 const root = mkdtempSync(join(tmpdir(), 'lb-bench-startup-'));
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const timed = (argv, opts = {}) => {
   const t = performance.now();
   const r = spawnSync(process.execPath, argv, { encoding: 'utf8', ...opts });

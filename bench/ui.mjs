@@ -9,13 +9,13 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { median } from './lib/cli.mjs';
 import { syntheticBuild } from './lib/synthetic-build.mjs';
 
 const N = Number(process.env.BENCH_EVENTS ?? 100_000);
 const POINTS = Number(process.env.BENCH_POINTS ?? 20);
 const BIN = join(process.env.LONGBUILD_BASELINE ?? join(import.meta.dirname, '..'), 'bin', 'longbuild.js');
 const root = mkdtempSync(join(tmpdir(), 'lb-bench-ui-'));
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const max = (xs) => Math.max(...xs);
 
 let t = performance.now();

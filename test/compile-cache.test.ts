@@ -132,6 +132,38 @@ describe('the CLI starts from a code cache (decision 0033)', () => {
     expect(readCache(join(dir, 'cli.cjs.say.cache'), cacheKey(source('later')))).not.toBeNull();
   });
 
+  // V8 runs the bytecode a cache holds for any source of the right length: whoever can write where
+  // the loader reads a cache runs code as longbuild. It reads only beside the bundle (as trusted as
+  // the code) or where LONGBUILD_COMPILE_CACHE says, never where a build or an agent writes.
+  it('attack: bytecode forged under the bundle\'s key and planted in the working directory or the build directory is never run; beside the bundle it would be', () => {
+    const dir = cacheDir();
+    const source = (word: string) => `exports.commandOf = () => 'say';\nexports.runCli = () => { process.stdout.write(${JSON.stringify(word)}); };\n`;
+    const start = (bundle: string, cwd: string, env: Record<string, string> = {}) => {
+      const e: NodeJS.ProcessEnv = { ...process.env, ...env };
+      if (!('LONGBUILD_COMPILE_CACHE' in env)) delete e.LONGBUILD_COMPILE_CACHE;
+      return spawnSync(process.execPath, ['-e', `require(${JSON.stringify(LOADER)}).startCli(${JSON.stringify(bundle)}, ['say'], process.env);`], { cwd, encoding: 'utf8', env: e });
+    };
+    // The forgery: the cache of a bundle of the same length that prints "owned", its key rewritten to the real bundle's.
+    const forge = join(dir, 'forge');
+    mkdirSync(forge);
+    writeFileSync(join(forge, 'bundle.cjs'), source('owned'));
+    expect(start(join(forge, 'bundle.cjs'), forge, { LONGBUILD_COMPILE_CACHE: forge }).stdout).toBe('owned');
+    const made = readFileSync(join(forge, 'cli.cjs.say.cache'));
+    const real = join(dir, 'real');
+    mkdirSync(real);
+    writeFileSync(join(real, 'bundle.cjs'), source('first'));
+    const forged = Buffer.concat([Buffer.from(`${JSON.stringify({ format: 'longbuild-v8-code-cache 1', key: cacheKey(source('first')), command: 'say' })}\n`), made.subarray(made.indexOf(10) + 1)]);
+    const work = join(dir, 'work');
+    mkdirSync(join(work, '.longbuild'), { recursive: true });
+    for (const planted of [join(work, 'cli.cjs.say.cache'), join(work, '.longbuild', 'cli.cjs.say.cache'), join(work, 'cli.cjs.cache')]) writeFileSync(planted, forged);
+    const r = start(join(real, 'bundle.cjs'), work);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('first');
+    // The same bytes beside the bundle are run: the directory is the boundary, so the forgery is a real one.
+    writeFileSync(join(real, 'cli.cjs.say.cache'), forged);
+    expect(start(join(real, 'bundle.cjs'), work).stdout).toBe('owned');
+  });
+
   it('a process that ran long makes its cache again, and keeps it when it compiled a tenth more; a short one never does', () => {
     const dir = cacheDir();
     const bundle = join(dir, 'bundle.cjs');

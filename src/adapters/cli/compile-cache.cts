@@ -102,11 +102,10 @@ function writable(dir: string): boolean {
   }
 }
 
-/** Writes a cache file whole (a temporary file renamed over it); false if it cannot be written. */
+/** Writes a cache file whole (a temporary file renamed over it) in a directory `writable` made; false if it cannot be written. */
 function writeCache(file: string, key: string, command: string | null, data: Buffer): boolean {
   const tmp = `${file}.${process.pid}.tmp`;
   try {
-    mkdirSync(dirname(file), { recursive: true });
     writeFileSync(tmp, Buffer.concat([Buffer.from(`${JSON.stringify({ format: FORMAT, key, command })}\n`), data]), { mode: 0o644 });
     renameSync(tmp, file);
     return true;
