@@ -139,3 +139,90 @@ describe('compact rows (decision 0024)', () => {
     }
   });
 });
+
+describe('stream ids, types and previous hashes stored by reference (decision 0034)', () => {
+  /** Each row's stored stream id, type and previous hash, as SQLite holds them. */
+  function storedColumns(path: string): { stream: string; type: string; prev: string }[] {
+    const db = new Database(path, { readonly: true });
+    try {
+      return db.prepare("SELECT typeof(stream_id) || ':' || length(stream_id) AS stream, typeof(type) || ':' || length(type) AS type, typeof(prev_hash) || ':' || length(prev_hash) AS prev FROM events ORDER BY position").all() as { stream: string; type: string; prev: string }[];
+    } finally {
+      db.close();
+    }
+  }
+
+  it('a compact row stores its stream id and type as a one-byte key, each name once in row_names, and its previous hash not at all (the first row excepted)', async () => {
+    const path = fresh();
+    const log = new SqliteEventLog({ path, catalogue: testCatalogue });
+    for (let i = 0; i < 6; i++) log.appendSync(i % 2 === 0 ? 's1' : 's2', [{ type: i % 3 === 0 ? 'TestNoted' : 'TestTagged', data: i % 3 === 0 ? {} : { tag: 'x' }, metadata: { recordedAt: 't' } }], 'any');
+    expect(storedColumns(path)).toEqual(Array.from({ length: 6 }, (_, i) => ({ stream: 'blob:1', type: 'blob:1', prev: i === 0 ? 'blob:32' : 'blob:0' })));
+    expect(log.db.prepare('SELECT name FROM row_names ORDER BY id').pluck().all()).toEqual(['s1', 'TestNoted', 's2', 'TestTagged']);
+    expect(log.readAllSync().map((e) => [e.streamId, e.type])).toEqual(Array.from({ length: 6 }, (_, i) => [i % 2 === 0 ? 's1' : 's2', i % 3 === 0 ? 'TestNoted' : 'TestTagged']));
+    expect(log.verifyChainSync().ok).toBe(true);
+    await log.close();
+  });
+
+  it('an append that fails after naming a new type adds no name: the next appends key their names afresh, and every row reads back (the rolled-back key is not reused)', async () => {
+    const path = fresh();
+    const log = new SqliteEventLog({ path, catalogue: testCatalogue });
+    log.appendSync('s1', [{ type: 'TestNoted', data: {}, metadata: { recordedAt: 't' } }], 'any');
+    // TestTagged is keyed before the second event fails validation: the append rolls back whole.
+    expect(() => log.appendSync('s1', [{ type: 'TestTagged', data: { tag: 'x' }, metadata: { recordedAt: 't' } }, { type: 'TestTagged', data: [1, 2], metadata: { recordedAt: 't' } }], 'any')).toThrow(/TestTagged/);
+    log.appendSync('s1', [{ type: 'TestUntagged', data: { tag: 'x' }, metadata: { recordedAt: 't' } }], 'any');
+    log.appendSync('s1', [{ type: 'TestTagged', data: { tag: 'y' }, metadata: { recordedAt: 't' } }], 'any');
+    await log.close();
+    const reader = new SqliteLogReader({ path });
+    expect(reader.readAllSync().map((e) => e.type)).toEqual(['TestNoted', 'TestUntagged', 'TestTagged']);
+    expect((await reader.verifyChain()).ok).toBe(true);
+    await reader.close();
+  });
+
+  it('a log from before row_names (text rows, no table) is read as it is, and the first writer to open it adds the table and compact rows after the text ones', async () => {
+    const path = fresh();
+    const old = new SqliteEventLog({ path, catalogue: testCatalogue, compactRows: false });
+    old.appendSync('s1', [{ type: 'TestNoted', data: {}, metadata: { recordedAt: 't' } }, { type: 'TestTagged', data: { tag: 'x' }, metadata: { recordedAt: 't' } }], 'any');
+    old.db.exec('DROP TABLE row_names');
+    await old.close();
+    const reader = new SqliteLogReader({ path, readonly: true });
+    expect(reader.readAllSync().map((e) => e.type)).toEqual(['TestNoted', 'TestTagged']);
+    expect(reader.streamRevisionSync('s1')).toBe(1);
+    await reader.close();
+    const log = new SqliteEventLog({ path, catalogue: testCatalogue });
+    log.appendSync('s1', [{ type: 'TestTagged', data: { tag: 'y' }, metadata: { recordedAt: 't' } }], 1);
+    expect(storedColumns(path).map((c) => c.stream)).toEqual(['text:2', 'text:2', 'blob:1']);
+    expect(log.readAllSync().map((e) => [e.revision, e.type])).toEqual([[0, 'TestNoted'], [1, 'TestTagged'], [2, 'TestTagged']]);
+    expect(log.streamRevisionSync('s1')).toBe(2);
+    expect(log.verifyChainSync().ok).toBe(true);
+    await log.close();
+  });
+
+  it('R-4 a key row_names does not hold, or a row whose predecessor is gone: reads refuse in one line naming the position, verify names it', async () => {
+    for (const [edit, problem, verifyProblem = problem] of [
+      ['UPDATE events SET type = x\'09\' WHERE position = 2', /stored name key 9 is not in row_names/],
+      ['UPDATE events SET stream_id = x\'0001\' WHERE position = 2', /stored name key is not a key/],
+      ['DELETE FROM row_names WHERE name = \'s1\'', /stored name key 1 is not in row_names/],
+      ['DELETE FROM events WHERE position = 1', /at position 2: the row before it, whose hash its previous hash is, is missing/, /event missing: expected position 1/],
+    ] as const) {
+      const path = fresh();
+      const log = new SqliteEventLog({ path, catalogue: testCatalogue });
+      for (let i = 0; i < 3; i++) log.appendSync('s1', [{ type: 'TestAdded', data: { key: 'a', n: i }, metadata: { recordedAt: 't' } }], 'any');
+      log.db.exec(edit);
+      await log.close();
+      const reader = new SqliteLogReader({ path });
+      let message = '';
+      try {
+        reader.readAllSync({ from: 2 });
+      } catch (err) {
+        expect(err).toBeInstanceOf(CorruptLogError);
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(/^corrupt log at position \d: /);
+      expect(message).toMatch(problem);
+      expect(message.split('\n')).toHaveLength(1);
+      const report = await reader.verifyChain();
+      expect(report.ok).toBe(false);
+      expect(report.problems[0]!.problem).toMatch(verifyProblem);
+      await reader.close();
+    }
+  });
+});

@@ -17,7 +17,8 @@ type Tamper =
   | { kind: 'edit-number'; column: 'revision' | 'schema_version'; at: number; delta: number }
   | { kind: 'remove'; at: number }
   | { kind: 'reorder'; a: number; b: number }
-  | { kind: 'truncate'; keep: number };
+  | { kind: 'truncate'; keep: number }
+  | { kind: 'rename'; key: number };
 
 const tamperArb: fc.Arbitrary<Tamper> = fc.oneof(
   fc.record({ kind: fc.constant('edit' as const), column: fc.constantFrom('data', 'metadata', 'type', 'stream_id', 'hash', 'prev_hash' as const), at: fc.nat(), offset: fc.nat() }),
@@ -25,7 +26,11 @@ const tamperArb: fc.Arbitrary<Tamper> = fc.oneof(
   fc.record({ kind: fc.constant('remove' as const), at: fc.nat() }),
   fc.record({ kind: fc.constant('reorder' as const), a: fc.nat(), b: fc.nat() }),
   fc.record({ kind: fc.constant('truncate' as const), keep: fc.nat() }),
+  fc.record({ kind: fc.constant('rename' as const), key: fc.nat() }),
 );
+
+/** What `tamper` returns when SQLite refused the change (the log is as it was). */
+const NOT_APPLIED = -1;
 
 /** Apply one change with raw SQL, as an attacker or a broken disk would; returns the first bad position. */
 function tamper(path: string, total: number, t: Tamper): number {
@@ -36,7 +41,9 @@ function tamper(path: string, total: number, t: Tamper): number {
         const at = (t.at % total) + 1;
         const stored = db.prepare(`SELECT ${t.column} FROM events WHERE position = ?`).pluck().get(at) as string | Buffer;
         let edited: string | Buffer;
-        if (Buffer.isBuffer(stored)) {
+        if (Buffer.isBuffer(stored) && stored.length === 0) {
+          edited = Buffer.from([0]); // a compact row's previous hash is empty (the row before's, decision 0034): a byte appears in it
+        } else if (Buffer.isBuffer(stored)) {
           // A compact row (decision 0024): one bit of its deflated body or of a 32-byte hash flips.
           edited = Buffer.from(stored);
           edited[t.offset % edited.length]! ^= 0x01;
@@ -48,7 +55,13 @@ function tamper(path: string, total: number, t: Tamper): number {
           chars[i] = chars[i] === 'x' ? 'y' : 'x'; // one character (byte, for ASCII) changes
           edited = chars.join('');
         }
-        db.prepare(`UPDATE events SET ${t.column} = ? WHERE position = ?`).run(edited, at);
+        try {
+          db.prepare(`UPDATE events SET ${t.column} = ? WHERE position = ?`).run(edited, at);
+        } catch (err) {
+          // A stream key flipped into another stream's, at a revision that stream has: the index refuses the edit, nothing changed.
+          if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') return NOT_APPLIED;
+          throw err;
+        }
         return at;
       }
       case 'edit-number': {
@@ -71,6 +84,14 @@ function tamper(path: string, total: number, t: Tamper): number {
         })();
         return a;
       }
+      case 'rename': {
+        // A stream id or type stored by key (decision 0034): its name in row_names is edited.
+        const ids = db.prepare('SELECT id FROM row_names ORDER BY id').pluck().all() as number[];
+        const id = ids[t.key % ids.length]!;
+        db.prepare("UPDATE row_names SET name = name || 'x' WHERE id = ?").run(id);
+        const key = Buffer.from([id]);
+        return db.prepare('SELECT min(position) FROM events WHERE stream_id = ? OR type = ?').pluck().get(key, key) as number;
+      }
       case 'truncate': {
         const keep = t.keep % total;
         db.prepare('DELETE FROM events WHERE position > ?').run(keep);
@@ -83,7 +104,7 @@ function tamper(path: string, total: number, t: Tamper): number {
 }
 
 describe('R-4 tamper evidence', () => {
-  it('R-4 any single change to a stored event (edit a byte, remove, reorder, truncate) fails verify naming the first bad position, in text rows and compact rows alike', () => {
+  it('R-4 any single change to a stored event (edit a byte, remove, reorder, truncate, rename a stored key) fails verify naming the first bad position, in text rows and compact rows alike', () => {
     let unchanged = 0;
     fc.assert(
       fc.property(fc.array(appendArb, { minLength: 1, maxLength: 8 }), tamperArb, fc.boolean(), (appends, t, compactRows) => {
@@ -93,7 +114,9 @@ describe('R-4 tamper evidence', () => {
         const total = log.headSync()!.position;
         void log.close();
         fc.pre(t.kind !== 'reorder' || total >= 2);
+        fc.pre(t.kind !== 'rename' || compactRows);
         const expected = tamper(path, total, t);
+        fc.pre(expected !== NOT_APPLIED);
         const reopened = new SqliteEventLog({ path, catalogue: testCatalogue });
         const report = reopened.verifyChainSync();
         const readBack = report.ok ? reopened.readAllSync() : [];

@@ -113,6 +113,7 @@ export class ProjectionStore {
   /** Open (or create) a projections database file at `path` (':memory:' for a scratch one). */
   static open(path: string, projections: readonly Projection<any>[], options: ProjectionStoreOptions = {}): ProjectionStore {
     const db = path === ':memory:' ? new Database(path) : openDatabase(path);
+    db.pragma('auto_vacuum = INCREMENTAL'); // takes effect in a new file only
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('busy_timeout = 10000');
@@ -575,6 +576,8 @@ export class ProjectionStore {
     try {
       this.flush();
       this.snapshotHeads();
+      // Pages freed by replaced snapshots and compacted nodes go back to the file system (decision 0034).
+      if ((this.db.pragma('freelist_count', { simple: true }) as number) > 0) this.db.pragma('incremental_vacuum');
     } finally {
       closeDatabase(this.db);
     }

@@ -95,7 +95,7 @@ export function createTableSql(spec: TableSpec<unknown>): string {
     throw new ValidationError(`projection table ${spec.name}: keyColumns must be between 1 and ${spec.columns.length}`, 'R-5');
   }
   const cols = spec.columns.map(quoteIdent);
-  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(spec.name)} (${cols.join(', ')}, PRIMARY KEY (${cols.slice(0, spec.keyColumns).join(', ')}))`;
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(spec.name)} (${cols.join(', ')}, PRIMARY KEY (${cols.slice(0, spec.keyColumns).join(', ')})) WITHOUT ROWID`;
 }
 
 /**

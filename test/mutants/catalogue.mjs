@@ -169,6 +169,18 @@ export const MUTANTS = [
     caughtBy: ['test/log-row-codec.test.ts'],
   },
   {
+    name: 'row-names-kept-after-rollback',
+    bug: 'a rolled-back append keeps the keys it gave new names (decision 0034): a later row is stored under a key row_names does not hold, and the log no longer reads',
+    edits: [{ file: 'src/adapters/log/sqlite-log.ts', find: '      this.names.forget(); // names it added rolled back with it\n', replace: '' }],
+    caughtBy: ['test/log-row-codec.test.ts'],
+  },
+  {
+    name: 'row-prev-from-any-row-read-before',
+    bug: "a compact row's previous hash is taken from the row read just before it, adjacent or not (decision 0034): a stream's rows read with the hash of another stream's row",
+    edits: [{ file: 'src/adapters/log/sqlite-log-reader.ts', find: 'const before = r[0] - 1 === link.position ? link.hash :', replace: 'const before = link.position > 0 ? link.hash :' }],
+    caughtBy: ['test/log-row-codec.test.ts'],
+  },
+  {
     name: 'journal-forgets-in-doubt',
     bug: 'the call-mark journal is emptied at close while a call is in doubt (decision 0025): a resumed build no longer knows the interrupted worker call started',
     edits: [{ file: 'src/projections/build-state.ts', find: '  if (state.openAttempts.length > 0) return true;\n', replace: '', js: { find: 'if (state.openAttempts.length > 0)\n        return true;', replace: '' } }],

@@ -8,6 +8,7 @@ import type { JsonValue } from '../../src/events/canonical.js';
 import { computeEventHash } from '../../src/events/envelope.js';
 import { GENESIS_HASH } from '../../src/events/hash.js';
 import { hexSql, readTexts } from '../../src/adapters/log/row-codec.js';
+import { RowNames } from '../../src/adapters/log/row-names.js';
 
 export interface Row { position: number; stream_id: string; revision: number; type: string; schema_version: number; data: string; metadata: string; prev_hash: string; hash: string }
 
@@ -15,11 +16,21 @@ export interface Row { position: number; stream_id: string; revision: number; ty
 export function rows(db: string, where = ''): Row[] {
   const d = new Database(db, { readonly: true });
   try {
-    const stored = d.prepare(`SELECT position, stream_id, revision, type, schema_version, data, metadata, ${hexSql('prev_hash')} AS prev_hash, ${hexSql('hash')} AS hash FROM events ${where} ORDER BY position`).all() as (Omit<Row, 'data'> & { data: string | Buffer })[];
+    // A compact row of codec 2 stores its stream id and type as keys, its previous hash as the row before's (decision 0034).
+    const stored = d.prepare(`SELECT position, stream_id, revision, type, schema_version, data, metadata, ${hexSql('prev_hash')} AS prev_hash, ${hexSql('hash')} AS hash FROM events ${where} ORDER BY position`).all() as (Omit<Row, 'data' | 'stream_id' | 'type'> & { data: string | Buffer; stream_id: string | Buffer; type: string | Buffer })[];
+    const names = new RowNames(d);
+    const hashBefore = d.prepare(`SELECT ${hexSql('hash')} FROM events WHERE position = ?`).pluck();
+    const name = (position: number, stored: string | Buffer): string => {
+      const n = names.nameOf(stored);
+      if (typeof n !== 'string') throw new Error(`row ${position}: ${n.problem}`);
+      return n;
+    };
     return stored.map((r) => {
-      const texts = readTexts(r.data, r.metadata, r.stream_id);
+      const streamId = name(r.position, r.stream_id);
+      const texts = readTexts(r.data, r.metadata, streamId);
       if (typeof texts === 'string') throw new Error(`row ${r.position}: ${texts}`);
-      return { ...r, data: texts[0], metadata: texts[1] };
+      const prev = r.prev_hash === '' ? hashBefore.get(r.position - 1) as string : r.prev_hash;
+      return { ...r, stream_id: streamId, type: name(r.position, r.type), prev_hash: prev, data: texts[0], metadata: texts[1] };
     });
   } finally {
     d.close();

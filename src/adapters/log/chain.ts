@@ -60,11 +60,11 @@ function checkRow(row: RawEventRow, expectedPosition: number, prevHash: string, 
   if (row.position !== expectedPosition) {
     return row.position > expectedPosition ? `event missing: expected position ${expectedPosition}, found ${row.position}` : `position ${row.position} out of order`;
   }
+  if (row.undecodable !== undefined) return row.undecodable;
   const expectedRev = (streamRevs.get(row.streamId) ?? -1) + 1;
   if (row.revision !== expectedRev) return `stream '${row.streamId}' revision ${row.revision}, expected ${expectedRev} (reordered or removed event)`;
   streamRevs.set(row.streamId, row.revision);
   if (row.prevHash !== prevHash) return 'previous-hash link broken (an earlier event was edited, removed or reordered)';
-  if (row.undecodable !== undefined) return row.undecodable;
   let data: unknown;
   let metadata: unknown;
   try {

@@ -11,6 +11,13 @@ import { CorruptLogError } from '../../events/errors.js';
 
 /** Codec byte of a compact body: deflate-raw, 4 KiB window, preset dictionary 1 plus the row's stream id. */
 export const CODEC_DEFLATE_DICT_1 = 1;
+/**
+ * Codec byte 2: the body as codec 1's, in a row that also stores its stream id and type as keys
+ * into `row_names` and its previous hash as an empty BLOB, the hash of the row before it
+ * (decision 0034). The body alone is read as codec 1's; the byte is new so that a version that
+ * cannot resolve those columns refuses the row (unknown codec: upgrade) instead of misreading it.
+ */
+export const CODEC_DEFLATE_DICT_2 = 2;
 
 /**
  * Dictionary 1: one short sample of each event type as a build writes it (hashes, commits and
@@ -72,10 +79,10 @@ function dictionaryFor(streamId: string): Buffer {
 }
 
 /** The compact body of one row: the codec byte, then `data` and `metadata` (canonical JSON, never a raw newline) deflated together. */
-export function encodeBody(dataJson: string, metadataJson: string, streamId: string): Buffer {
+export function encodeBody(dataJson: string, metadataJson: string, streamId: string, codec: typeof CODEC_DEFLATE_DICT_1 | typeof CODEC_DEFLATE_DICT_2 = CODEC_DEFLATE_DICT_1): Buffer {
   const deflated = deflateRawSync(Buffer.from(`${dataJson}\n${metadataJson}`, 'utf8'), { level: 6, windowBits: WINDOW_BITS, memLevel: 4, dictionary: dictionaryFor(streamId) });
   const out = Buffer.allocUnsafe(deflated.length + 1);
-  out[0] = CODEC_DEFLATE_DICT_1;
+  out[0] = codec;
   deflated.copy(out, 1);
   return out;
 }
@@ -85,7 +92,7 @@ export function readTexts(data: string | Buffer, metadata: string, streamId: str
   if (typeof data === 'string') return [data, metadata];
   if (metadata !== '') return 'compact row holds text in its metadata column (edited)';
   if (data.length === 0) return 'stored row body is empty (edited or damaged)';
-  if (data[0] !== CODEC_DEFLATE_DICT_1) return `stored row body has codec ${data[0]}, which this longbuild cannot read (a newer version wrote it: upgrade), or the row is damaged`;
+  if (data[0] !== CODEC_DEFLATE_DICT_1 && data[0] !== CODEC_DEFLATE_DICT_2) return `stored row body has codec ${data[0]}, which this longbuild cannot read (a newer version wrote it: upgrade), or the row is damaged`;
   let text: Buffer;
   try {
     text = inflateRawSync(data.subarray(1), { windowBits: WINDOW_BITS, dictionary: dictionaryFor(streamId) });

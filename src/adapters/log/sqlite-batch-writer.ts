@@ -87,10 +87,13 @@ export class SqliteBatchWriter {
     this.worker.on('error', (err) => { this.broken = err; });
   }
 
-  /** Open a batch sealed against `current` and `head`; the thread checks them under its lock. */
-  begin(streamId: string, current: number, head: LogHead | null): void {
+  /**
+   * Open a batch sealed against `current` and `head`; the thread checks them under its lock.
+   * `streamKey`: the stream's key in `row_names`, or its id when it has none (decision 0034).
+   */
+  begin(streamId: string, streamKey: string | Buffer, current: number, head: LogHead | null): void {
     if (this.broken !== undefined) throw this.brokenError();
-    this.port.postMessage({ op: 'begin', streamId, current, head });
+    this.port.postMessage({ op: 'begin', streamId, streamKey, current, head });
   }
 
   /**

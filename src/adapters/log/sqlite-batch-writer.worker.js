@@ -82,7 +82,7 @@ function rollback() {
   if (conn?.db.inTransaction) conn.db.exec('ROLLBACK');
 }
 
-/** @param {{ op: 'begin', streamId: string, current: number, head: { position: number, hash: string } | null } | { op: 'rows', params: (string | number)[] } | { op: 'commit', position: number, hash: string } | { op: 'rollback' } | { op: 'close' }} m */
+/** @param {{ op: 'begin', streamId: string, streamKey: string | Uint8Array, current: number, head: { position: number, hash: string } | null } | { op: 'rows', params: (string | number)[] } | { op: 'commit', position: number, hash: string } | { op: 'rollback' } | { op: 'close' }} m */
 function handle(m) {
   switch (m.op) {
     case 'begin': {
@@ -92,7 +92,7 @@ function handle(m) {
       try {
         conn ??= open();
         conn.db.exec('BEGIN IMMEDIATE');
-        const current = /** @type {{ r: number | null }} */ (conn.stmts.streamRevision.get(m.streamId)).r ?? -1;
+        const current = /** @type {{ r: number | null }} */ (conn.stmts.streamRevision.get(m.streamId, typeof m.streamKey === 'string' ? m.streamKey : Buffer.from(m.streamKey))).r ?? -1;
         const head = /** @type {{ position: number, hash: string } | undefined} */ (conn.stmts.head.get()) ?? null;
         if (current !== m.current || head?.position !== m.head?.position || head?.hash !== m.head?.hash) {
           rollback();

@@ -7,7 +7,8 @@ import { HEAD_SQL, SqliteLogReader, STREAM_REVISION_SQL, type SqliteReaderOption
 import { checkAppendShape, newBatchMemo, prepareNewEvent } from './prepare.js';
 import { BatchWriterError, SqliteBatchWriter } from './sqlite-batch-writer.js';
 import { prepareVerbatim } from './verbatim.js';
-import { encodeBody, hashBytes } from './row-codec.js';
+import { CODEC_DEFLATE_DICT_2, encodeBody, hashBytes } from './row-codec.js';
+import { ROW_NAMES_SCHEMA } from './row-names.js';
 import { assertWritable, formatBytes } from '../../projections/storage-guard.js';
 
 export interface SqliteLogOptions extends SqliteReaderOptions {
@@ -61,7 +62,11 @@ CREATE TABLE IF NOT EXISTS chain_head (
   position INTEGER NOT NULL,
   hash     TEXT    NOT NULL
 );
+${ROW_NAMES_SCHEMA}
 `;
+
+/** A compact row's previous hash: empty, the hash of the row before it (decision 0034). */
+const PREVIOUS_ROW = Buffer.alloc(0);
 
 /**
  * The embedded event log: one SQLite file, WAL, synchronous=FULL by default.
@@ -123,6 +128,7 @@ export class SqliteEventLog extends SqliteLogReader {
       this.db.exec('COMMIT');
     } catch (err) {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      this.names.forget(); // names the rolled-back appends added are gone
       throw err;
     }
   }
@@ -136,7 +142,12 @@ export class SqliteEventLog extends SqliteLogReader {
       const result = this.appendThroughWriter(writer, streamId, events, expected);
       if (result !== undefined) return result;
     }
-    return this.appendInTransaction.immediate(streamId, events, expected);
+    try {
+      return this.appendInTransaction.immediate(streamId, events, expected);
+    } catch (err) {
+      this.names.forget(); // names it added rolled back with it
+      throw err;
+    }
   }
 
   /**
@@ -168,7 +179,7 @@ export class SqliteEventLog extends SqliteLogReader {
       const head = this.headSync();
       let result: AppendResult;
       try {
-        writer.begin(streamId, current, head);
+        writer.begin(streamId, this.names.keyOf(streamId) ?? streamId, current, head);
         // A bulk append: text rows (seal is not asked for the compact form), so the params are strings and numbers.
         result = this.seal(streamId, events, head, current, ROWS_PER_HANDOFF, (params) => writer.rows(params as (string | number)[]));
       } catch (err) {
@@ -212,6 +223,7 @@ export class SqliteEventLog extends SqliteLogReader {
     chunkRows: number, store: (params: (string | number | Buffer)[]) => void, compact = false,
   ): AppendResult {
     const sealer = new ChainSealer(streamId, head, current);
+    const streamKey = compact ? this.names.keyFor(streamId) : undefined;
     const memo = newBatchMemo();
     const stored: StoredEvent[] = new Array(events.length);
     const chunk = chunkRows * COLUMNS;
@@ -221,8 +233,9 @@ export class SqliteEventLog extends SqliteLogReader {
       const prevHash = sealer.hash;
       const hash = sealer.next(p.type, p.schemaVersion, p.dataJson, p.metadataJson);
       const { position, revision } = sealer;
-      if (compact) params.push(position, streamId, revision, p.type, p.schemaVersion, encodeBody(p.dataJson, p.metadataJson, streamId), '', hashBytes(prevHash), hashBytes(hash));
-      else params.push(position, streamId, revision, p.type, p.schemaVersion, p.dataJson, p.metadataJson, prevHash, hash);
+      if (streamKey !== undefined) {
+        params.push(position, streamKey, revision, this.names.keyFor(p.type), p.schemaVersion, encodeBody(p.dataJson, p.metadataJson, streamId, CODEC_DEFLATE_DICT_2), '', position > 1 ? PREVIOUS_ROW : hashBytes(prevHash), hashBytes(hash));
+      } else params.push(position, streamId, revision, p.type, p.schemaVersion, p.dataJson, p.metadataJson, prevHash, hash);
       if (params.length === chunk) {
         store(params);
         params = [];
