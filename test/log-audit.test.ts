@@ -28,9 +28,20 @@ const ORBIT = join(import.meta.dirname, 'fixtures', 'orbit.json');
 let n = 0;
 
 /** A build of the orbit blueprint, run for `steps` steps (all: to the end). */
-function build(steps?: number): { repo: string; db: string; dir: string } {
+/** A blueprint of `count` read-only nodes in milestones of 20 (each node ~2 events: more than a tile of 256 leaves from 130 on). */
+function readOnlyBlueprint(count: number): string {
+  const path = join(root, `wide${count}.json`);
+  const milestones = Array.from({ length: Math.ceil(count / 20) }, (_, m) => ({
+    id: `m${m}`, title: `Milestone ${m}`,
+    nodes: Array.from({ length: Math.min(20, count - m * 20) }, (_, k) => ({ id: `m${m}-n${k}`, kind: 'read-only', deps: k === 0 ? [] : [`m${m}-n${k - 1}`], decision: 'ok' })),
+  }));
+  writeFileSync(path, JSON.stringify({ request: { title: 'wide' }, verify: [], detailedWindow: 2, milestones }));
+  return path;
+}
+
+function build(steps?: number, blueprint = ORBIT): { repo: string; db: string; dir: string } {
   const repo = join(root, `b${n++}`);
-  const init = runCli(['init', '--blueprint', ORBIT, '--repo', repo], { cwd: root });
+  const init = runCli(['init', '--blueprint', blueprint, '--repo', repo], { cwd: root });
   expect(init.code, init.stderr).toBe(0);
   const run = runCli(['run', '--repo', repo, ...(steps === undefined ? [] : ['--max-steps', String(steps)])], { cwd: root });
   expect(run.code, run.stderr).toBe(0);
@@ -226,13 +237,16 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     expect(existsSync(join(b.dir, 'checkpoints'))).toBe(false);
   });
 
-  it('R-35 a forged tree store (every stored leaf replaced) never gets a wrong root signed: the next step rebuilds it from the log and its checkpoint matches the log', () => {
-    const b = build(6);
+  it.each([['a partial tile', () => build(6), false], ['complete tiles kept in the log (decision 0034)', () => build(180, readOnlyBlueprint(130)), true]] as const)('R-35 a forged tree store (every stored leaf replaced, %s given forged leaves) never gets a wrong root signed: the next step rebuilds it from the log and its checkpoint matches the log', (_, made, keptInLog) => {
+    const b = made();
     const t = new Database(join(b.dir, 'tree.db'));
-    for (const row of t.prepare('SELECT idx, length(hashes) AS n FROM tiles').all() as { idx: number; n: number }[]) {
-      t.prepare('UPDATE tiles SET hashes = ? WHERE idx = ?').run(Buffer.alloc(row.n, 0xab), row.idx);
+    const tiles = t.prepare('SELECT idx, length(hashes) AS n FROM tiles').all() as { idx: number; n: number }[];
+    for (const row of tiles) {
+      // A complete tile whose leaves are the log's holds none (an empty BLOB): the forger writes a whole tile of leaves into it.
+      t.prepare('UPDATE tiles SET hashes = ? WHERE idx = ?').run(Buffer.alloc(row.n === 0 ? 256 * 32 : row.n, 0xab), row.idx);
     }
     t.close();
+    expect(tiles.some((row) => row.n === 0)).toBe(keptInLog);
     const s = step(b.repo);
     expect(s.code, s.stderr).toBe(0);
     const v = verify(b.repo);

@@ -181,6 +181,12 @@ export const MUTANTS = [
     caughtBy: ['test/log-row-codec.test.ts'],
   },
   {
+    name: 'tree-empty-tile-counted-empty',
+    bug: 'a tree.db whose last tile is complete and kept in the log (decision 0034) is counted as ending before that tile when reopened: its size, roots and proofs come out short',
+    edits: [{ file: 'src/adapters/transparency/tree-store.ts', find: '(last.bytes === 0 ? TILE : last.bytes / HASH)', replace: '(last.bytes / HASH)' }],
+    caughtBy: ['test/tree-store.test.ts'],
+  },
+  {
     name: 'journal-forgets-in-doubt',
     bug: 'the call-mark journal is emptied at close while a call is in doubt (decision 0025): a resumed build no longer knows the interrupted worker call started',
     edits: [{ file: 'src/projections/build-state.ts', find: '  if (state.openAttempts.length > 0) return true;\n', replace: '', js: { find: 'if (state.openAttempts.length > 0)\n        return true;', replace: '' } }],

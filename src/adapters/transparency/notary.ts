@@ -7,7 +7,7 @@ import type { EventLog } from '../../events/log.js';
 import { Frontier, eventLeafHash, inclusionProof, verifyInclusion } from '../../events/merkle.js';
 import { NoteError, checkpointText, parseCheckpointText, signNote, verifyNote, type VerifierKey } from '../../events/signed-note.js';
 import type { BuildPaths } from '../build-dir.js';
-import { TreeStore } from './tree-store.js';
+import { TreeStore, type LogLeaves } from './tree-store.js';
 import { writeAtomically } from '../atomic-write.js';
 
 /** Leaves kept in memory before they are written to the tree store (four tiles). */
@@ -22,6 +22,16 @@ export interface SignedCheckpoint {
 }
 
 /** Signed checkpoint files of a build, smallest tree size first. */
+/**
+ * The log's leaves read synchronously, where the log can (the embedded SQLite log): the tree store
+ * then keeps no second copy of a complete tile's leaves (decision 0034).
+ */
+function logLeavesOf(log: EventLog): LogLeaves | undefined {
+  const reader = log as Partial<{ readHashesSync(from: number, limit: number): string[] }>;
+  if (typeof reader.readHashesSync !== 'function') return undefined;
+  return (start, end) => reader.readHashesSync!(start + 1, end - start).map(eventLeafHash);
+}
+
 export function checkpointFiles(paths: BuildPaths): { size: number; file: string }[] {
   if (!existsSync(paths.checkpoints)) return [];
   return readdirSync(paths.checkpoints)
@@ -76,7 +86,7 @@ export class Notary {
   }
 
   static open(paths: BuildPaths, log: EventLog, origin: string, vkey: VerifierKey, privateKey: crypto.KeyObject | null, headCopy?: string): Notary {
-    const n = new Notary(paths, log, TreeStore.open(paths.tree), origin, vkey, privateKey);
+    const n = new Notary(paths, log, TreeStore.open(paths.tree, logLeavesOf(log)), origin, vkey, privateKey);
     n.headCopy = headCopy;
     return n;
   }

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { closeDatabase, openDatabase } from '../../projections/storage-guard.js';
 import type { EventLog } from '../../events/log.js';
 import { eventLeafHash, hashLeaves, nodeHash, type Hash, type TreeSource } from '../../events/merkle.js';
+import { CorruptLogError } from '../../events/errors.js';
 
 /** Leaves per tile: subtrees of 2^8 leaves and above are stored (as c2sp.org/tlog-tiles' tile height). */
 export const TILE_LEVEL = 8;
@@ -15,18 +16,28 @@ CREATE TABLE IF NOT EXISTS nodes (level INTEGER NOT NULL, idx INTEGER NOT NULL, 
 `;
 
 /**
+ * Leaf hashes `start` (inclusive) to `end` (exclusive) read from the log itself, synchronously (a
+ * SQLite log): leaf i is the leaf hash of the event at position i + 1.
+ */
+export type LogLeaves = (start: number, end: number) => Hash[];
+
+/**
  * The Merkle tree of the log (R-34), kept incrementally in `<dir>/tree.db`: the leaf hashes in
  * tiles of 256 (one row each, the last one partial) and the hash of every complete subtree of 256
  * leaves or more, so a root or a proof at any size reads O(log n) stored nodes and at most a few
  * hundred leaves. A cache like the projections: derived from the log, checked against signed
  * checkpoints, rebuilt when it disagrees; so it is written without fsync.
+ *
+ * With `logLeaves` (a log that reads synchronously), a complete tile keeps only its subtree's hash:
+ * its row holds an empty BLOB, and its leaves are read from the log when a proof needs them
+ * (decision 0034: the leaves were a second copy of the log's hashes, ~30 bytes per event).
  */
 export class TreeStore {
   private readonly db: Database.Database;
   private readonly stmts;
   private leafCount: number;
 
-  private constructor(path: string) {
+  private constructor(path: string, private readonly logLeaves?: LogLeaves) {
     this.db = path === ':memory:' ? new Database(path) : openDatabase(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
@@ -41,11 +52,12 @@ export class TreeStore {
       putNode: this.db.prepare('INSERT OR REPLACE INTO nodes (level, idx, hash) VALUES (?, ?, ?)'),
     };
     const last = this.stmts.last.get() as { idx: number; bytes: number } | undefined;
-    this.leafCount = last ? last.idx * TILE + last.bytes / HASH : 0;
+    // An empty tile is a complete one whose leaves are the log's.
+    this.leafCount = last ? last.idx * TILE + (last.bytes === 0 ? TILE : last.bytes / HASH) : 0;
   }
 
-  static open(path: string): TreeStore {
-    return new TreeStore(path);
+  static open(path: string, logLeaves?: LogLeaves): TreeStore {
+    return new TreeStore(path, logLeaves);
   }
 
   /** Leaves stored so far (the tree size it can prove at). */
@@ -75,10 +87,11 @@ export class TreeStore {
         const take = Math.min(TILE - have, leafHashes.length - i);
         const old = have === 0 ? Buffer.alloc(0) : (this.stmts.tile.get(tileIdx) as Buffer);
         const tile = Buffer.concat([old.subarray(0, have * HASH), ...leafHashes.slice(i, i + take)]);
-        this.stmts.putTile.run(tileIdx, tile);
+        const complete = have + take === TILE;
+        this.stmts.putTile.run(tileIdx, complete && this.logLeaves !== undefined ? Buffer.alloc(0) : tile);
         i += take;
         this.leafCount += take;
-        if (have + take === TILE) this.completeTile(tileIdx, tile);
+        if (complete) this.completeTile(tileIdx, tile);
       }
     })();
   }
@@ -103,7 +116,7 @@ export class TreeStore {
       this.db.prepare('DELETE FROM tiles WHERE idx > ?').run(tileIdx);
       const keep = from % TILE;
       if (keep === 0) this.db.prepare('DELETE FROM tiles WHERE idx = ?').run(tileIdx);
-      else this.stmts.putTile.run(tileIdx, (this.stmts.tile.get(tileIdx) as Buffer).subarray(0, keep * HASH));
+      else this.stmts.putTile.run(tileIdx, Buffer.concat(this.leaves(tileIdx * TILE, from)));
       for (let level = TILE_LEVEL; level < 53; level++) this.db.prepare('DELETE FROM nodes WHERE level = ? AND (idx + 1) * ? > ?').run(level, 2 ** level, from);
     })();
     this.leafCount = from;
@@ -114,9 +127,21 @@ export class TreeStore {
     if (end <= start) return out;
     for (const row of this.stmts.tiles.all(Math.floor(start / TILE), Math.floor((end - 1) / TILE)) as { idx: number; hashes: Buffer }[]) {
       const base = row.idx * TILE;
+      if (row.hashes.length === 0) {
+        out.push(...this.fromLog(Math.max(start, base), Math.min(end, base + TILE)));
+        continue;
+      }
       for (let k = Math.max(start - base, 0); k < row.hashes.length / HASH && base + k < end; k++) out.push(row.hashes.subarray(k * HASH, (k + 1) * HASH));
     }
     return out;
+  }
+
+  /** Leaves of a complete tile, from the log (a tree.db written with a log that reads them). */
+  private fromLog(start: number, end: number): Hash[] {
+    if (this.logLeaves === undefined) throw new CorruptLogError(start + 1, `${this.db.name} keeps the leaves of this tile in the log, which cannot be read here; delete it (a cache) and run the command again`);
+    const leaves = this.logLeaves(start, end);
+    if (leaves.length !== end - start) throw new CorruptLogError(start + leaves.length + 1, `the log ends before leaf ${end} of its Merkle tree (truncated?); run \`longbuild verify\``);
+    return leaves;
   }
 
   node(level: number, index: number): Hash | undefined {
