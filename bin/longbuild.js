@@ -16,7 +16,14 @@ try {
 try {
   startCli(BUNDLE, process.argv.slice(2), process.env);
 } catch (err) {
+  if (err?.path === BUNDLE && err.code !== 'ENOENT' && typeof err.code === 'string') unreadable(err);
   notBuilt(err?.code === 'ENOENT' && err.path === BUNDLE, err);
+}
+
+/** A bundle that exists but cannot be read (a directory, no permission): a damaged install, in one line. */
+function unreadable(err) {
+  process.stderr.write(`longbuild: cannot read the CLI bundle ${BUNDLE} (${err.code}): the install is damaged; reinstall longbuild, or run \`npm run build\` in the package\n`);
+  process.exit(1);
 }
 
 /** A checkout that was never built (or built with tsc alone) has no bundle: say so in one line. */

@@ -38,6 +38,12 @@ describe('package files (decision 0018)', () => {
       mkdirSync(join(dir, 'dist', 'adapters', 'cli'), { recursive: true });
       copyFileSync(join(PACKAGE_ROOT, 'dist', 'adapters', 'cli', 'compile-cache.cjs'), join(dir, 'dist', 'adapters', 'cli', 'compile-cache.cjs'));
       refused();
+      // A bundle that is there but cannot be read (here a directory: Node.js's EISDIR names no path).
+      mkdirSync(join(dir, 'dist', 'cli.cjs'));
+      const r = spawnSync(process.execPath, [join(dir, 'bin', 'longbuild.js'), 'status'], { encoding: 'utf8' });
+      expect(r.status).toBe(1);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(/^longbuild: cannot read the CLI bundle .*dist\/cli\.cjs \(EISDIR\): the install is damaged; reinstall longbuild, or run `npm run build` in the package$/m);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

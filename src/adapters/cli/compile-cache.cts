@@ -124,7 +124,13 @@ function writeCache(file: string, key: string, command: string | null, data: Buf
  * the command's cache at exit when it read none of its own (or ran long and compiled more).
  */
 function startCli(bundle: string, argv: string[], env: NodeJS.ProcessEnv): void {
-  const bytes = readFileSync(bundle);
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(bundle);
+  } catch (err) {
+    // Node.js names no path for some failures (EISDIR): the caller says which file could not be read.
+    throw Object.assign(err as Error, { path: bundle });
+  }
   // scripts/bundle.mjs writes ASCII, which reads as Latin-1 without decoding UTF-8 (~4 ms).
   const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
   const dir = cacheDirFor(bundle, env);
