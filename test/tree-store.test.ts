@@ -53,6 +53,17 @@ describe('R-34 the tree store and the frontier', () => {
     store.append(all);
     expect(store.leaves(0, 600)).toEqual(all);
     store.close();
+    // Reopened when its last tile is complete (kept in the log), it counts that tile whole.
+    const exact = join(dir, `t${n++}.db`);
+    const whole = TreeStore.open(exact, (s, e) => all.slice(s, e));
+    whole.append(all.slice(0, 512));
+    whole.close();
+    const reopened = TreeStore.open(exact, (s, e) => all.slice(s, e));
+    expect(reopened.size()).toBe(512);
+    expect(treeRoot(reopened.source(), 512).equals(hashLeaves(all.slice(0, 512)))).toBe(true);
+    reopened.append(all.slice(512, 600));
+    expect(treeRoot(reopened.source(), 600).equals(hashLeaves(all))).toBe(true);
+    reopened.close();
     const db = new Database(path, { readonly: true });
     expect(db.prepare('SELECT idx, length(hashes) AS bytes FROM tiles ORDER BY idx').all()).toEqual([{ idx: 0, bytes: 0 }, { idx: 1, bytes: 0 }, { idx: 2, bytes: 88 * 32 }]);
     db.close();
