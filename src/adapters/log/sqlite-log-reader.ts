@@ -198,7 +198,7 @@ export class SqliteLogReader implements TransferableEventLog {
    * row before (from `link`, the row read just before it, or looked up), and a stream id or type
    * stored by key becomes its name. Returns why the row cannot be resolved, or undefined.
    */
-  protected resolve(r: RawRow, link: Link): string | undefined {
+  private resolve(r: RawRow, link: Link): string | undefined {
     const prev = r[7];
     if (typeof prev !== 'string' && prev.length === 0) {
       const before = r[0] - 1 === link.position ? link.hash : (this.reads.hashAt.get(r[0] - 1) as string | Buffer | undefined);

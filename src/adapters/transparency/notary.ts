@@ -21,7 +21,6 @@ export interface SignedCheckpoint {
   readonly file: string;
 }
 
-/** Signed checkpoint files of a build, smallest tree size first. */
 /**
  * The log's leaves read synchronously, where the log can (the embedded SQLite log): the tree store
  * then keeps no second copy of a complete tile's leaves (decision 0034).
@@ -32,6 +31,7 @@ function logLeavesOf(log: EventLog): LogLeaves | undefined {
   return (start, end) => reader.readHashesSync!(start + 1, end - start).map(eventLeafHash);
 }
 
+/** Signed checkpoint files of a build, smallest tree size first. */
 export function checkpointFiles(paths: BuildPaths): { size: number; file: string }[] {
   if (!existsSync(paths.checkpoints)) return [];
   return readdirSync(paths.checkpoints)
