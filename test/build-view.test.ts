@@ -67,7 +67,7 @@ describe('R-6 R-37 the build fold in place and from a view', () => {
 
   it('R-6 the property catches a view that drops what the fold reads: without summaries, without jobs, or with summary heads that drop the compacted ids, it fails', () => {
     const noSummaries = (s: BuildState): BuildState => ({ ...buildView(s), summaries: {} });
-    const noJobs = (s: BuildState): BuildState => ({ ...buildView(s), jobs: {} });
+    const noJobs = (s: BuildState): BuildState => ({ ...buildView(s), jobs: [] });
     // Decision 0032: a summary's head keeps its compacted ids, which the fold maps dependencies by.
     const noCompactedIds = (s: BuildState): BuildState => {
       const v = buildView(s);

@@ -4,7 +4,7 @@ import { Immer } from 'immer';
 import { describe, expect, it } from 'vitest';
 import type { NodeRecord } from '../src/projections/build-state.js';
 import { graphIndexOf, knownGraphIndexOf, noteNodesFolded, type GraphIndex } from '../src/projections/graph-index.js';
-import { NodesDraft } from '../src/projections/node-table.js';
+import { TableDraft } from '../src/projections/record-table.js';
 
 const immer = new Immer({ autoFreeze: false });
 
@@ -79,9 +79,9 @@ function applyOp(nodes: Nodes, o: Op, added: string[]): Nodes {
     noteNodesFolded(nodes, next, null);
     return next;
   }
-  // The fold's own draft of the nodes (node-table.ts): it notes every id read, written or deleted.
+  // The fold's own draft of the nodes (record-table.ts): it notes every id read, written or deleted.
   const touched = new Set<string>();
-  const draft = new NodesDraft(nodes, immer, touched);
+  const draft = new TableDraft(nodes, immer, touched);
   const d = { nodes: draft.proxy };
   if (o.kind === 'add') {
     const id = nameOf(added.length);

@@ -16,8 +16,7 @@ import { catchUpFromLog } from '../src/adapters/log/paging.js';
 import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
 import type { StoredEvent } from '../src/events/envelope.js';
 import { buildProjection } from '../src/projections/build-projection.js';
-import { evolveBuild, initialBuildState, type BuildState } from '../src/projections/build-state.js';
-import { plainNodes } from '../src/projections/node-table.js';
+import { evolveBuild, initialBuildState, plainState, type BuildState } from '../src/projections/build-state.js';
 import { ROOT } from './support/cli.js';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { CorruptLogError } from '../src/events/errors.js';
@@ -77,7 +76,7 @@ describe('catchUpFromLog', () => {
       const e = JSON.parse(l);
       return { position: e.position, streamId: e.streamId, revision: e.revision, type: e.type, schemaVersion: e.schemaVersion, data: e.data, metadata: e.metadata, prevHash: e.prevHash, hash: e.hash } as StoredEvent;
     });
-    const plain = (st: BuildState): string => canonicalJson({ ...st, nodes: plainNodes(st.nodes) } as unknown as JsonValue);
+    const plain = (st: BuildState): string => canonicalJson(plainState(st) as unknown as JsonValue);
     const foldTo = (n: number): BuildState => events.slice(0, n).reduce(evolveBuild, initialBuildState);
     const dir = mkdtempSync(join(tmpdir(), 'lb-paging-'));
     dirs.push(dir);

@@ -15,14 +15,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
 import type { StoredEvent } from '../src/events/envelope.js';
 import { buildProjection } from '../src/projections/build-projection.js';
-import { attemptOf, evolveBuild, initialBuildState, positionOfRevision, type BuildState } from '../src/projections/build-state.js';
+import { attemptOf, evolveBuild, initialBuildState, plainState, positionOfRevision, type BuildState } from '../src/projections/build-state.js';
 import { snapshotProblems } from '../src/projections/snapshot-audit.js';
 import { SqliteSnapshotStore } from '../src/projections/snapshot-store.js';
 import Database from 'better-sqlite3';
 import { ProjectionStore } from '../src/projections/engine.js';
-import { plainNodes } from '../src/projections/node-table.js';
 import type { Projection } from '../src/projections/projection.js';
-import { shardEntries, type Sharded } from '../src/projections/sharded.js';
+import { shardedOf, shardEntries, slotsOf, type Sharded } from '../src/projections/sharded.js';
 import { cliJson, ROOT, runCli, twoMilestoneHelios } from './support/cli.js';
 
 const dirs: string[] = [];
@@ -37,52 +36,88 @@ function goldenEvents(name: string): StoredEvent[] {
   });
 }
 
-/** A sharded collection with its bucket and entry keys renamed (between the two layouts). */
-function renamed<T>(s: Sharded<T>, bucket: (name: string) => string, key: (k: string) => string): Sharded<T> {
+/** How an earlier state version laid out sharded collections: buckets as objects with these names, these entry keys. */
+interface ObjectLayout {
+  readonly version: number;
+  readonly what: string;
+  /** A bucket's name from its slot. */
+  readonly bucket: (slot: number) => string;
+  /** A graph revision's key in that layout, from today's. */
+  readonly revisionKey: (key: string) => string;
+  /** Today's key of a graph revision, from that layout's. */
+  readonly revisionKeyBack: (key: string) => string;
+  /** Every top-level bucket name matches. */
+  readonly bucketName: RegExp;
+}
+
+const LAYOUTS: readonly ObjectLayout[] = [
+  {
+    version: 4, what: 'digit-only bucket names', bucket: (slot) => slot.toString(36),
+    revisionKey: (k) => k.replace(/^r/, ''), revisionKeyBack: (k) => `r${k}`, bucketName: /^[0-9a-z]{1,2}$/,
+  },
+  {
+    version: 7, what: 'buckets as objects named s + digits', bucket: (slot) => `s${slot.toString(36)}`,
+    revisionKey: (k) => k, revisionKeyBack: (k) => k, bucketName: /^s[0-9a-z]{1,2}$/,
+  },
+];
+
+/** A sharded collection in an earlier layout: buckets as objects (see ObjectLayout), entry keys renamed. */
+function asObjects<T>(s: Sharded<T>, bucket: (slot: number) => string, key: (k: string) => string): Sharded<T> {
   const out: Record<string, Record<string, Record<string, T>>> = {};
-  for (const a in s) for (const b in s[a]) for (const [k, v] of Object.entries(s[a]![b]!)) ((out[bucket(a)] ??= {})[bucket(b)] ??= {})[key(k)] = v;
-  return out;
+  s.forEach((mid, a) => mid?.forEach((leaf, b) => {
+    if (leaf != null) for (const [k, v] of Object.entries(leaf)) ((out[bucket(a)] ??= {})[bucket(b)] ??= {})[key(k)] = v;
+  }));
+  return out as unknown as Sharded<T>;
 }
 
-/** The state in the layout of state version 4: bucket names and revision keys were bare digits. */
-function version4(s: BuildState): BuildState {
-  const bare = (name: string): string => name.replace(/^s/, '');
-  const same = (k: string): string => k;
-  return { ...s, attempts: renamed(s.attempts, bare, same), jobs: renamed(s.jobs, bare, same), revisionPositions: renamed(s.revisionPositions, bare, (k) => k.replace(/^r/, '')) };
+/** Today's layout of a collection an earlier layout kept (see asObjects), entry keys renamed back. */
+function fromObjects<T>(s: Sharded<T>, key: (k: string) => string): Sharded<T> {
+  const flat: Record<string, T> = {};
+  const buckets = s as unknown as Record<string, Record<string, Record<string, T>>>;
+  for (const a in buckets) for (const b in buckets[a]) for (const [k, v] of Object.entries(buckets[a]![b]!)) flat[key(k)] = v;
+  return shardedOf(flat);
 }
 
-function version5(s: BuildState): BuildState {
-  const named = (name: string): string => `s${name}`;
-  const same = (k: string): string => k;
-  return { ...s, attempts: renamed(s.attempts, named, same), jobs: renamed(s.jobs, named, same), revisionPositions: renamed(s.revisionPositions, named, (k) => `r${k}`) };
+const same = (k: string): string => k;
+
+/** The state in an earlier layout. */
+function inLayout(l: ObjectLayout, s: BuildState): BuildState {
+  return { ...s, attempts: asObjects(s.attempts, l.bucket, same), jobs: asObjects(s.jobs, l.bucket, same), revisionPositions: asObjects(s.revisionPositions, l.bucket, l.revisionKey) };
 }
 
-/** A state as plain JSON (its nodes are a persistent table in memory). */
-const plain = (s: BuildState): string => canonicalJson({ ...s, nodes: plainNodes(s.nodes) } as unknown as JsonValue);
+/** Today's layout of a state kept in an earlier one. */
+function fromLayout(l: ObjectLayout, s: BuildState): BuildState {
+  return { ...s, attempts: fromObjects(s.attempts, same), jobs: fromObjects(s.jobs, same), revisionPositions: fromObjects(s.revisionPositions, l.revisionKeyBack) };
+}
 
-/** What longbuild of state version 4 stored: its fold, in its layout, under its version. */
-const storedByVersion4: Projection<BuildState> = {
+/** A state as plain JSON (its nodes, checkpoints, summaries and planner calls are tables in memory). */
+const plain = (s: BuildState): string => canonicalJson(plainState(s) as unknown as JsonValue);
+
+/** What longbuild of an earlier state version stored: its fold, in its layout, under its version. */
+const storedBy = (l: ObjectLayout): Projection<BuildState> => ({
   name: buildProjection.name,
-  initialState: version4(initialBuildState),
-  evolve: (s, e) => version4(evolveBuild(version5(s), e)),
-  tables: buildProjection.tables.map((t) => ({ ...t, entities: (s: BuildState) => t.entities(version5(s)), toRow: t.toRow })),
-  stateVersion: 4,
-};
+  initialState: inLayout(l, initialBuildState),
+  evolve: (s, e) => inLayout(l, evolveBuild(fromLayout(l, s), e)),
+  tables: buildProjection.tables.map((t) => ({ ...t, entities: (s: BuildState) => t.entities(fromLayout(l, s)), toRow: t.toRow })),
+  stateVersion: l.version,
+});
 
 describe('stored build state layout', () => {
-  it('a projections.db holding snapshots of state version 4 (digit-only bucket names) is folded again from the log, never restored from them', () => {
+  it.each(LAYOUTS)('a projections.db holding snapshots of state version $version ($what) is folded again from the log, never restored from them', (layout) => {
     const events = goldenEvents('helios');
     const fold = events.reduce(evolveBuild, initialBuildState);
     const dir = mkdtempSync(join(tmpdir(), 'lb-state-layout-'));
     dirs.push(dir);
     const path = join(dir, 'projections.db');
-    const old = ProjectionStore.open(path, [storedByVersion4], { snapshotEvery: 20 });
+    const old = ProjectionStore.open(path, [storedBy(layout)], { snapshotEvery: 20 });
     old.catchUp(events);
     const oldState = old.state<BuildState>('build');
     old.close();
-    // The emulated old layout is the old one: digit-only buckets, and the current accessors find nothing in it.
-    expect(Object.keys(oldState.attempts).every((k) => /^[0-9a-z]{1,2}$/.test(k) && !k.startsWith('s'))).toBe(true);
-    const someAttempt = [...shardEntries(fold.attempts)][0]![0];
+    // The emulated old layout is the old one: buckets as named objects, and today's accessors find nothing in it.
+    expect(Array.isArray(oldState.attempts)).toBe(false);
+    expect(Object.keys(oldState.attempts).every((k) => layout.bucketName.test(k))).toBe(true);
+    // An attempt in a bucket above 9 (slots 0–9 are the same digits in version 4's layout, index or name).
+    const someAttempt = [...shardEntries(fold.attempts)].map(([id]) => id).find((id) => slotsOf(id).some((n) => n >= 10))!;
     expect(attemptOf(oldState, someAttempt)).toBeUndefined();
     copyFileSync(path, join(dir, 'unversioned.db'));
 
@@ -98,12 +133,12 @@ describe('stored build state layout', () => {
       current.close();
     }
 
-    // Had the version stayed 4, the old snapshot would be restored and read in the wrong layout.
-    const unversioned = ProjectionStore.open(join(dir, 'unversioned.db'), [{ ...buildProjection, stateVersion: 4 }], { snapshotEvery: 20 });
+    // Had the version stayed, the old snapshot would be restored and read in the wrong layout.
+    const unversioned = ProjectionStore.open(join(dir, 'unversioned.db'), [{ ...buildProjection, stateVersion: layout.version }], { snapshotEvery: 20 });
     try {
       unversioned.catchUp(events);
       const misread = unversioned.state<BuildState>('build');
-      expect(attemptOf(misread, someAttempt)).toBeUndefined();
+      expect([...shardEntries(fold.attempts)].some(([id]) => attemptOf(misread, id) === undefined)).toBe(true);
       expect(plain(misread)).not.toBe(plain(fold));
     } finally {
       unversioned.close();

@@ -9,6 +9,7 @@
  */
 import { compareCodePoints } from '../events/canonical.js';
 import type { AcceptanceRun, BuildState } from '../projections/build-state.js';
+import { recordEntries } from '../projections/record-table.js';
 
 /** True when the build names acceptance commands. */
 export function hasAcceptance(state: Pick<BuildState, 'build'>): boolean {
@@ -33,7 +34,7 @@ export function acceptanceDue(state: BuildState): { milestoneId: string | null; 
   const runs = Object.values(state.acceptance?.runs ?? {});
   const checked = new Set(runs.map((r) => r.milestoneId));
   const heads = new Set(runs.filter((r) => r.status === 'passed').map((r) => r.head));
-  const due = Object.entries(state.checkpoints)
+  const due = recordEntries(state.checkpoints)
     .filter(([m, c]) => !checked.has(m) && !heads.has(c.checkpoint.integrationHead))
     .sort(([a, x], [b, y]) => x.position - y.position || compareCodePoints(a, b))[0];
   return due === undefined ? null : { milestoneId: due[0], head: due[1].checkpoint.integrationHead };
@@ -47,7 +48,7 @@ export function latestAcceptance(state: Pick<BuildState, 'acceptance'>): Accepta
 
 /** Repair windows planned so far: repair asks whose proposal was accepted. */
 export function repairsPlanned(state: Pick<BuildState, 'plannerCalls'>): number {
-  return Object.values(state.plannerCalls).filter((c) => c.purpose === 'repair' && c.status === 'returned').length;
+  return recordEntries(state.plannerCalls).filter(([, c]) => c.purpose === 'repair' && c.status === 'returned').length;
 }
 
 /** The runs a planner is told about: those of the window in force's milestones, and the newest run, oldest first. */

@@ -137,8 +137,9 @@ export const buildProjection: Projection<BuildState> = {
    * 6: the view keeps the heads of checkpoints and absorbed summaries, not their lists (decision 0032).
    * 7: the state itself does, for checkpoints outside the horizon's window and absorbed summaries,
    *    and the view keeps what the state keeps (decision 0032).
+   * 8: the bucket levels of sharded collections are arrays, not objects (decision 0035).
    */
-  stateVersion: 7,
+  stateVersion: 8,
   evolve: evolveBuild,
   evolveInPlace: (state, event) => evolveBuildInPlace(state as Draft<BuildState>, event),
   ownedCopy: (state) => ownedCopy(state),

@@ -1,7 +1,7 @@
 import { Immer, isDraft, original, type Draft } from 'immer';
 import { planOrder } from './graph.js';
 import { forgetNodes, noteNodesFolded } from './graph-index.js';
-import { NodesDraft, plainNodes } from './node-table.js';
+import { isRecordTable, plainRecord, someValue, TableDraft } from './record-table.js';
 import type { JsonValue } from '../events/canonical.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type { DataOf, DomainEvent, NodeState } from '../events/catalogue.js';
@@ -20,7 +20,7 @@ export interface BuildState {
   readonly graphRevision: number;
   /**
    * The graph's nodes by id: a read-only record. A state `evolveBuild` made holds them in a
-   * persistent table behind a record view (node-table.ts, decision 0027); one restored from a
+   * persistent table behind a record view (record-table.ts, decision 0027); one restored from a
    * snapshot or made by hand holds a plain record. Read both alike; never write to either.
    */
   readonly nodes: Readonly<Record<string, NodeRecord>>;
@@ -95,8 +95,8 @@ export const initialBuildState: BuildState = {
   nodes: {},
   horizon: null,
   checkpoints: {},
-  attempts: {},
-  jobs: {},
+  attempts: [],
+  jobs: [],
   openAttempts: [],
   openJobs: [],
   jobCount: 0,
@@ -119,52 +119,82 @@ export const initialBuildState: BuildState = {
  */
 const immer = new Immer({ autoFreeze: false });
 
+/**
+ * The records the fold keeps as persistent tables (record-table.ts, decisions 0027 and 0035), not
+ * as immer's plain records: immer copies a record whole at its first write in every event — the
+ * nodes at nearly every event, the checkpoints, summaries and planner calls once or twice per
+ * milestone, each as large as the build's history.
+ */
+const TABLE_KEYS = ['nodes', 'checkpoints', 'summaries', 'plannerCalls'] as const;
+type TableKey = (typeof TABLE_KEYS)[number];
+const isTableKey = (key: PropertyKey): key is TableKey => (TABLE_KEYS as readonly PropertyKey[]).includes(key);
+
 /** Fold one stored event into the build state (pure; R-7). Unknown types are ignored. */
 export function evolveBuild(state: BuildState, event: StoredEvent): BuildState {
-  // `nodes` is folded outside immer, as a persistent table (node-table.ts): immer would copy the
-  // whole record at every event. The graph index (R-9 SHA, R-10 ready wave) follows the nodes the
-  // event touched (decision 0021).
+  // The graph index (R-9 SHA, R-10 ready wave) follows the nodes the event touched (decision 0021).
   const touched = new Set<string>();
-  const nodes = new NodesDraft(state.nodes, immer, touched);
+  const tables = new Map<TableKey, TableDraft<object>>();
+  const tableDraft = (key: TableKey): Record<string, unknown> => {
+    let t = tables.get(key);
+    if (t === undefined) tables.set(key, (t = new TableDraft<object>(state[key], immer, key === 'nodes' ? touched : undefined)));
+    return t.proxy;
+  };
   let next = immer.produce(state, (draft) => {
     draft.position = event.position;
     graphBumped = false;
-    applyDomainEvent(withNodes(draft, nodes.proxy), { type: event.type, data: event.data } as DomainEvent, event.metadata.recordedAt);
+    applyDomainEvent(withTables(draft, tableDraft), { type: event.type, data: event.data } as DomainEvent, event.metadata.recordedAt);
   });
-  const folded = nodes.commit();
-  if (folded !== null) next = { ...next, nodes: folded };
+  let changed: Partial<Record<TableKey, unknown>> | null = null;
+  for (const [key, t] of tables) {
+    const folded = t.commit();
+    if (folded !== null) (changed ??= {})[key] = folded;
+  }
+  if (changed !== null) next = { ...next, ...changed } as BuildState;
   noteNodesFolded(state.nodes, next.nodes, touched);
   if (next.summaries !== state.summaries) carrySummaryIndex(state.summaries, next.summaries);
   return next;
 }
 
-/** The fold's draft with `nodes` answered by the nodes draft (never immer's: see evolveBuild). */
-function withNodes(draft: Draft<BuildState>, nodes: Record<string, Draft<NodeRecord>>): Draft<BuildState> {
+/** The fold's draft with its tables' records answered by their table drafts (never immer's: see evolveBuild). */
+function withTables(draft: Draft<BuildState>, tableDraft: (key: TableKey) => Record<string, unknown>): Draft<BuildState> {
   return new Proxy(draft, {
-    get: (target, key) => (key === 'nodes' ? nodes : Reflect.get(target, key)),
+    get: (target, key) => (isTableKey(key) ? tableDraft(key) : Reflect.get(target, key)),
     set: (target, key, value) => {
-      if (key === 'nodes') throw new Error('a fold may change nodes one by one, not replace them whole');
+      if (isTableKey(key)) throw new Error(`a fold may change ${String(key)} one by one, not replace them whole`);
       return Reflect.set(target, key, value);
     },
   });
 }
 
 /**
- * A mutable copy of `state` that shares nothing with it (for a fold in place): `nodes` as a plain
- * record, the rest structurally cloned.
+ * `state` with the records the fold keeps as tables made plain records (a shallow copy; a state
+ * already plain is returned as it is): what a structured clone, canonical JSON or a fold in place
+ * takes.
+ */
+export function plainState<S extends BuildState>(state: S): S {
+  if (!TABLE_KEYS.some((key) => isRecordTable(state[key]))) return state;
+  const plain = { ...state } as Record<string, unknown>;
+  for (const key of TABLE_KEYS) plain[key] = plainRecord(state[key] as Readonly<Record<string, unknown>>);
+  return plain as S;
+}
+
+/**
+ * A mutable copy of `state` that shares nothing with it (for a fold in place): its tables as plain
+ * records, the rest structurally cloned.
  */
 export function ownedCopy(state: BuildState): Draft<BuildState> {
-  return structuredClone({ ...state, nodes: plainNodes(state.nodes) }) as Draft<BuildState>;
+  return structuredClone(plainState(state)) as Draft<BuildState>;
 }
 
 /**
  * Fold one stored event into a mutable state, in place: the same recipe as `evolveBuild`, without
  * immer's copies (an audit that folds a whole log once and keeps no earlier state; ~10x cheaper).
- * `state` must be the caller's own (e.g. `ownedCopy(initialBuildState)`): it is changed. Its nodes
- * are made a plain record first if they are a table (a state `evolveBuild` made).
+ * `state` must be the caller's own (e.g. `ownedCopy(initialBuildState)`): it is changed. Its tables'
+ * records are made plain records first (a state `evolveBuild` made holds tables).
  */
 export function evolveBuildInPlace(state: Draft<BuildState>, event: StoredEvent): void {
-  state.nodes = plainNodes(state.nodes as BuildState['nodes']) as Draft<BuildState['nodes']>; // a table becomes a plain record; a plain one stays
+  const plain = plainState(state as BuildState); // a table becomes a plain record; a plain one stays
+  if (plain !== state) for (const key of TABLE_KEYS) (state as Record<TableKey, unknown>)[key] = plain[key];
   forgetNodes(state.nodes); // changed in place: nothing derived from it stays
   state.position = event.position;
   graphBumped = false;
@@ -198,9 +228,7 @@ function closeJob(draft: Draft<BuildState>, jobId: string): void {
  * marks (a resume's recall), so with none the marks can be forgotten (decision 0025).
  */
 export function callsInDoubt(state: Pick<BuildState, 'openAttempts' | 'plannerCalls'>): boolean {
-  if (state.openAttempts.length > 0) return true;
-  for (const id in state.plannerCalls) if (state.plannerCalls[id]!.status === 'invoked') return true;
-  return false;
+  return state.openAttempts.length > 0 || someValue(state.plannerCalls, (c) => c.status === 'invoked');
 }
 
 /** An attempt by id. */
@@ -215,7 +243,8 @@ export function jobOf(state: Pick<BuildState, 'jobs'>, jobId: string): JobRecord
 
 /**
  * The key of graph revision `revision` in `revisionPositions`: never an integer-like string, which
- * V8 would keep as an element and make every copy of its bucket slow (see `bucketsOf`).
+ * V8 would keep as an element of its leaf and make every copy of that leaf slow (decision 0017,
+ * "Bucket names").
  */
 function revisionKey(revision: number): string {
   return `r${revision}`;

@@ -5,7 +5,7 @@
  *
  * An index belongs to one `nodes` object (states are immutable and share unchanged records). The
  * fold tells it which node ids an event touched (`noteNodesFolded`, from the fold's `NodesDraft`,
- * node-table.ts: every id it read, wrote or deleted); the
+ * record-table.ts: every id it read, wrote or deleted); the
  * first question asked about the next state's `nodes` moves the index there and applies just those
  * changes. A state nobody folded from (a snapshot, a state made by hand) gets an index built from
  * scratch on its first question. Every answer equals the from-scratch one (property-tested

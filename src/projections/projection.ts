@@ -1,4 +1,5 @@
 import { produce, type Draft } from 'immer';
+import type { Sharded } from './sharded.js';
 import type { StoredEvent } from '../events/envelope.js';
 
 /** One SQLite read-model table fed from a collection inside a projection's state. */
@@ -12,10 +13,11 @@ export interface TableSpec<S> {
    * reference (immer keeps untouched ones identical), then entities by reference, and upserts or
    * deletes only the rows that changed. Keys are the entity's primary key joined with '\u0000'.
    */
-  entities(state: S): ReadonlyMap<string, unknown> | Readonly<Record<string, unknown>>;
+  entities(state: S): ReadonlyMap<string, unknown> | Readonly<Record<string, unknown>> | Sharded<unknown>;
   /**
-   * When true, `entities` returns a Sharded collection (two bucket levels, then key → entity; see
-   * sharded.ts); the engine skips unchanged buckets by reference, so a write costs one leaf, not n rows.
+   * When true, `entities` returns a Sharded collection (two levels of bucket arrays, then key →
+   * entity; see sharded.ts); the engine skips unchanged buckets by reference, so a write costs one
+   * leaf, not n rows.
    */
   readonly sharded?: boolean;
   /** Column values, in `columns` order. Must be a pure function of the entity. */

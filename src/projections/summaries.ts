@@ -5,6 +5,7 @@
 import type { Draft } from 'immer';
 import type { CompactionSummary, DataOf } from '../events/catalogue.js';
 import type { BuildState } from './build-state.js';
+import { recordIndex, recordKeys } from './record-table.js';
 
 /**
  * What the build state keeps of an absorbed summary (decision 0032): what it is, where it stands
@@ -56,7 +57,7 @@ function addToIndex(index: SummaryIndex, summaryId: string, nodeIds: readonly st
 
 function compactedIndex(summaries: Summaries): SummaryIndex {
   let cached = indexCache.get(summaries);
-  const ids = Object.keys(summaries);
+  const ids = recordKeys(summaries);
   // Summaries are only ever added, after the ones before (ids are never integer-like: insertion
   // order); a fold in place adds to the same object, so count again on every use.
   if (cached === undefined || ids.length < cached.count) indexCache.set(summaries, (cached = { count: 0, index: new Map() }));
@@ -147,9 +148,10 @@ export function wholeSummary(r: SummaryRecord): CompactionSummary {
 
 /** The milestone ids that already have a summary (compacted milestones). */
 export function summaryOfMilestone(summaries: Summaries, milestoneId: string): SummaryRecord | undefined {
-  for (const id in summaries) if (summaries[id]!.summary.milestoneId === milestoneId) return summaries[id];
-  return undefined;
+  return recordIndex(summaries, milestoneOf).get(milestoneId);
 }
+
+const milestoneOf = (r: SummaryRecord): string => r.summary.milestoneId;
 
 /**
  * Fold a compaction (R-21): drop the compacted nodes and absorbed summaries, add the read-only,

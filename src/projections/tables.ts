@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { canonicalJson } from '../events/canonical.js';
 import { ValidationError } from '../events/errors.js';
 import type { TableSpec } from './projection.js';
+import { changedTableLeaves } from './record-table.js';
 import { changedLeaves, type Sharded } from './sharded.js';
 
 export type RowValue = string | number | null;
@@ -56,10 +57,15 @@ export class TableWriter<S> {
     const b = this.spec.entities(after);
     if (a === b) return;
     if (this.spec.sharded) {
-      for (const [x, y] of changedLeaves((before === null ? {} : a) as Sharded<unknown>, b as Sharded<unknown>)) this.diffCollections(x, y);
+      for (const [x, y] of changedLeaves((before === null ? [] : a) as Sharded<unknown>, b as Sharded<unknown>)) this.diffCollections(x, y);
       return;
     }
-    this.diffCollections(a, b);
+    const x = a as ReadonlyMap<string, unknown> | Readonly<Record<string, unknown>>;
+    const y = b as ReadonlyMap<string, unknown> | Readonly<Record<string, unknown>>;
+    // Two tables of a record (record-table.ts): only the leaves that differ are compared.
+    const leaves = changedTableLeaves(x, y);
+    if (leaves !== null) for (const [lx, ly] of leaves) this.diffCollections(lx, ly);
+    else this.diffCollections(x, y);
   }
 
   private diffCollections(a: ReadonlyMap<string, unknown> | Readonly<Record<string, unknown>>, b: ReadonlyMap<string, unknown> | Readonly<Record<string, unknown>>): void {

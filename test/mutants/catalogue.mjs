@@ -131,12 +131,12 @@ export const MUTANTS = [
     name: 'graph-index-untracked-delete',
     bug: "the fold's draft does not note a node it deletes (decision 0021): the index carried to the next state still holds the node, in its SHA-256 and its ready set",
     edits: [{
-      file: 'src/projections/node-table.ts',
-      find: '  private write(id: string, value: NodeRecord | typeof DELETED): void {\n    this.touched.add(id);',
-      replace: '  private write(id: string, value: NodeRecord | typeof DELETED): void {\n    if (value !== DELETED) this.touched.add(id);',
-      js: { find: '    write(id, value) {\n        this.touched.add(id);', replace: '    write(id, value) {\n        if (value !== DELETED) this.touched.add(id);' },
+      file: 'src/projections/record-table.ts',
+      find: '  private write(id: string, value: T | typeof DELETED): void {\n    this.touched?.add(id);',
+      replace: '  private write(id: string, value: T | typeof DELETED): void {\n    if (value !== DELETED) this.touched?.add(id);',
+      js: { find: '    write(id, value) {\n        this.touched?.add(id);', replace: '    write(id, value) {\n        if (value !== DELETED) this.touched?.add(id);' },
     }],
-    caughtBy: ['test/graph-index.test.ts', 'test/node-table.test.ts'],
+    caughtBy: ['test/graph-index.test.ts', 'test/record-table.test.ts'],
   },
   {
     name: 'graph-index-depth-stops-early',
@@ -189,7 +189,7 @@ export const MUTANTS = [
   {
     name: 'journal-forgets-in-doubt',
     bug: 'the call-mark journal is emptied at close while a call is in doubt (decision 0025): a resumed build no longer knows the interrupted worker call started',
-    edits: [{ file: 'src/projections/build-state.ts', find: '  if (state.openAttempts.length > 0) return true;\n', replace: '', js: { find: 'if (state.openAttempts.length > 0)\n        return true;', replace: '' } }],
+    edits: [{ file: 'src/projections/build-state.ts', find: 'return state.openAttempts.length > 0 || someValue(', replace: 'return someValue(' }],
     caughtBy: ['test/interrupt.test.ts'],
   },
   {
@@ -291,14 +291,14 @@ export const MUTANTS = [
   {
     name: 'node-table-leaf-in-place',
     bug: "the nodes table changes a bucket's leaf in place instead of copying it (issue 19): a fold changes the nodes of every earlier state that shares the leaf",
-    edits: [{ file: 'src/projections/node-table.ts', find: 'const leaf: Record<string, NodeRecord> = { ...mid?.[b] };', replace: 'const leaf = (mid?.[b] ?? {}) as Record<string, NodeRecord>;', js: { find: 'const leaf = { ...mid?.[b] };', replace: 'const leaf = (mid?.[b] ?? {});' } }],
-    caughtBy: ['test/node-table.test.ts'],
+    edits: [{ file: 'src/projections/record-table.ts', find: 'const leaf: Record<string, unknown> = { ...mid?.[b] };', replace: 'const leaf = (mid?.[b] ?? {}) as Record<string, unknown>;', js: { find: 'const leaf = { ...mid?.[b] };', replace: 'const leaf = (mid?.[b] ?? {});' } }],
+    caughtBy: ['test/record-table.test.ts'],
   },
   {
     name: 'node-table-readd-keeps-place',
     bug: "a node deleted and set again in one fold keeps its place in the nodes table's order, where a plain record moves it to the end (issue 19): iteration order differs from the record the fold used to make",
-    edits: [{ file: 'src/projections/node-table.ts', find: '      if (was) this.deleted.add(id);\n', replace: '', js: { find: '            if (was)\n                this.deleted.add(id);\n', replace: '' } }],
-    caughtBy: ['test/node-table.test.ts'],
+    edits: [{ file: 'src/projections/record-table.ts', find: '      if (was) this.deleted.add(id);\n', replace: '', js: { find: '            if (was)\n                this.deleted.add(id);\n', replace: '' } }],
+    caughtBy: ['test/record-table.test.ts'],
   },
   {
     name: 'worktree-adds-concurrent',
@@ -381,14 +381,38 @@ export const MUTANTS = [
   {
     name: 'state-version-unchanged',
     bug: "the build state's layout changed (bucket names and revision keys no longer integer-like, decision 0017) but its state version did not: a projections.db written by the earlier longbuild has its snapshots restored and misread, every attempt and revision missing from them",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 7,', replace: 'stateVersion: 4,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 8,', replace: 'stateVersion: 4,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
     name: 'state-version-kept-at-6',
     bug: "the build state changed (checkpoints outside the window and absorbed summaries as heads, decision 0032) but its version did not: a projections.db written by the earlier longbuild is restored with every checkpoint whole, and verify calls its snapshots forged or stale",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 7,', replace: 'stateVersion: 6,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 8,', replace: 'stateVersion: 6,' }],
     caughtBy: ['test/state-layout.test.ts'],
+  },
+  {
+    name: 'state-version-kept-at-7',
+    bug: "the sharded collections' bucket levels became arrays (decision 0035) but the state version did not change: a projections.db written by the earlier longbuild has its snapshots, buckets as named objects, restored and misread — no attempt or revision found in them, and the next fold writes beside them",
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 8,', replace: 'stateVersion: 7,' }],
+    caughtBy: ['test/state-layout.test.ts'],
+  },
+  {
+    name: 'sharded-slots-holey',
+    bug: "a sharded collection's bucket array is not grown slot by slot before a bucket is put past its end (decision 0035): the arrays have holes, which V8 keeps as slow holey arrays and a copy of which is no longer a plain copy of 64 pointers",
+    edits: [{ file: 'src/projections/sharded.ts', find: '  while (slots.length <= i) slots.push(null);', replace: '  void slots, void i;', js: { find: '    while (slots.length <= i)\n        slots.push(null);', replace: '    void slots, void i;' } }],
+    caughtBy: ['test/sharded.test.ts'],
+  },
+  {
+    name: 'sharded-diff-misses-new-buckets',
+    bug: "the projections' diff of a sharded collection walks only the buckets the earlier version had (decision 0035): an attempt or job in a bucket created since is never written to its table",
+    edits: [{ file: 'src/projections/sharded.ts', find: 'for (let a = 0; a < Math.max(before.length, after.length); a++) {', replace: 'for (let a = 0; a < before.length; a++) {' }],
+    caughtBy: ['test/sharded.test.ts'],
+  },
+  {
+    name: 'table-diff-first-leaf-only',
+    bug: "the projections' diff of two record tables compares only the first leaf of each changed bucket (decision 0035): a checkpoint, summary or planner call in another leaf is never written to its table",
+    edits: [{ file: 'src/projections/record-table.ts', find: '    for (let b = 0; b < FANOUT; b++) {', replace: '    for (let b = 0; b < 1; b++) {', js: { find: '        for (let b = 0; b < FANOUT; b++) {', replace: '        for (let b = 0; b < 1; b++) {' } }],
+    caughtBy: ['test/record-table.test.ts'],
   },
   {
     name: 'sole-writer-reads-every-step',

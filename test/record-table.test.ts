@@ -1,10 +1,12 @@
 /**
- * The build state's nodes as a persistent table (src/projections/node-table.ts, issue 19: no copy
- * of every node at every event). Oracle: the same changes made by immer to a plain record, as the
- * fold made them before. For all sequences of graph changes, the table reads as that record does
- * (same ids in the same order — a plain record's, array-index ids first —, same records, same
- * JSON), every earlier table still reads as it did (nothing is changed in place), and the graph
- * index carried from table to table answers as one built from the plain record.
+ * The build state's records as persistent tables (src/projections/record-table.ts, issue 19: no
+ * copy of every node at every event), exercised on the nodes. Oracle: the same changes made by
+ * immer to a plain record, as the fold made them before. For all sequences of graph changes, the
+ * table reads as that record does (same ids in the same order — a plain record's, array-index ids
+ * first —, same records, same JSON, and so do the readers that skip its proxy), every earlier
+ * table still reads as it did (nothing is changed in place), the leaves that differ between two
+ * tables hold every change, and the graph index carried from table to table answers as one built
+ * from the plain record.
  */
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
@@ -12,7 +14,7 @@ import { Immer, produce } from 'immer';
 import { describe, expect, it } from 'vitest';
 import type { NodeRecord } from '../src/projections/build-state.js';
 import { graphIndexOf, noteNodesFolded } from '../src/projections/graph-index.js';
-import { isNodeTable, NodesDraft, plainNodes, type Nodes } from '../src/projections/node-table.js';
+import { changedTableLeaves, isRecordTable, plainRecord, recordEntries, recordIndex, recordKeys, someValue, TableDraft, type Records } from '../src/projections/record-table.js';
 
 type Plain = Record<string, NodeRecord>;
 const immer = new Immer({ autoFreeze: false });
@@ -92,12 +94,40 @@ function refSha(nodes: Plain): string {
   return createHash('sha256').update(JSON.stringify(body)).digest('hex');
 }
 
+/**
+ * The readers that skip a table's proxy (recordKeys, recordEntries, someValue, recordIndex) and the
+ * projections' diff (changedTableLeaves) answer as the plain record does. The diff's oracle: the
+ * previous record with every changed leaf's keys taken out and the new leaf's put in is the new record.
+ */
+function expectReadersAsPlain(table: Records<NodeRecord>, plain: Plain, previous: { table: Records<NodeRecord>; plain: Plain }): void {
+  expect(recordKeys(table)).toEqual(Object.keys(plain));
+  expect(recordEntries(table)).toEqual(Object.entries(plain));
+  for (const state of STATES) expect(someValue(table, (n) => n.state === state), state).toBe(Object.values(plain).some((n) => n.state === state));
+  const firstByMilestone = new Map<string, NodeRecord>();
+  for (const n of Object.values(plain)) if (!firstByMilestone.has(n.milestone)) firstByMilestone.set(n.milestone, n);
+  expect(new Map(recordIndex(table, milestoneOf))).toEqual(firstByMilestone);
+  const leaves = changedTableLeaves(previous.table, table);
+  if (leaves === null) {
+    expect(isRecordTable(previous.table) && isRecordTable(table)).toBe(false);
+    return;
+  }
+  const rebuilt = new Map(Object.entries(previous.plain));
+  for (const [before, after] of leaves) {
+    for (const id of Object.keys(before)) rebuilt.delete(id);
+    for (const [id, n] of Object.entries(after)) rebuilt.set(id, n as NodeRecord);
+  }
+  expect(Object.fromEntries([...rebuilt].sort(([x], [y]) => byCodePoint(x, y)))).toEqual(Object.fromEntries(Object.entries(plain).sort(([x], [y]) => byCodePoint(x, y))));
+}
+
+const milestoneOf = (n: NodeRecord): string => n.milestone;
+
 describe('the nodes table (issue 19)', () => {
   it('for all sequences of graph changes: the table reads as a plain record changed by immer (ids in its order, records, JSON, the keys seen inside each fold), earlier tables still read as they did, and the carried graph index answers as the reference', () => {
     fc.assert(fc.property(fc.array(op, { minLength: 5, maxLength: 60 }), (ops) => {
       let plain: Plain = {};
-      let table: Nodes = {};
-      const seen: { table: Nodes; json: string; keys: string[] }[] = [];
+      let table: Records<NodeRecord> = {};
+      let previous: { table: Records<NodeRecord>; plain: Plain } = { table, plain };
+      const seen: { table: Records<NodeRecord>; json: string; keys: string[] }[] = [];
       const a = { n: 0 };
       const b = { n: 0 };
       for (const o of ops) {
@@ -106,7 +136,7 @@ describe('the nodes table (issue 19)', () => {
           keysPlain = change(d as Plain, o, a);
         });
         const touched = new Set<string>();
-        const draft = new NodesDraft(table, immer, touched);
+        const draft = new TableDraft(table, immer, touched);
         const keysTable = change(draft.proxy as Plain, o, b);
         expect(keysTable).toEqual(keysPlain);
         const next = draft.commit() ?? table;
@@ -119,6 +149,8 @@ describe('the nodes table (issue 19)', () => {
           expect(Object.hasOwn(table, id)).toBe(true);
         }
         expect(graphIndexOf(table).graphSha256()).toBe(refSha(plain));
+        expectReadersAsPlain(table, plain, previous);
+        previous = { table, plain };
         seen.push({ table, json: JSON.stringify(table), keys: Object.keys(table) });
       }
       for (const s of seen) {
@@ -129,10 +161,10 @@ describe('the nodes table (issue 19)', () => {
   });
 
   it('a table refuses writes, is not a plain object to immer, and copies out as a plain record', () => {
-    const draft = new NodesDraft({}, immer, new Set());
+    const draft = new TableDraft({}, immer, new Set());
     for (const id of ['b', '2', 'a']) draft.proxy[id] = { id } as never;
     const t = draft.commit()!;
-    expect(isNodeTable(t)).toBe(true);
+    expect(isRecordTable(t)).toBe(true);
     expect(Object.keys(t)).toEqual(['2', 'b', 'a']);
     expect(() => {
       (t as Plain).c = { id: 'c' } as NodeRecord;
@@ -141,7 +173,7 @@ describe('the nodes table (issue 19)', () => {
       delete (t as Plain).a;
     }).toThrow(/read-only/);
     expect(Object.getPrototypeOf(t)).not.toBe(Object.prototype);
-    const plain = plainNodes(t);
+    const plain = plainRecord(t);
     expect(Object.getPrototypeOf(plain)).toBe(Object.prototype);
     expect(plain).toEqual({ 2: { id: '2' }, b: { id: 'b' }, a: { id: 'a' } });
     expect(structuredClone(plain)).toEqual(plain);
