@@ -1,5 +1,7 @@
 /**
- * The compacted-node index behind `compactedInto` and `liveSummaryOf` (src/projections/summaries.ts):
+ * The summary indexes behind `compactedInto`, `liveSummaryOf` and `summaryOfMilestone`
+ * (src/projections/summaries.ts; milestones are shared by several summaries here, as a log not
+ * written by the host may have them):
  * one index shared along a line of states (a state gets the one of the state it was folded from
  * and adds its new summaries), which must answer for every state exactly what a scan of that
  * state's own summaries answers — older states (folded before a later compaction), states folded
@@ -8,7 +10,7 @@
 import fc from 'fast-check';
 import { produce } from 'immer';
 import { describe, expect, it } from 'vitest';
-import { carrySummaryIndex, compactedInto, liveSummaryOf, type SummaryRecord } from '../src/projections/summaries.js';
+import { carrySummaryIndex, compactedInto, liveSummaryOf, summaryOfMilestone, type SummaryRecord } from '../src/projections/summaries.js';
 
 type Summaries = Record<string, SummaryRecord>;
 const POOL = Array.from({ length: 12 }, (_, i) => `n${i}`);
@@ -17,6 +19,10 @@ const POOL = Array.from({ length: 12 }, (_, i) => `n${i}`);
 function scan(s: Summaries, nodeId: string): string | undefined {
   if (Object.hasOwn(s, nodeId)) return nodeId;
   return Object.keys(s).find((id) => s[id]!.summary.compactedNodeIds.includes(nodeId));
+}
+/** The oracle of summaryOfMilestone: the first of the state's summaries, in its order, of that milestone. */
+function scanMilestone(s: Summaries, milestoneId: string): SummaryRecord | undefined {
+  return Object.values(s).find((r) => r.summary.milestoneId === milestoneId);
 }
 function scanLive(s: Summaries, nodeId: string): string | undefined {
   let id = scan(s, nodeId);
@@ -34,7 +40,7 @@ function addSummary(d: Summaries, nodes: readonly string[]): void {
   made++;
   const id = `summary-${(Object.keys(d).length + 1).toString(16).padStart(16, '0')}`;
   const live = Object.keys(d).filter((k) => d[k]!.absorbedBy === null);
-  d[id] = { summaryId: id, sha256: '0'.repeat(64), position: made, absorbedBy: null, summary: { milestoneId: `m${made}`, compactedNodeIds: [...nodes], absorbedSummaryIds: live } } as unknown as SummaryRecord;
+  d[id] = { summaryId: id, sha256: '0'.repeat(64), position: made, absorbedBy: null, summary: { milestoneId: `m${made % 4}`, compactedNodeIds: [...nodes], absorbedSummaryIds: live } } as unknown as SummaryRecord;
   for (const k of live) (d[k] as { absorbedBy: string | null }).absorbedBy = id;
 }
 
@@ -48,6 +54,7 @@ function expectAnswers(s: Summaries, label: string): void {
     expect(compactedInto(s, n), `${label}: compactedInto ${n}`).toBe(scan(s, n));
     expect(liveSummaryOf(s, n), `${label}: liveSummaryOf ${n}`).toBe(scanLive(s, n));
   }
+  for (const m of ['m0', 'm1', 'm2', 'm3', 'm4']) expect(summaryOfMilestone(s, m), `${label}: summaryOfMilestone ${m}`).toBe(scanMilestone(s, m));
 }
 
 describe('the compacted-node index', () => {

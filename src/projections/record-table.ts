@@ -10,10 +10,10 @@
  * removed). Readers see an ordinary read-only record — `r[id]`, `id in r`, `Object.hasOwn`,
  * `Object.keys/values/entries`, `for … in`, JSON — through a proxy whose keys come in a plain
  * object's own order (array-index ids first, ascending; then insertion order). It refuses writes:
- * a state is changed only by folding an event. `recordKeys`, `recordEntries`, `recordIndex` and
- * `someValue` read a table without the proxy (what a step reads every time; the first three are
- * kept with the table), and `changedTableLeaves` gives what differs between two tables without
- * visiting what they share (the projection tables' diff). Decisions 0027 and 0035.
+ * a state is changed only by folding an event. `recordKeys`, `recordEntries` and `someValue` read
+ * a table without the proxy (what a step reads every time; the first two are kept with the
+ * table), and `changedTableLeaves` gives what differs between two tables without visiting what
+ * they share (the projection tables' diff). Decisions 0027 and 0035.
  *
  * A fold (`evolveBuild`) changes a table through a `TableDraft`: reads hand out immer drafts of the
  * records they touch, writes and deletes are kept aside, and `commit` makes the next table from
@@ -44,8 +44,6 @@ interface Table {
   keys?: readonly string[];
   /** Its [id, record] pairs in that order (computed once per table, by `recordEntries`). */
   entries?: readonly (readonly [string, unknown])[];
-  /** Its records by a key of theirs (`recordIndex`), per key function. */
-  indexes?: Map<(record: unknown) => string, ReadonlyMap<string, unknown>>;
 }
 
 const TABLES = new WeakMap<object, Table>();
@@ -144,24 +142,6 @@ export function recordEntries<T>(records: Records<T>): readonly (readonly [strin
 export function recordKeys<T>(records: Records<T>): readonly string[] {
   const t = TABLES.get(records);
   return t === undefined ? Object.keys(records) : keysOf(t);
-}
-
-/**
- * The first record (in the record's order) with each key `keyOf` gives, by that key: a table's
- * made once per table and per `keyOf` (a function kept for the process, like a module's own), a
- * plain record's at every call (it may be changed in place).
- */
-export function recordIndex<T>(records: Records<T>, keyOf: (record: T) => string): ReadonlyMap<string, T> {
-  const t = TABLES.get(records);
-  let byKey = t === undefined ? undefined : t.indexes?.get(keyOf as (record: unknown) => string);
-  if (byKey !== undefined) return byKey as ReadonlyMap<string, T>;
-  const built = new Map<string, T>();
-  for (const [, r] of recordEntries(records)) {
-    const k = keyOf(r);
-    if (!built.has(k)) built.set(k, r);
-  }
-  if (t !== undefined) (t.indexes ??= new Map()).set(keyOf as (record: unknown) => string, (byKey = built));
-  return built;
 }
 
 /** Whether some record of `records` satisfies `test` (a table's read without its proxy). */

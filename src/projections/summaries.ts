@@ -5,7 +5,7 @@
 import type { Draft } from 'immer';
 import type { CompactionSummary, DataOf } from '../events/catalogue.js';
 import type { BuildState } from './build-state.js';
-import { recordIndex, recordKeys } from './record-table.js';
+import { recordKeys } from './record-table.js';
 
 /**
  * What the build state keeps of an absorbed summary (decision 0032): what it is, where it stands
@@ -42,8 +42,18 @@ type Summaries = Readonly<Record<string, SummaryRecord>>;
  */
 type SummaryIndex = Map<string, string | string[]>;
 
-/** An index and how many of the object's summaries (its first keys, in insertion order) it holds. */
-const indexCache = new WeakMap<Summaries, { count: number; readonly index: SummaryIndex }>();
+/**
+ * The indexes of a summaries object and how many of its summaries (its first keys, in insertion
+ * order) they hold: compacted node id -> summary, and milestone id -> summary (what a compaction
+ * asks at every decision that may compact; a walk of every summary made that O(n²) over a build).
+ */
+interface SummaryIndexes {
+  count: number;
+  readonly index: SummaryIndex;
+  readonly byMilestone: SummaryIndex;
+}
+
+const indexCache = new WeakMap<Summaries, SummaryIndexes>();
 
 function addToIndex(index: SummaryIndex, summaryId: string, nodeIds: readonly string[]): void {
   for (const nodeId of nodeIds) {
@@ -55,14 +65,23 @@ function addToIndex(index: SummaryIndex, summaryId: string, nodeIds: readonly st
   }
 }
 
-function compactedIndex(summaries: Summaries): SummaryIndex {
+function summaryIndexes(summaries: Summaries): SummaryIndexes {
   let cached = indexCache.get(summaries);
   const ids = recordKeys(summaries);
   // Summaries are only ever added, after the ones before (ids are never integer-like: insertion
   // order); a fold in place adds to the same object, so count again on every use.
-  if (cached === undefined || ids.length < cached.count) indexCache.set(summaries, (cached = { count: 0, index: new Map() }));
-  for (; cached.count < ids.length; cached.count++) addToIndex(cached.index, ids[cached.count]!, summaries[ids[cached.count]!]!.summary.compactedNodeIds);
-  return cached.index;
+  if (cached === undefined || ids.length < cached.count) indexCache.set(summaries, (cached = { count: 0, index: new Map(), byMilestone: new Map() }));
+  for (; cached.count < ids.length; cached.count++) {
+    const id = ids[cached.count]!;
+    const summary = summaries[id]!.summary;
+    addToIndex(cached.index, id, summary.compactedNodeIds);
+    addToIndex(cached.byMilestone, id, [summary.milestoneId]);
+  }
+  return cached;
+}
+
+function compactedIndex(summaries: Summaries): SummaryIndex {
+  return summaryIndexes(summaries).index;
 }
 
 /**
@@ -73,7 +92,7 @@ export function carrySummaryIndex(prev: Summaries, next: Summaries): void {
   const cached = indexCache.get(prev);
   // Not from a state without summaries (the initial state is one object every build starts from):
   // there is nothing to share, and its index would gather every build's entries.
-  if (cached !== undefined && cached.count > 0 && !indexCache.has(next)) indexCache.set(next, { count: cached.count, index: cached.index });
+  if (cached !== undefined && cached.count > 0 && !indexCache.has(next)) indexCache.set(next, { count: cached.count, index: cached.index, byMilestone: cached.byMilestone });
 }
 
 /**
@@ -148,10 +167,16 @@ export function wholeSummary(r: SummaryRecord): CompactionSummary {
 
 /** The milestone ids that already have a summary (compacted milestones). */
 export function summaryOfMilestone(summaries: Summaries, milestoneId: string): SummaryRecord | undefined {
-  return recordIndex(summaries, milestoneOf).get(milestoneId);
+  const had = summaryIndexes(summaries).byMilestone.get(milestoneId);
+  // The first of this state's own summaries of that milestone (an index shared with states folded
+  // differently may name others): the earliest compaction, as a walk in insertion order finds it.
+  let first: SummaryRecord | undefined;
+  for (const id of had === undefined ? [] : typeof had === 'string' ? [had] : had) {
+    const r = Object.hasOwn(summaries, id) ? summaries[id]! : undefined;
+    if (r !== undefined && r.summary.milestoneId === milestoneId && (first === undefined || r.position < first.position)) first = r;
+  }
+  return first;
 }
-
-const milestoneOf = (r: SummaryRecord): string => r.summary.milestoneId;
 
 /**
  * Fold a compaction (R-21): drop the compacted nodes and absorbed summaries, add the read-only,

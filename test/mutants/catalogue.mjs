@@ -409,6 +409,12 @@ export const MUTANTS = [
     caughtBy: ['test/sharded.test.ts'],
   },
   {
+    name: 'summary-of-milestone-latest',
+    bug: "the summary of a milestone is the latest of the state's summaries of it, not the first (decision 0035): a compaction asked whether its milestone was compacted finds another summary than a walk of the summaries did",
+    edits: [{ file: 'src/projections/summaries.ts', find: '(first === undefined || r.position < first.position)', replace: '(first === undefined || r.position > first.position)' }],
+    caughtBy: ['test/summary-index.test.ts'],
+  },
+  {
     name: 'table-diff-first-leaf-only',
     bug: "the projections' diff of two record tables compares only the first leaf of each changed bucket (decision 0035): a checkpoint, summary or planner call in another leaf is never written to its table",
     edits: [{ file: 'src/projections/record-table.ts', find: '    for (let b = 0; b < FANOUT; b++) {', replace: '    for (let b = 0; b < 1; b++) {', js: { find: '        for (let b = 0; b < FANOUT; b++) {', replace: '        for (let b = 0; b < 1; b++) {' } }],
@@ -495,7 +501,7 @@ export const MUTANTS = [
   {
     name: 'summary-index-carried-as-complete',
     bug: "a state given its parent's index takes it as holding all of its own summaries: the ones its fold added are never indexed",
-    edits: [{ file: 'src/projections/summaries.ts', find: 'indexCache.set(next, { count: cached.count, index: cached.index });', replace: 'indexCache.set(next, { count: Object.keys(next).length, index: cached.index });' }],
+    edits: [{ file: 'src/projections/summaries.ts', find: 'indexCache.set(next, { count: cached.count, index: cached.index, byMilestone: cached.byMilestone });', replace: 'indexCache.set(next, { count: Object.keys(next).length, index: cached.index, byMilestone: cached.byMilestone });' }],
     caughtBy: ['test/summary-index.test.ts'],
   },
 ];
