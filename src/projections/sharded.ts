@@ -36,10 +36,10 @@ function grown<T>(slots: (T | null)[], i: number): void {
 
 /** A sharded collection holding the given entries (for initial states). */
 export function shardedOf<T>(entries: Readonly<Record<string, T>>): Sharded<T> {
-  const out: (Record<string, T> | null)[][] = [];
+  const out: ((Record<string, T> | null)[] | null)[] = [];
   for (const [key, value] of Object.entries(entries)) {
     const [a, b] = slotsOf(key);
-    grown(out as unknown as (unknown[] | null)[], a);
+    grown(out, a);
     const mid = (out[a] ??= []);
     grown(mid, b);
     (mid[b] ??= {})[key] = value;
@@ -61,9 +61,9 @@ export function shardGet<T>(s: Sharded<T>, key: string): T | undefined {
 /** Set `key` inside an immer draft of a collection (creates the buckets on first use). */
 export function shardSet<T>(draft: Sharded<T>, key: string, value: NoInfer<T> | Draft<NoInfer<T>>): void {
   const [a, b] = slotsOf(key);
-  const d = draft as unknown as (Record<string, Draft<T>> | null)[][];
+  const d = draft as unknown as ((Record<string, Draft<T>> | null)[] | null)[];
   if (d[a] == null) {
-    grown(d as unknown as (unknown[] | null)[], a);
+    grown(d, a);
     d[a] = [];
   }
   const mid = d[a]!;
