@@ -77,7 +77,7 @@ export function shardSet<T>(draft: Sharded<T>, key: string, value: NoInfer<T> | 
 /** The draft of the value under `key` in an immer draft of a collection (for in-place edits), or undefined. */
 export function shardDraft<T>(draft: Sharded<T>, key: string): Draft<T> | undefined {
   const [a, b] = slotsOf(key);
-  const leaf = (draft as unknown as (Record<string, Draft<T>> | null)[][])[a]?.[b];
+  const leaf = (draft as unknown as ((Record<string, Draft<T>> | null)[] | null)[])[a]?.[b];
   return leaf != null && Object.hasOwn(leaf, key) ? leaf[key] : undefined;
 }
 

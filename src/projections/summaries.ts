@@ -80,10 +80,6 @@ function summaryIndexes(summaries: Summaries): SummaryIndexes {
   return cached;
 }
 
-function compactedIndex(summaries: Summaries): SummaryIndex {
-  return summaryIndexes(summaries).index;
-}
-
 /**
  * Let `next`, folded from `prev` by adding summaries (evolveBuild), use and extend `prev`'s index
  * instead of building its own.
@@ -116,7 +112,7 @@ export interface SummaryLookups {
  * a row (a plan's nodes and dependencies): bringing it up to date lists the object's keys.
  */
 export function summaryLookups(summaries: Summaries): SummaryLookups {
-  const index = compactedIndex(summaries);
+  const index = summaryIndexes(summaries).index;
   const compacted = (nodeId: string): string | undefined => {
     if (Object.hasOwn(summaries, nodeId)) return nodeId;
     const had = index.get(nodeId);
