@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { auditCalls, auditSegments, choosePoints, effectStarts, enumeratePoints } from '../src/commands/fuzz-compare.js';
-import { shrinkCandidates } from '../src/adapters/fuzz/runner.js';
+import { shrinkCandidates } from '../src/adapters/fuzz/minimise.js';
 import { parseFault } from '../src/adapters/faults.js';
 import { HELIOS, ROOT, runCli, tempDir } from './support/cli.js';
 import { mutant, mutatedCli } from './mutants/catalogue.mjs';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { codeFile, PACKAGE_ROOT, packageFile } from '../src/adapters/package-files.js';
 import { defaultPromptPath } from '../src/adapters/agents/prompts.js';
 import { ASSETS } from '../src/adapters/ui/viewer.js';
-import { LONGBUILD_BIN } from '../src/adapters/fuzz/runner.js';
+import { LONGBUILD_BIN } from '../src/adapters/fuzz/child.js';
 
 // Decision 0018: files are found from the package root, so the same code works from src/, from
 // dist/adapters/ and from the bundle, dist/cli.cjs (a path relative to one module breaks once that

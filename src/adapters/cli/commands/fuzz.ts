@@ -1,7 +1,8 @@
 import { resolve } from 'node:path';
 import { UsageError } from '../../../events/errors.js';
 import { parsePointOccurrence, type PointOccurrence } from '../../../commands/fuzz-compare.js';
-import { caseName, fuzz, FUZZ_FAULTS, START_FROM, writeReport, type FuzzDriver, type FuzzFault, type FuzzReport, type StartFrom } from '../../fuzz/runner.js';
+import { fuzz } from '../../fuzz/runner.js';
+import { caseName, FUZZ_FAULTS, START_FROM, writeReport, type FuzzDriver, type FuzzFault, type FuzzReport, type StartFrom } from '../../fuzz/report.js';
 import { SNAPSHOT_MODES, type SnapshotMode } from '../../fuzz/cli-snapshot.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
