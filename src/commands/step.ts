@@ -12,7 +12,8 @@
 import { canonicalJson, type JsonValue } from '../events/canonical.js';
 import { canonicalSha256, sha256Hex } from '../events/hash.js';
 import type { CommandEvidence, DataOf, DomainEvent, Receipt } from '../events/catalogue.js';
-import { attemptOf, horizonConflict, jobOf, type AttemptRecord, type BuildState, type JobRecord } from '../projections/build-state.js';
+import { attemptOf, jobOf, type AttemptRecord, type BuildState, type JobRecord } from '../projections/build-state.js';
+import { horizonConflict } from '../projections/build-fold.js';
 import { isBatchMode, shouldSplit, splitData } from './batch.js';
 import { acceptedVersions, deriveCheckpoint } from './checkpoint.js';
 import { compactMilestone } from './compaction.js';

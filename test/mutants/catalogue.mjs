@@ -339,13 +339,13 @@ export const MUTANTS = [
   {
     name: 'state-keeps-closed-checkpoints-whole',
     bug: "the build state keeps a checkpoint whole after a renewal closed its window (decision 0032): a long build's state is mostly checkpoint lists nothing reads again, restored and copied at every step",
-    edits: [{ file: 'src/projections/build-state.ts', find: '    if (c !== undefined && !window.has(m.id)) c.checkpoint', replace: '    if (c !== undefined && window.has(\'\')) c.checkpoint', js: { find: 'if (c !== undefined && !window.has(m.id))', replace: "if (c !== undefined && window.has(''))" } }],
+    edits: [{ file: 'src/projections/build-fold.ts', find: '    if (c !== undefined && !window.has(m.id)) c.checkpoint', replace: '    if (c !== undefined && window.has(\'\')) c.checkpoint', js: { find: 'if (c !== undefined && !window.has(m.id))', replace: "if (c !== undefined && window.has(''))" } }],
     caughtBy: ['test/build-view.test.ts'],
   },
   {
     name: 'checkpoint-written-as-head',
     bug: "a checkpoint is kept as its head as soon as it is written (decision 0032): the planner's input at the renewal of its window lacks the checkpoint's accepted nodes, contracts and decisions (R-16), and asking for it fails",
-    edits: [{ file: 'src/projections/build-state.ts', find: '{ checkpoint: open ? d.checkpoint : checkpointHeadOf(d.checkpoint),', replace: '{ checkpoint: checkpointHeadOf(d.checkpoint),' }],
+    edits: [{ file: 'src/projections/build-fold.ts', find: '{ checkpoint: open ? d.checkpoint : checkpointHeadOf(d.checkpoint),', replace: '{ checkpoint: checkpointHeadOf(d.checkpoint),' }],
     caughtBy: ['test/build-view.test.ts', 'test/compaction-build.test.ts'],
   },
   {
