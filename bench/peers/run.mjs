@@ -114,6 +114,7 @@ const systems = [
   { key: 'dbos', label: 'DBOS Transact 5.3 (PostgreSQL)', pg: true, run: script('dbos.mjs', [], pgCpu) },
   { key: 'restate', label: 'Restate 1.7 server + TS SDK 1.12', run: restateRun },
   { key: 'floor-sqlite', label: 'floor: SQLite, one durable commit per node', run: script('floor-sqlite.mjs') },
+  { key: 'floor-sqlite-mark', label: 'floor: SQLite, one durable commit + one flushed call mark per node (R-18)', run: script('floor-sqlite.mjs', ['mark']) },
   { key: 'floor-pg', label: 'floor: PostgreSQL, one INSERT transaction per node', pg: true, run: script('floor-pg.mjs', [], pgCpu) },
 ].filter((s) => (!only?.length || only.includes(s.key)) && (!s.pg || pgUrl));
 if (!pgUrl) console.error('LONGBUILD_PG_URL is not set: the PostgreSQL rows are left out (export LONGBUILD_PG_URL="$(scripts/start-postgres.sh)")');
