@@ -193,6 +193,18 @@ export const MUTANTS = [
     caughtBy: ['test/interrupt.test.ts'],
   },
   {
+    name: 'journal-line-without-newline-read',
+    bug: 'a call-mark journal line whole but for its newline (a crash cut its last byte) is read as a mark: a resume takes a call that never started for one in doubt and records a re-invocation, and the next writer cuts that line off as torn anyway',
+    edits: [{ file: 'src/adapters/controller/call-marks.ts', find: 'lines.pop();', replace: '' }],
+    caughtBy: ['test/call-journal.test.ts'],
+  },
+  {
+    name: 'journal-torn-tail-kept',
+    bug: 'a call-mark journal line torn by a crash is not cut off when the journal is opened again: the next mark is written onto its end, and the two read as one damaged line, so the resume finds no mark for a call that started',
+    edits: [{ file: 'src/adapters/controller/call-marks.ts', find: 'if (whole < fstatSync(fd).size)', replace: 'if (whole < 0)' }],
+    caughtBy: ['test/call-journal.test.ts'],
+  },
+  {
     name: 'snapshot-brotli-unread',
     bug: 'a snapshot stored as Brotli is read as raw deflate (decision 0026): every big snapshot is passed over and each open folds from the start',
     edits: [{ file: 'src/projections/snapshot-store.ts', find: 'stored[0] === BROTLI ?', replace: 'false ?' }],

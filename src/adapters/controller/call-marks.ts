@@ -148,12 +148,17 @@ export class FileCallMarks implements CallMarks {
     } catch {
       // no journal yet
     }
-    for (const raw of text.split('\n')) {
+    // A line is one only up to its newline: what follows the last newline is a line torn by a
+    // crash (never flushed, so never relied on) — even one whole but for its newline, which the
+    // next writer cuts off as torn too.
+    const lines = text.split('\n');
+    lines.pop();
+    for (const raw of lines) {
       if (raw === '') continue;
       try {
         record(index, JSON.parse(raw) as JournalLine);
       } catch {
-        // a torn last line: never flushed, so never relied on
+        // not a line this journal writes (a damaged one): nothing relies on it
       }
     }
     this.read = index;
