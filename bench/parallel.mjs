@@ -9,7 +9,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { initFromBlueprint, openBuild } from '../dist/adapters/session.js';
+import { initFromBlueprint } from '../dist/adapters/build-init.js';
+import { openBuild } from '../dist/adapters/session.js';
 import { ScriptedWorker } from '../dist/adapters/blueprint/scripted-worker.js';
 import { loadBlueprint } from '../dist/adapters/blueprint/blueprint.js';
 

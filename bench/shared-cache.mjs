@@ -6,7 +6,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { initFromBlueprint, openBuild } from '../dist/adapters/session.js';
+import { initFromBlueprint } from '../dist/adapters/build-init.js';
+import { openBuild } from '../dist/adapters/session.js';
 import { demoBlueprint } from '../dist/adapters/demo/demo-blueprint.js';
 
 const work = mkdtempSync(join(tmpdir(), 'lb-bench-cache-'));

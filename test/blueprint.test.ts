@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { blueprintSha256, loadBlueprint, parseBlueprint } from '../src/adapters/blueprint/blueprint.js';
-import { blueprintDriver } from '../src/adapters/session.js';
+import { blueprintDriver } from '../src/adapters/driver-file.js';
 import { ValidationError } from '../src/events/errors.js';
 
 const HELIOS = join(import.meta.dirname, 'fixtures', 'helios.json');

@@ -1,40 +1,35 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { canonicalJson, type JsonValue } from '../events/canonical.js';
-import { readJsonFile } from './json-file.js';
-import { canonicalSha256, sha256Hex } from '../events/hash.js';
+import { readFileSync } from 'node:fs';
+import type { JsonValue } from '../events/canonical.js';
 import { CorruptLogError, ValidationError } from '../events/errors.js';
-import type { BuildSettings, SandboxSettings } from '../events/catalogue.js';
+import type { SandboxSettings } from '../events/catalogue.js';
 import type { Planner, Worker } from '../commands/ports.js';
-import { buildIdOf } from '../commands/ids.js';
-import { buildInitialized } from '../commands/init.js';
 import type { TransferableEventLog } from './log/verbatim.js';
-import { openEventLog } from './log/open-log.js';
 import type { AppendFence } from './log/postgres-log.js';
 import { catchUpFromLog } from './log/paging.js';
 import { storageErrorOf } from '../projections/storage-guard.js';
 import type { ProjectionStore } from '../projections/engine.js';
 import { buildProjection } from '../projections/build-projection.js';
-import { buildExists, buildPaths, openBuildLog, openBuildProjections, recordLogSpec, type BuildPaths } from './build-dir.js';
-import { logicalClock, systemClock, type Clock } from './clock.js';
+import { buildPaths, openBuildLog, openBuildProjections, type BuildPaths } from './build-dir.js';
+import { logicalClock, systemClock } from './clock.js';
+import { readDriver, type DriverFile } from './driver-file.js';
 import { faultsFromEnv, type FaultInjector } from './faults.js';
 import { Controller } from './controller/controller.js';
 import { gitBinding } from './controller/git-binding.js';
 import { cacheDirOf, verificationCacheFor } from './cache/setting.js';
 import { FileEvidenceStore } from './evidence-store.js';
-import { ensureIntegratorRepo, ensureRepo, promote, readRef } from './git/git.js';
-import { BWRAP_MISSING, bwrapVersion, ensureSandboxInit, findBwrap, findPrlimit, runSandboxed, type SandboxPolicy } from './sandbox/sandbox.js';
-import { DEFAULT_MAX_FILE_BYTES, normalizeSandbox, type SandboxSetting } from './sandbox/settings.js';
+import { ensureIntegratorRepo } from './git/git.js';
+import { BWRAP_MISSING, ensureSandboxInit, findBwrap, findPrlimit, runSandboxed, type SandboxPolicy } from './sandbox/sandbox.js';
+import { DEFAULT_MAX_FILE_BYTES } from './sandbox/settings.js';
 import { redactor } from './sandbox/redact.js';
 import { ProcessSlots } from './process/slots.js';
 import type { SandboxedRun } from './sandbox/sandbox.js';
 import type { ProcessResult } from './process/run-process.js';
-import { blueprintSha256, loadBlueprint, parseBlueprint, refuseUnplannableIds, type Blueprint } from './blueprint/blueprint.js';
+import type { Blueprint } from './blueprint/blueprint.js';
 import { proposedNode, ScriptedPlanner } from './blueprint/scripted-planner.js';
 import { findBlueprintNode } from './blueprint/blueprint.js';
 import type { CallDrivers } from './controller/effects.js';
 import { parentResults } from './fork/parent-results.js';
 import { ScriptedWorker } from './blueprint/scripted-worker.js';
-import { loadConfig, parseConfig, type LongbuildConfig } from './config/config.js';
 import { CommandPlanner } from './command/command-planner.js';
 import { CommandWorker } from './command/command-worker.js';
 import { FileCallMarks } from './controller/call-marks.js';
@@ -46,17 +41,10 @@ import { callsInDoubt, type BuildState } from '../projections/build-state.js';
 import type { OperatorVerdict } from '../commands/operator.js';
 import { parseVerifierKey } from '../events/signed-note.js';
 import { Notary } from './transparency/notary.js';
-import { buildVerifierKey, loadOrCreateSigningKey, loadSigningKey, signedHeadPath, signingKeyPath } from './transparency/keys.js';
+import { buildVerifierKey, loadSigningKey, signedHeadPath, signingKeyPath } from './transparency/keys.js';
 
 export const INTEGRATION_REF = 'refs/heads/longbuild/integration';
 
-/**
- * How the build is driven, stored as `<dir>/driver.json` when it is initialised; its SHA-256 is
- * pinned in BuildInitialized, so a changed driver file is refused on open.
- */
-export type DriverFile =
-  | { readonly kind: 'blueprint'; readonly blueprint: Blueprint }
-  | { readonly kind: 'command'; readonly config: LongbuildConfig; readonly request: JsonValue };
 
 export interface OpenOptions {
   readonly repo?: string;
@@ -113,202 +101,6 @@ export interface BuildSession {
    * unless `sign` is false (after a storage failure: the log's files are not to be touched again).
    */
   close(options?: { readonly sign?: boolean }): Promise<void>;
-}
-
-export interface InitResult {
-  readonly buildId: string;
-  readonly requestSha256: string;
-  readonly position: number;
-  readonly paths: BuildPaths;
-  /** One line to show the user (the sandbox is off on this machine, say). */
-  readonly notice?: string;
-  /** The signing key file, and whether init created it. */
-  readonly signingKey: { readonly path: string; readonly created: boolean; readonly vkey: string };
-}
-
-function blueprintSettings(bp: Blueprint): BuildSettings {
-  return {
-    detailedWindow: bp.detailedWindow,
-    coarseWindow: bp.coarseWindow ?? 12,
-    maxBatch: bp.maxBatch ?? 1,
-    maxAttempts: bp.maxAttempts ?? 3,
-    compaction: bp.compaction ?? true,
-    plannerRoute: 'scripted:blueprint',
-    ...parallelSettings(bp.concurrency ?? 1, bp.speculation),
-    ...(bp.acceptanceRepairs !== undefined ? { acceptanceRepairs: bp.acceptanceRepairs } : {}),
-  };
-}
-
-/**
- * Concurrency and speculation as a build records them: only when above 1, so a build of one
- * worker at a time keeps the bytes it always had. Speculation defaults to the concurrency.
- */
-function parallelSettings(concurrency: number, speculation: number | undefined): Pick<BuildSettings, 'concurrency' | 'speculation'> {
-  const s = speculation ?? concurrency;
-  return { ...(concurrency > 1 ? { concurrency } : {}), ...(s > 1 ? { speculation: s } : {}) };
-}
-
-function configSettings(c: LongbuildConfig): BuildSettings {
-  return {
-    detailedWindow: c.detailedWindow,
-    coarseWindow: c.coarseWindow,
-    maxBatch: c.maxBatch,
-    maxAttempts: c.maxAttempts,
-    compaction: c.compaction,
-    plannerRoute: c.planner.route ?? defaultRoute(c.planner),
-    plannerAsks: c.planner.asks,
-    ignoredFiles: c.ignoredFiles,
-    ...parallelSettings(c.concurrency, c.speculation),
-    ...(c.acceptance.length > 0 ? { acceptanceRepairs: c.acceptanceRepairs } : {}),
-  };
-}
-
-/** What a driver sets in the log: the request, verification, acceptance and settings it gives (BuildInitialized, a fork's ForkedFrom). */
-export interface DriverRecord {
-  readonly request: JsonValue;
-  readonly verify: readonly (readonly string[])[];
-  /** Empty: none. */
-  readonly acceptance: readonly (readonly string[])[];
-  readonly settings: BuildSettings;
-}
-
-export function driverRecord(driver: DriverFile): DriverRecord {
-  if (driver.kind === 'blueprint') {
-    const bp = driver.blueprint;
-    return withRepairs({ request: bp.request as JsonValue, verify: bp.verify, acceptance: bp.acceptance ?? [], settings: blueprintSettings(bp) });
-  }
-  const config = driver.config;
-  // Acceptance runs after the same setup as verification (an install), in a workspace of its own.
-  const acceptance = config.acceptance.length > 0 ? [...config.setup, ...config.acceptance] : [];
-  return withRepairs({ request: driver.request, verify: [...config.setup, ...config.verify], acceptance, settings: configSettings(config) });
-}
-
-/** A build with acceptance commands records its repair windows (default 2). */
-const withRepairs = (r: DriverRecord): DriverRecord =>
-  r.acceptance.length > 0 ? { ...r, settings: { ...r.settings, acceptanceRepairs: r.settings.acceptanceRepairs ?? 2 } } : r;
-
-/** The driver of a blueprint file. */
-export function blueprintDriver(path: string): DriverFile {
-  const blueprint = loadBlueprint(path);
-  refuseUnplannableIds(blueprint, path);
-  return { kind: 'blueprint', blueprint };
-}
-
-/** The driver of a request file and a config file, each checked with one clear line on failure. */
-export function requestDriver(requestPath: string, configPath: string): DriverFile {
-  const request = readJsonFile(requestPath, 'request file');
-  if (request === null || typeof request !== 'object' || Array.isArray(request)) {
-    throw new ValidationError(`request file ${requestPath} must hold a JSON object (the project request)`);
-  }
-  canonicalJson(request); // refuses non-canonical numbers early, with the path
-  return { kind: 'command', config: loadConfig(configPath), request: request as JsonValue };
-}
-
-/** `longbuild init --blueprint FILE`: a build driven by the scripted planner and worker. */
-export async function initFromBlueprint(blueprintPath: string, opts: OpenOptions = {}): Promise<InitResult> {
-  const driver = blueprintDriver(blueprintPath);
-  const blueprint = (driver as Extract<DriverFile, { kind: 'blueprint' }>).blueprint;
-  const sandbox = decideSandbox(blueprint.sandbox, blueprint.maxFileBytes, opts.env ?? process.env, 'blueprint');
-  return initBuild(driver, driverRecord(driver), logicalClock(), sandbox, opts);
-}
-
-/**
- * The sandbox a new build records (R-30). A command-driven build needs bubblewrap unless its
- * config says "off". A blueprint build's workers are longbuild's own; when bubblewrap is missing
- * and the blueprint does not ask for it, its verification runs unsandboxed and says so.
- */
-function decideSandbox(setting: SandboxSetting | undefined, maxFileBytes: number | undefined, env: NodeJS.ProcessEnv, kind: 'blueprint' | 'command'): { settings: SandboxSettings; notice?: string } {
-  const n = normalizeSandbox(setting);
-  const base = { network: n.network, maxFileBytes: maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, ...(n.limits !== undefined ? { limits: n.limits } : {}) };
-  if (n.mode === 'off') return { settings: { mode: 'off', bwrapVersion: null, reason: `"sandbox": "off" in the ${kind === 'blueprint' ? 'blueprint' : 'config'}`, ...base }, notice: 'longbuild: the sandbox is off for this build ("sandbox": "off"): planner, worker and verification run unsandboxed (recorded in the log)' };
-  const bwrap = findBwrap(env);
-  if (bwrap === null) {
-    if (kind === 'command' || setting !== undefined) throw new ValidationError(BWRAP_MISSING, 'R-30');
-    return {
-      settings: { mode: 'off', bwrapVersion: null, reason: 'blueprint build: bubblewrap is not installed', ...base },
-      notice: 'longbuild: bubblewrap is not installed: this blueprint build verifies unsandboxed (recorded in the log; apt-get install bubblewrap to sandbox it)',
-    };
-  }
-  return { settings: { mode: 'bwrap', bwrapVersion: bwrapVersion(bwrap), ...base } };
-}
-
-/** `longbuild init --request FILE [--config FILE]`: a build driven by configured commands. */
-export async function initFromRequest(requestPath: string, configPath: string, opts: OpenOptions = {}): Promise<InitResult> {
-  const driver = requestDriver(requestPath, configPath);
-  const config = (driver as Extract<DriverFile, { kind: 'command' }>).config;
-  const sandbox = decideSandbox(config.sandbox, config.maxFileBytes, opts.env ?? process.env, 'command');
-  return initBuild(driver, driverRecord(driver), systemClock, sandbox, { ...opts, log: opts.log ?? config.log });
-}
-
-async function initBuild(driver: DriverFile, record: DriverRecord, clock: Clock, sandbox: { settings: SandboxSettings; notice?: string }, opts: OpenOptions): Promise<InitResult> {
-  const { request, verify, acceptance, settings } = record;
-  const paths = buildPaths(opts);
-  const logSpec = opts.log ?? 'sqlite';
-  if (buildExists(paths)) {
-    const existing = await openBuildLog(paths);
-    const head = await existing.head().finally(() => existing.close());
-    if (head) throw new ValidationError(`a build already exists in ${paths.dir} (${head.position} events); use another --dir or remove it`);
-  }
-  const head = await ensureRepo(paths.repo, clock.now(0), { buildDir: paths.dir });
-  let integrationHead = await readRef(paths.repo, INTEGRATION_REF);
-  if (integrationHead === null) {
-    const r = await promote(paths.repo, INTEGRATION_REF, head, null);
-    if (r !== 'promoted') throw new ValidationError(`could not create ${INTEGRATION_REF}`);
-    integrationHead = head;
-  }
-  // The build directory is private (R-30): the log, the driver, evidence and the cache key live here.
-  mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
-  chmodSync(paths.dir, 0o700);
-  await ensureIntegratorRepo(paths.integrator, paths.repo, INTEGRATION_REF);
-  // The log is reached before the build directory records anything, and must be empty: a shared
-  // schema or stream that already holds another build's events is refused.
-  const log = await openEventLog(logSpec, { defaultSqlitePath: paths.events });
-  try {
-    const head = await log.head();
-    if (head) throw new ValidationError(`the log ${logSpec === 'sqlite' ? paths.events : 'given by --log'} already holds ${head.position} events; give each build its own (e.g. ?schema=NAME)`);
-  } catch (err) {
-    await log.close();
-    throw err;
-  }
-  if (logSpec !== 'sqlite') recordLogSpec(paths, logSpec);
-  const driverJson = canonicalJson(driver);
-  writeFileSync(paths.driver, driverJson, { mode: 0o600 });
-  const sourceSha256 = sha256Hex(driverJson);
-  const requestSha256 = canonicalSha256(request);
-  const buildId = buildIdOf(driver.kind === 'blueprint' ? blueprintSha256(driver.blueprint) : sourceSha256, integrationHead);
-  let key: ReturnType<typeof loadOrCreateSigningKey>;
-  try {
-    key = loadOrCreateSigningKey(signingKeyPath(opts.signingKey, opts.env ?? process.env, opts.cwd));
-  } catch (err) {
-    await log.close();
-    throw err;
-  }
-  const vkey = buildVerifierKey(buildId, key.privateKey);
-  try {
-    const first = buildInitialized({
-      buildId, request, integrationRef: INTEGRATION_REF, baseHead: integrationHead, verify, acceptance,
-      settings, driver: { kind: driver.kind, sourceSha256 }, sandbox: sandbox.settings, vkey,
-    });
-    const result = await log.append(`build-${buildId}`, [{ type: first.type, data: first.data as JsonValue, metadata: { recordedAt: clock.now(1), correlationId: buildId } }], 'no-stream');
-    const store = openBuildProjections(paths);
-    try {
-      await catchUpFromLog(store, log);
-    } finally {
-      store.close();
-    }
-    const notary = Notary.open(paths, log, buildId, parseVerifierKey(vkey), key.privateKey, signedHeadPath(opts.env ?? process.env, paths.dir));
-    try {
-      await notary.sign();
-    } finally {
-      notary.close();
-    }
-    return {
-      buildId, requestSha256, position: result.position, paths, signingKey: { path: key.path, created: key.created, vkey },
-      ...(sandbox.notice === undefined ? {} : { notice: sandbox.notice }),
-    };
-  } finally {
-    await log.close();
-  }
 }
 
 /** The trusted verification environment: PATH, a fixed locale and the allowlist, nothing inherited by accident (R-26). */
@@ -563,16 +355,4 @@ export function cacheDirOfBuild(paths: BuildPaths, env: NodeJS.ProcessEnv): stri
 
 function relativeBuildDir(paths: BuildPaths): string {
   return paths.dir.startsWith(`${paths.repo}/`) ? paths.dir.slice(paths.repo.length + 1) : '.longbuild';
-}
-
-function readDriver(paths: BuildPaths, pinnedSha256: string): DriverFile {
-  if (!existsSync(paths.driver)) throw new CorruptLogError(1, `${paths.driver} is missing: the build directory is incomplete`);
-  const text = readFileSync(paths.driver, 'utf8');
-  if (sha256Hex(text) !== pinnedSha256) {
-    throw new CorruptLogError(1, `${paths.driver} does not match the SHA-256 pinned when the build was initialised (edited?)`);
-  }
-  const raw = JSON.parse(text) as { kind: string; blueprint?: unknown; config?: unknown; request?: JsonValue };
-  if (raw.kind === 'blueprint') return { kind: 'blueprint', blueprint: parseBlueprint(raw.blueprint, paths.driver) };
-  if (raw.kind === 'command') return { kind: 'command', config: parseConfig(raw.config, paths.driver), request: raw.request ?? null };
-  throw new ValidationError(`unknown build driver '${raw.kind}' in ${paths.driver}`);
 }

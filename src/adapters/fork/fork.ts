@@ -29,7 +29,7 @@ import { transferLog } from '../log/transfer.js';
 import type { TransferableEventLog } from '../log/verbatim.js';
 import { checkpointFiles, readCheckpoint, Notary } from '../transparency/notary.js';
 import { buildVerifierKey, loadSigningKey, signedHeadPath, signingKeyPath } from '../transparency/keys.js';
-import { driverRecord, type DriverFile } from '../session.js';
+import { driverRecord, type DriverFile } from '../driver-file.js';
 import { indexResults } from './parent-results.js';
 
 export interface ForkOptions {

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from '../../../events/errors.js';
-import { initFromBlueprint, initFromRequest } from '../../session.js';
+import { initFromBlueprint, initFromRequest } from '../../build-init.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { sessionOptions } from '../session-options.js';
 
