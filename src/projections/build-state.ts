@@ -1,15 +1,21 @@
+/**
+ * The build state (R-1): its shape and initial value, the folds of stored events into it
+ * (`evolveBuild` through immer and persistent tables, `evolveBuildInPlace` on a state of the
+ * caller's own), and its readers (`buildView`, `callsInDoubt`, lookups by id and revision). What
+ * each event changes is build-fold.ts.
+ */
 import { Immer, type Draft } from 'immer';
+import type { DomainEvent } from '../events/catalogue.js';
+import type { StoredEvent } from '../events/envelope.js';
+import { applyDomainEvent } from './build-fold.js';
+import { attemptIdOf, revisionKey, type AcceptanceState, type AttemptRecord, type BuildInfo, type CheckpointRecord, type HorizonRecord, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-records.js';
 import { forgetNodes, noteNodesFolded } from './graph-index.js';
 import { isRecordTable, plainRecord, someValue, TableDraft } from './record-table.js';
-import type { StoredEvent } from '../events/envelope.js';
-import type { DomainEvent } from '../events/catalogue.js';
-import { carrySummaryIndex, type SummaryRecord } from './summaries.js';
 import { shardedOf, shardGet, type Sharded } from './sharded.js';
+import { carrySummaryIndex, type SummaryRecord } from './summaries.js';
 
 export type { AcceptanceRun, AcceptanceState, AttemptRecord, BuildInfo, CheckpointHead, CheckpointRecord, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
 export { checkpointHeadOf, wholeCheckpoint } from './build-records.js';
-import { applyDomainEvent } from './build-fold.js';
-import { attemptIdOf, revisionKey, type AcceptanceState, type CheckpointRecord, type AttemptRecord, type BuildInfo, type HorizonRecord, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-records.js';
 
 /** Everything the controller knows, folded from the log (R-1). Plain data: it snapshots as JSON. */
 export interface BuildState {
