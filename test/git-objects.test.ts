@@ -58,12 +58,13 @@ async function commitTree_(repo: string, files: readonly FileSpec[], parent: str
   return (await git(repo, ['commit-tree', tree, ...(parent ? ['-p', parent] : []), '-m', 'c'], { date: DATE })).stdout.trim();
 }
 
-async function gitDiff(repo: string, a: string, b: string): Promise<{ mode: string; sha: string; path: string }[]> {
+async function gitDiff(repo: string, a: string, b: string): Promise<{ mode: string; sha: string; path: string; old?: string }[]> {
   const out = (await git(repo, ['diff-tree', '-r', '-z', '--no-renames', '--no-commit-id', a, b])).stdout.split('\0');
-  const changes: { mode: string; sha: string; path: string }[] = [];
+  const changes: { mode: string; sha: string; path: string; old?: string }[] = [];
   for (let i = 0; i + 1 < out.length; i += 2) {
     const meta = out[i]!.split(' ');
-    changes.push({ mode: meta[1]!, sha: meta[3]!, path: out[i + 1]! });
+    // The base's blob (R-49 tells an added path from a changed one), absent when the path is new.
+    changes.push({ mode: meta[1]!, sha: meta[3]!, path: out[i + 1]!, ...(/^:0+$/.test(meta[0]!) ? {} : { old: meta[2]! }) });
   }
   return changes;
 }

@@ -21,6 +21,7 @@ import { verifyWithCache } from '../src/adapters/cache/cached-verification.js';
 import { commitOpts, directRunner, newRepo } from './support/git-fixture.js';
 import { MilestoneRefSchema, PlannedNodeSchema } from '../src/events/catalogue.js';
 import type { PlannerInput, WorkPacket } from '../src/commands/ports.js';
+import { argvsOf } from '../src/adapters/verify-commands.js';
 
 const HELIOS = join(import.meta.dirname, 'fixtures', 'helios.json');
 const DATE = '2025-03-01T12:00:00Z';
@@ -148,7 +149,7 @@ describe('scripted worker (R-24, R-29)', () => {
       if (i === 0) {
         const job = await integrateCandidates(repo, ws, 'job-1', head, [found.commit], DATE);
         if (job.kind !== 'applied') throw new Error('conflict');
-        const v = await runVerification(job, bp.verify);
+        const v = await runVerification(job, argvsOf(bp.verify));
         expect(v.passed).toBe(true);
       }
     }
@@ -174,7 +175,7 @@ describe('scripted worker (R-24, R-29)', () => {
       expect(files).toBe(attempt === 1 ? 'test/longbuild-fail-flaky.test.js\n' : 'test/ok.test.js\n');
       const job = await integrateCandidates(repo, ws, `job-${attempt}`, head, [c!.commit], DATE);
       if (job.kind !== 'applied') throw new Error('conflict');
-      results.push((await runVerification(job, bp.verify)).passed);
+      results.push((await runVerification(job, argvsOf(bp.verify))).passed);
     }
     expect(results).toEqual([false, true]);
   });

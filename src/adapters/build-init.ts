@@ -16,7 +16,10 @@ import { blueprintSha256 } from './blueprint/blueprint.js';
 import { buildExists, buildPaths, openBuildLog, openBuildProjections, recordLogSpec, type BuildPaths } from './build-dir.js';
 import { logicalClock, systemClock, type Clock } from './clock.js';
 import { blueprintDriver, driverRecord, requestDriver, type DriverFile, type DriverRecord } from './driver-file.js';
-import { ensureIntegratorRepo, ensureRepo, promote, readRef } from './git/git.js';
+import { ensureIntegratorRepo, ensureRepo, git, promote, readRef } from './git/git.js';
+import { detectSurface } from '../commands/test-surface.js';
+import type { TestPolicy } from '../events/catalogue.js';
+import { testPolicyOf, type TestPolicyInput } from './verify-commands.js';
 import { openEventLog } from './log/open-log.js';
 import { catchUpFromLog } from './log/paging.js';
 import { BWRAP_MISSING, bwrapVersion, findBwrap } from './sandbox/sandbox.js';
@@ -34,6 +37,21 @@ export interface InitResult {
   readonly notice?: string;
   /** The signing key file, and whether init created it. */
   readonly signingKey: { readonly path: string; readonly created: boolean; readonly vkey: string };
+  /** The tests candidates are judged by (R-48..R-51): the surface detected or configured, the policy, the reports. */
+  readonly tests: TestPolicy;
+  /** The verification commands, in order (setup first). */
+  readonly verify: readonly (readonly string[])[];
+}
+
+/**
+ * The test policy of a build whose base head is `head` (R-48): the surface of the ecosystems the
+ * head's root files and the verification programs show (or the configured one), and the report
+ * files the commands write (a candidate may not plant one).
+ */
+export async function testPolicyAt(repo: string, head: string, verify: readonly (readonly string[])[], input: TestPolicyInput): Promise<TestPolicy> {
+  const root = (await git(repo, ['ls-tree', '-z', '--name-only', head])).stdout.split('\0').filter((p) => p !== '');
+  const reportFiles = input.reports.flatMap((r) => (r?.file !== undefined ? [r.file] : []));
+  return testPolicyOf(input, detectSurface(root, verify, reportFiles, input.given));
 }
 
 /** `longbuild init --blueprint FILE`: a build driven by the scripted planner and worker. */
@@ -74,6 +92,7 @@ export async function initFromRequest(requestPath: string, configPath: string, o
 
 async function initBuild(driver: DriverFile, record: DriverRecord, clock: Clock, sandbox: { settings: SandboxSettings; notice?: string }, opts: OpenOptions): Promise<InitResult> {
   const { request, verify, acceptance, settings } = record;
+  if (record.tests.reports.length !== verify.length) throw new ValidationError(`internal: ${record.tests.reports.length} report settings for ${verify.length} verification commands`);
   const paths = buildPaths(opts);
   const logSpec = opts.log ?? 'sqlite';
   if (buildExists(paths)) {
@@ -92,6 +111,7 @@ async function initBuild(driver: DriverFile, record: DriverRecord, clock: Clock,
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
   chmodSync(paths.dir, 0o700);
   await ensureIntegratorRepo(paths.integrator, paths.repo, INTEGRATION_REF);
+  const tests = await testPolicyAt(paths.repo, integrationHead, verify, record.tests);
   // The log is reached before the build directory records anything, and must be empty: a shared
   // schema or stream that already holds another build's events is refused.
   const log = await openEventLog(logSpec, { defaultSqlitePath: paths.events });
@@ -119,7 +139,7 @@ async function initBuild(driver: DriverFile, record: DriverRecord, clock: Clock,
   try {
     const first = buildInitialized({
       buildId, request, integrationRef: INTEGRATION_REF, baseHead: integrationHead, verify, acceptance,
-      settings, driver: { kind: driver.kind, sourceSha256 }, sandbox: sandbox.settings, vkey,
+      settings, driver: { kind: driver.kind, sourceSha256 }, sandbox: sandbox.settings, vkey, tests,
     });
     const result = await log.append(`build-${buildId}`, [{ type: first.type, data: first.data as JsonValue, metadata: { recordedAt: clock.now(1), correlationId: buildId } }], 'no-stream');
     const store = openBuildProjections(paths);
@@ -135,7 +155,7 @@ async function initBuild(driver: DriverFile, record: DriverRecord, clock: Clock,
       notary.close();
     }
     return {
-      buildId, requestSha256, position: result.position, paths, signingKey: { path: key.path, created: key.created, vkey },
+      buildId, requestSha256, position: result.position, paths, signingKey: { path: key.path, created: key.created, vkey }, tests, verify,
       ...(sandbox.notice === undefined ? {} : { notice: sandbox.notice }),
     };
   } finally {

@@ -14,6 +14,7 @@ import type { BuildPaths } from './build-dir.js';
 import { defaultRoute } from './command/invocation.js';
 import { loadConfig, parseConfig, type LongbuildConfig } from './config/config.js';
 import { readJsonFile } from './json-file.js';
+import { argvsOf, testPolicyInput, type TestPolicyInput } from './verify-commands.js';
 
 /**
  * How the build is driven, stored as `<dir>/driver.json` when it is initialised; its SHA-256 is
@@ -67,17 +68,22 @@ export interface DriverRecord {
   /** Empty: none. */
   readonly acceptance: readonly (readonly string[])[];
   readonly settings: BuildSettings;
+  /** How its tests are judged (R-48..R-51); the surface is detected from the base head at init. */
+  readonly tests: TestPolicyInput;
 }
 
 export function driverRecord(driver: DriverFile): DriverRecord {
   if (driver.kind === 'blueprint') {
     const bp = driver.blueprint;
-    return withRepairs({ request: bp.request as JsonValue, verify: bp.verify, acceptance: bp.acceptance ?? [], settings: blueprintSettings(bp) });
+    return withRepairs({ request: bp.request as JsonValue, verify: argvsOf(bp.verify), acceptance: bp.acceptance ?? [], settings: blueprintSettings(bp), tests: testPolicyInput(bp, 0, bp.verify) });
   }
   const config = driver.config;
   // Acceptance runs after the same setup as verification (an install), in a workspace of its own.
   const acceptance = config.acceptance.length > 0 ? [...config.setup, ...config.acceptance] : [];
-  return withRepairs({ request: driver.request, verify: [...config.setup, ...config.verify], acceptance, settings: configSettings(config) });
+  return withRepairs({
+    request: driver.request, verify: [...config.setup, ...argvsOf(config.verify)], acceptance, settings: configSettings(config),
+    tests: testPolicyInput(config, config.setup.length, config.verify),
+  });
 }
 
 /** A build with acceptance commands records its repair windows (default 2). */

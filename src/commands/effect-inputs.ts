@@ -1,4 +1,4 @@
-import type { PlannerInput, WorkPacket } from './ports.js';
+import type { PlannerInput, VerificationSurfaceInput, WorkPacket } from './ports.js';
 import type { AttemptRecord, BuildState } from '../projections/build-state.js';
 import { wholeCheckpoint, type NodeFailure } from '../projections/build-records.js';
 import { graphSha256 } from '../projections/graph.js';
@@ -32,7 +32,14 @@ export function plannerInputOf(s: BuildState, purpose: PlannerPurpose, callId: s
     integrationHead: s.integrationHead!,
     ...(feedback.length > 0 ? { feedback } : {}),
     ...acceptanceInput(s),
+    ...surfaceInput(s),
   };
+}
+
+/** The verification surface a planner and a worker are told about, when the build has one. */
+function surfaceInput(s: BuildState): { verificationSurface?: VerificationSurfaceInput } {
+  const t = s.build?.tests;
+  return t === undefined ? {} : { verificationSurface: { files: t.surface.files, tests: t.surface.tests, testChanges: t.testChanges } };
 }
 
 /** The acceptance runs a planner is told about, with the failing command's evidence files (issue 16). */
@@ -72,6 +79,9 @@ export function workPacketOf(s: BuildState, a: AttemptRecord): WorkPacket {
     ...(milestone ? { milestoneTitle: milestone.title, ...(milestone.intent !== undefined ? { milestoneIntent: milestone.intent } : {}) } : {}),
     ...(node.description !== undefined ? { description: node.description } : {}),
     ...(node.acceptance !== undefined ? { acceptance: node.acceptance } : {}),
+    ...(node.changes !== undefined ? { changes: node.changes } : {}),
+    ...(node.retires !== undefined ? { retires: node.retires } : {}),
+    ...surfaceInput(s),
     dependencies,
     ...(a.attempt > 1 && node.lastFailure ? { previousFailure: previousFailureOf(node.lastFailure) } : {}),
     baseHead: a.baseHead, branch: a.branch, commitDate: a.commitDate,

@@ -1,6 +1,6 @@
 /** The first event of a build (pure): its id and everything the rest of the build is pinned to. */
 import type { JsonValue } from '../events/canonical.js';
-import type { BuildSettings, DataOf, DomainEvent, SandboxSettings } from '../events/catalogue.js';
+import type { BuildSettings, DataOf, DomainEvent, SandboxSettings, TestPolicy } from '../events/catalogue.js';
 import { canonicalSha256 } from '../events/hash.js';
 
 export interface BuildInputs {
@@ -16,6 +16,8 @@ export interface BuildInputs {
   readonly sandbox: SandboxSettings;
   /** The build's verifier key (signed checkpoints, R-35). */
   readonly vkey: string;
+  /** The tests candidates are judged by (R-48..R-51). */
+  readonly tests?: TestPolicy;
 }
 
 /** The BuildInitialized event of a build with these inputs. */
@@ -26,7 +28,7 @@ export function buildInitialized(i: BuildInputs): Extract<DomainEvent, { type: '
       buildId: i.buildId, request: i.request, requestSha256: canonicalSha256(i.request), integrationRef: i.integrationRef, baseHead: i.baseHead,
       verify: i.verify.map((c) => [...c]), ...((i.acceptance ?? []).length > 0 ? { acceptance: i.acceptance!.map((c) => [...c]) } : {}),
       settings: i.settings, driver: { ...i.driver }, sandbox: i.sandbox,
-      signing: { vkey: i.vkey },
+      signing: { vkey: i.vkey }, ...(i.tests !== undefined ? { tests: i.tests } : {}),
     },
   };
 }
@@ -40,6 +42,8 @@ export interface ForkInputs {
   /** Empty: none (not recorded). */
   readonly acceptance: readonly (readonly string[])[];
   readonly settings: BuildSettings;
+  /** The test policy the fork goes on under (absent: none). */
+  readonly tests?: TestPolicy;
   readonly graphRevision: number;
 }
 
@@ -50,7 +54,7 @@ export function forkedFrom(i: ForkInputs): Extract<DomainEvent, { type: 'ForkedF
     data: {
       parent: { ...i.parent }, driver: { ...i.driver }, request: i.request, requestSha256: canonicalSha256(i.request),
       verify: i.verify.map((c) => [...c]), ...(i.acceptance.length > 0 ? { acceptance: i.acceptance.map((c) => [...c]) } : {}),
-      settings: i.settings, graphRevision: i.graphRevision,
+      settings: i.settings, ...(i.tests !== undefined ? { tests: i.tests } : {}), graphRevision: i.graphRevision,
     },
   };
 }

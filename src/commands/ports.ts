@@ -46,6 +46,19 @@ export interface PlannerInput {
     /** The failing command's output files (the host reads them into `output`). */
     readonly evidence?: readonly string[];
   }[];
+  /**
+   * The verification surface (R-48): the files (`files`) and existing tests (`tests`) a node's
+   * candidate may change only when the node declares it (`changes`), and what happens when a
+   * declared test change stops base tests passing (`testChanges`; a node names them in `retires`).
+   */
+  readonly verificationSurface?: VerificationSurfaceInput;
+}
+
+/** The verification surface as planners and workers see it (R-48..R-50). */
+export interface VerificationSurfaceInput {
+  readonly files: readonly string[];
+  readonly tests: readonly string[];
+  readonly testChanges: 'strict' | 'review' | 'record';
 }
 
 /** A planner's proposal, before validation. */
@@ -79,6 +92,11 @@ export interface WorkPacket {
   /** What to build and how it will be judged, as the planner wrote them. */
   readonly description?: string;
   readonly acceptance?: readonly string[];
+  /** What of the verification surface the plan lets this node change (R-49), and the tests it may stop passing (R-50). */
+  readonly changes?: readonly ('tests' | 'verification')[];
+  readonly retires?: readonly string[];
+  /** The build's verification surface: its files and existing tests change only as `changes` allows; new tests may be added. */
+  readonly verificationSurface?: VerificationSurfaceInput;
   /**
    * What each dependency is and produced: its accepted commit (null: none yet, or read-only) and
    * decision; a summary of a compacted milestone gives the head holding it and its nodes' commits.

@@ -3,10 +3,11 @@
  * effects it may request and what each returns, and the decisions it makes.
  */
 import type { JsonValue } from '../events/canonical.js';
-import type { CommandEvidence, DataOf, DomainEvent } from '../events/catalogue.js';
+import type { CommandEvidence, DataOf, DomainEvent, JobTests, ReportSetting, TestCounts } from '../events/catalogue.js';
 import type { PlannerInput, WorkPacket } from './ports.js';
 import type { ObservedRefs, RefRepair } from './refs.js';
 import type { PlannerPurpose } from './ids.js';
+import type { SurfaceJudgement } from './test-surface.js';
 
 export type StepOutcome =
   | 'planned' | 'dispatched' | 'integrated' | 'revising' | 'checkpointed' | 'compacted'
@@ -57,7 +58,11 @@ export interface KeptWorkerOutcome {
 
 /** A verification as the runner reports it: applied and verified (evidence stored), or not applicable (the conflict's evidence stored). */
 export type VerificationOutcome =
-  | { readonly ok: true; readonly resultCommit: string; readonly tree: string; readonly passed: boolean; readonly reason?: string; readonly evidence: readonly CommandEvidence[] }
+  | {
+    readonly ok: true; readonly resultCommit: string; readonly tree: string; readonly passed: boolean; readonly reason?: string; readonly evidence: readonly CommandEvidence[];
+    /** The job's tests and what they were compared with (R-50, R-51), when the build has a test policy and something reported. */
+    readonly tests?: JobTests;
+  }
   | { readonly ok: false; readonly reason: string; readonly evidence?: readonly CommandEvidence[] };
 
 /** What the host commits from a worker's clone (R-24, R-31). */
@@ -86,11 +91,17 @@ export type EffectRequest =
     /** What to commit from the clone onto the attempt branch, or null: remove the clone only. */
     readonly commit: { readonly branch: string; readonly baseHead: string; readonly worktree: string; readonly message: string; readonly date: string } | null;
   }
-  | { readonly kind: 'check-candidate'; readonly base: string; readonly commit: string; readonly tree: string; readonly removeClone: string | null; readonly draft: FinishDraft; readonly report: Outcome }
+  | {
+    readonly kind: 'check-candidate'; readonly base: string; readonly commit: string; readonly tree: string; readonly removeClone: string | null; readonly draft: FinishDraft; readonly report: Outcome;
+    /** The verification surface and what the node's plan lets it change there (R-49); absent: a build without a test policy. */
+    readonly judged?: SurfaceJudgement;
+  }
   | {
     readonly kind: 'verify'; readonly jobId: string; readonly baseHead: string; readonly commits: readonly string[]; readonly date: string; readonly commands: readonly (readonly string[])[]; readonly retestOnFailure: boolean; readonly recovering: boolean;
     /** The candidates of the jobs this one is stacked on, applied first, oldest first, each with its job's date (speculative integration). */
     readonly layers?: readonly IntegrationLayer[];
+    /** How the tests are read and compared (R-50, R-51); absent: a build without a test policy (exit codes alone). */
+    readonly tests?: VerifyTests;
   }
   /**
    * The promotion of `jobIds`: one job, or a run of verified jobs each stacked on the one before
@@ -101,6 +112,18 @@ export type EffectRequest =
   | { readonly kind: 'read-ref'; readonly ref: string; readonly jobIds: readonly string[]; readonly recovering: boolean }
   | { readonly kind: 'publish'; readonly ref: string; readonly commit: string; readonly jobIds: readonly string[]; readonly recovering: boolean }
   | { readonly kind: 'promote'; readonly ref: string; readonly commit: string; readonly expectedOld: string; readonly tries: number; readonly jobIds: readonly string[]; readonly recovering: boolean };
+
+/** What a verification's tests are read and compared with (R-50, R-51). */
+export interface VerifyTests {
+  /** Each verification command's report setting, in order (null: its exit code alone). */
+  readonly reports: readonly (ReportSetting | null)[];
+  /** The integration head the job is verified on. */
+  readonly head: string;
+  /** The head's tests as the log knows them: counts, null (nothing reported there), undefined (unknown: measured). */
+  readonly known: TestCounts | null | undefined;
+  /** The test globs when the hold-out runs; null: it does not. */
+  readonly holdout: readonly string[] | null;
+}
 
 /** One job's candidates as its integration applies them (a layer under a stacked job). */
 export interface IntegrationLayer {

@@ -28,6 +28,8 @@ import {
   type StepContext, type StepOutcome, type StepResult, type VerificationOutcome,
 } from './step-types.js';
 import type { PlannerPurpose } from './ids.js';
+import { surfaceJudgement, type SurfaceJudgement } from './test-surface.js';
+import { reportProblem, runVerdicts, verifyTests } from './job-tests.js';
 
 export * from './step-types.js';
 
@@ -199,7 +201,7 @@ export function settle<K extends keyof EffectResults>(state: BuildState, ctx: St
       const made = result as EffectResults['finish-clone'];
       if (made.kind === 'refused') return finished(hostJudged(r.draft), { outcome: 'failed', reason: `${made.rule}: ${made.reason}` }, r.report);
       if (made.kind === 'unchanged') return finished(r.commit === null ? r.draft : hostJudged(r.draft), { outcome: 'failed', reason: r.noCommitReason }, r.report);
-      return go({ kind: 'check-candidate', base: r.commit!.baseHead, commit: made.commit, tree: made.tree, removeClone: null, draft: r.draft, report: r.report });
+      return go({ kind: 'check-candidate', base: r.commit!.baseHead, commit: made.commit, tree: made.tree, removeClone: null, draft: r.draft, report: r.report, ...judgedOf(state, r.draft.nodeId) });
     }
     case 'check-candidate': {
       const { problem } = result as EffectResults['check-candidate'];
@@ -276,6 +278,12 @@ function answered(state: BuildState, ctx: StepContext, callId: string, purpose: 
     [returned, { type: 'HorizonRenewed', data: { horizonId, revision, fromRevision: current.revision, ...body } }], callId);
 }
 
+/** The surface a node's candidate is checked against and what its plan lets it change (R-49), when the build has a test policy. */
+function judgedOf(state: BuildState, nodeId: string): { judged?: SurfaceJudgement } {
+  const judged = surfaceJudgement(state.build?.tests?.surface, state.nodes[nodeId]?.changes);
+  return judged === undefined ? {} : { judged };
+}
+
 /** What a crash left of an open attempt decides how it is settled (R-18). */
 function recalled(state: BuildState, ctx: StepContext, a: AttemptRecord, r: Extract<EffectRequest, { kind: 'recall-attempt' }>, found: EffectResults['recall-attempt']): Decision {
   const nodeId = a.nodeId;
@@ -285,7 +293,7 @@ function recalled(state: BuildState, ctx: StepContext, a: AttemptRecord, r: Extr
     const evidence = found.kept ? evidenceOf(found.kept) : { evidenceSha256: canonicalSha256({ adoptedCommit: found.found.commit }) };
     const draft: FinishDraft = { attemptId: a.attemptId, nodeId, ...evidence, adopted: true, graphRevision: state.graphRevision };
     const report: Outcome = { kind: 'report', outcome: 'recovered', detail: `adopted ${nodeId}'s commit ${found.found.commit.slice(0, 12)} from ${a.branch}`, nodeId };
-    return go({ kind: 'check-candidate', base: a.baseHead, commit: found.found.commit, tree: found.found.tree, removeClone: a.attemptId, draft, report });
+    return go({ kind: 'check-candidate', base: a.baseHead, commit: found.found.commit, tree: found.found.tree, removeClone: a.attemptId, draft, report, ...judgedOf(state, nodeId) });
   }
   // The worker returned and its outcome was kept; the crash (or a full disk) came before the result
   // was recorded. A failure needs no clone (it may already be gone); a success needs the clone to commit.
@@ -356,10 +364,12 @@ function continueJob(state: BuildState, ctx: StepContext, jobId: string, recover
   if (job.status === 'started') {
     // Verification is idempotent: re-running it on the same tree is safe. On the head as it is
     // now, with the candidates of every job below applied first, each as its own job applies them.
+    const tests = verifyTests(state, job);
     return go({
       kind: 'verify', jobId, baseHead: state.integrationHead!, commits: job.candidates.map((c) => c.commit), date: job.startedAt, commands: state.build!.verify,
       retestOnFailure: isBatchMode(state), recovering,
       ...(below.length > 0 ? { layers: below.map((j) => ({ jobId: j.jobId, commits: j.candidates.map((c) => c.commit), date: j.startedAt })) } : {}),
+      ...(tests !== undefined ? { tests } : {}),
     });
   }
   const v = job.verification!;
@@ -368,13 +378,17 @@ function continueJob(state: BuildState, ctx: StepContext, jobId: string, recover
     // What this verification means depends on the jobs below: decided once they are promoted.
     return go(done('verified', `${ids}: ${jobId} ${v.passed ? 'passed' : 'failed'} on top of ${awaited.jobId}; decided once ${below.length === 1 ? 'it is' : 'they are'} promoted`, { nodeId: job.nodeIds[0]! }));
   }
-  if (!v.passed && shouldSplit(state, job)) {
+  // The tests' verdict (R-50, R-51): a passing verification whose tests the ratchet refuses fails like any other.
+  const verdict = v.passed ? runVerdicts(state, [job])[0]! : null;
+  const refused = verdict !== null && !verdict.ok ? verdict : null;
+  if ((!v.passed || refused !== null) && shouldSplit(state, job)) {
     // R-25: a failed batch blames nobody yet; its halves are integrated next (bisection).
-    const data = splitData(state, job, v.resultCommit === null ? 'the candidates do not apply together' : `verification failed twice on tree ${v.tree}`);
+    const why = v.resultCommit === null ? 'the candidates do not apply together' : refused !== null ? `${refused.rule}: ${refused.reason}` : `verification failed twice on tree ${v.tree}`;
+    const data = splitData(state, job, why);
     return go(done('split', `${ids}: batch failed (${data.reason}); split into ${data.halves.map((h) => h.join(', ')).join(' | ')}`, { nodeId: job.nodeIds[0]! }), [{ type: 'BatchSplit', data }], jobId);
   }
-  if (!v.passed) {
-    const reason = v.reason === undefined ? 'verification failed' : `verification failed: ${v.reason}`;
+  if (!v.passed || refused !== null) {
+    const reason = refused !== null ? `${refused.rule}: ${refused.reason}` : v.reason === undefined ? 'verification failed' : `verification failed: ${v.reason}`;
     return go(done('revising', `${ids}: ${reason}; back to revising`, { nodeId: job.nodeIds[0]! }),
       [{ type: 'IntegrationFailed', data: { jobId, nodeIds: [...job.nodeIds], reason, evidenceSha256: v.evidenceSha256, graphRevision: state.graphRevision } }], jobId);
   }
@@ -387,13 +401,16 @@ function continueJob(state: BuildState, ctx: StepContext, jobId: string, recover
  * last one's result — each still its own receipt (R-24). Just the job when nothing waits on it.
  */
 function promotableRun(state: BuildState, ctx: StepContext, job: JobRecord): string[] {
-  const run = [job.jobId];
+  const run = [job];
   const open = state.openJobs.map((id) => jobOf(state, id)!);
   for (;;) {
-    const next = open.find((j) => j.after === run.at(-1));
-    if (next === undefined || next.status !== 'verified' || next.verification?.passed !== true || ctx.running?.has(next.jobId) === true) return run;
-    run.push(next.jobId);
+    const next = open.find((j) => j.after === run.at(-1)!.jobId);
+    if (next === undefined || next.status !== 'verified' || next.verification?.passed !== true || ctx.running?.has(next.jobId) === true) break;
+    // A job whose tests the ratchet refuses is not promoted with the run: it is decided on its own (and fails).
+    if (!runVerdicts(state, [...run, next]).at(-1)!.ok) break;
+    run.push(next);
   }
+  return run.map((j) => j.jobId);
 }
 
 /** VerificationFinished for a job, from what the runner reported (R-24: the evidence is the receipt's). */
@@ -406,11 +423,15 @@ function verificationFinished(state: BuildState, jobId: string, out: Verificatio
     return { type: 'VerificationFinished', data: { jobId, resultCommit: null, tree: null, passed: false, reason: out.reason, evidence, evidenceSha256, graphRevision } };
   }
   const evidence = out.evidence.map((e) => ({ ...e, argv: [...e.argv] }));
+  // A report that cannot be read is never a pass, nor is one that names failing tests (R-51).
+  const problem = out.passed ? reportProblem(evidence, out.tests) : undefined;
+  const passed = out.passed && problem === undefined;
+  const reason = problem ?? out.reason;
   return {
     type: 'VerificationFinished',
     data: {
-      jobId, resultCommit: out.resultCommit, tree: out.tree, passed: out.passed, ...(out.reason !== undefined ? { reason: out.reason } : {}), evidence,
-      evidenceSha256: evidenceDigest(evidence), graphRevision,
+      jobId, resultCommit: out.resultCommit, tree: out.tree, passed, ...(reason !== undefined ? { reason } : {}), evidence,
+      evidenceSha256: evidenceDigest(evidence), ...(out.tests !== undefined ? { tests: out.tests } : {}), graphRevision,
     },
   };
 }
@@ -440,14 +461,20 @@ function acceptanceFinished(state: BuildState, r: Extract<EffectRequest, { kind:
  */
 function promoted(state: BuildState, jobIds: readonly string[], adopted: boolean, recovering: boolean): Decision {
   let head = state.integrationHead!;
-  const events: DomainEvent[] = jobIds.map((jobId) => {
-    const job = jobOf(state, jobId)!;
+  const jobs = jobIds.map((jobId) => jobOf(state, jobId)!);
+  const verdicts = runVerdicts(state, jobs);
+  const events: DomainEvent[] = jobs.map((job, i) => {
+    const jobId = job.jobId;
     const v = job.verification!;
+    const t = v.tests;
+    const verdict = verdicts[i]!;
+    const retired = verdict.ok ? verdict.retired : [];
     const receipt: Receipt = {
       jobId, nodeIds: [...job.nodeIds], baseHead: head,
       candidates: job.candidates.map((c) => ({ nodeId: c.nodeId, commit: c.commit })),
       resultCommit: v.resultCommit!, tree: v.tree!, evidenceSha256s: v.evidence.flatMap((e) => [e.stdoutSha256, e.stderrSha256]),
       cacheHit: v.evidence.length > 0 && v.evidence.every((e) => e.cacheHit),
+      ...(t !== undefined ? { tests: { passed: t.passed, failed: t.failed, skipped: t.skipped, passingSha256: t.passingSha256, ...(retired.length > 0 ? { retired: [...retired] } : {}) } } : {}),
     };
     head = v.resultCommit!;
     return { type: 'IntegrationPromoted', data: { jobId, receipt, adopted, graphRevision: state.graphRevision } };

@@ -32,6 +32,8 @@ export interface CacheKeyInput {
   readonly sequence?: { readonly argvs: readonly (readonly string[])[]; readonly index: number };
   /** Present when git-ignored files were allowed to stay (a pass under that policy is not one under the strict one). */
   readonly ignoredFiles?: 'allowed';
+  /** The report file the command writes (R-51): a hit replays it with the output. */
+  readonly reportFile?: string;
 }
 
 /** SHA-256 of the canonical JSON of the trusted environment (key order cannot matter). */
@@ -45,6 +47,7 @@ export function verificationCacheKey(input: CacheKeyInput): string {
     tree: input.tree, argv: [...input.argv], envSha256: input.envSha256, argvFiles: { ...input.argvFiles }, policyVersion: input.policyVersion,
     ...(input.sequence !== undefined ? { sequence: sequenceJson(input.sequence) } : {}),
     ...(input.ignoredFiles !== undefined ? { ignoredFiles: input.ignoredFiles } : {}),
+    ...(input.reportFile !== undefined ? { reportFile: input.reportFile } : {}),
   });
 }
 
@@ -63,10 +66,13 @@ export interface CacheEntry {
   readonly policyVersion: number | string;
   readonly sequence?: { readonly argvs: readonly (readonly string[])[]; readonly index: number };
   readonly ignoredFiles?: 'allowed';
+  readonly reportFile?: string;
   readonly exitCode: 0;
   readonly durationMs: number;
   readonly stdout: string;
   readonly stderr: string;
+  /** The report file's bytes (base64), for a command that writes one. */
+  readonly report?: string;
   /** HMAC-SHA-256 (hex) of the entry's other fields under the host's cache key (R-32). */
   readonly mac: string;
 }
@@ -102,7 +108,7 @@ export function entryProblem(bytes: Uint8Array, address: string, expected: Cache
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return 'entry is not an object';
   const e = raw as Record<string, unknown>;
   const keys = Object.keys(e).sort().join(',');
-  const fields = `argv,argvFiles,durationMs,envSha256,exitCode,${expected.ignoredFiles !== undefined ? 'ignoredFiles,' : ''}key,mac,policyVersion,${expected.sequence !== undefined ? 'sequence,' : ''}stderr,stdout,tree`;
+  const fields = `argv,argvFiles,durationMs,envSha256,exitCode,${expected.ignoredFiles !== undefined ? 'ignoredFiles,' : ''}key,mac,policyVersion,${expected.reportFile !== undefined ? 'report,reportFile,' : ''}${expected.sequence !== undefined ? 'sequence,' : ''}stderr,stdout,tree`;
   if (keys !== fields) return `unexpected entry fields ${keys}`;
   if (typeof e.mac !== 'string' || !/^[0-9a-f]{64}$/.test(e.mac)) return 'entry is not authenticated';
   const want = Buffer.from(entryMac(e as unknown as CacheEntry, macKey), 'hex');
@@ -112,6 +118,8 @@ export function entryProblem(bytes: Uint8Array, address: string, expected: Cache
   if (!Array.isArray(e.argv) || canonicalJson(e.argv as string[]) !== canonicalJson([...expected.argv])) return 'entry argv differs';
   if (canonicalJson(e.argvFiles) !== canonicalJson({ ...expected.argvFiles })) return 'entry argv files differ';
   if (e.ignoredFiles !== expected.ignoredFiles) return 'entry ignored-files policy differs';
+  if (e.reportFile !== expected.reportFile) return 'entry report file differs';
+  if (expected.reportFile !== undefined && (typeof e.report !== 'string' || !isBase64(e.report))) return 'report is not base64';
   if (expected.sequence !== undefined && canonicalJson(e.sequence as never) !== canonicalJson(sequenceJson(expected.sequence))) return 'entry sequence differs';
   if (e.exitCode !== 0) return 'entry is not a pass';
   if (typeof e.durationMs !== 'number' || !Number.isFinite(e.durationMs) || e.durationMs < 0) return 'bad duration';

@@ -11,6 +11,9 @@ export type NodeKind = z.infer<typeof NodeKindSchema>;
 export const NodeStateSchema = z.enum(['queued', 'running', 'validating', 'revising', 'blocked', 'canceled', 'accepted']);
 export type NodeState = z.infer<typeof NodeStateSchema>;
 
+/** A test id as the runners' reports name it (src/commands/test-report.ts): one line, at most 300 characters. */
+export const TestIdSchema = z.string().min(1).max(300).regex(/^[^\u0000-\u001f\u007f]*$/, { message: 'a test id is one line without control characters' });
+
 const VersionTag = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}@[A-Za-z0-9._-]{1,32}$/, { message: 'expected name@version' });
 
 /** A node as a planner proposes it. The host decides its state. */
@@ -29,6 +32,22 @@ export const PlannedNodeSchema = z.strictObject({
   contract: VersionTag.optional(),
   foundation: VersionTag.optional(),
   decision: z.string().optional(),
+  /**
+   * What of the verification surface this node changes (R-49): `tests` (existing tests: modified
+   * or deleted) and `verification` (the files that decide what verification runs: package.json
+   * scripts and dependencies, lock files, test runner configs). Without it a candidate that
+   * touches them is refused; adding new test files needs no declaration.
+   */
+  changes: z.array(z.enum(['tests', 'verification'])).min(1).max(2)
+    .refine((c) => new Set(c).size === c.length, { message: 'a kind of change is named twice' }).optional()
+    .describe('what of the verification surface this node changes: "tests" (existing tests, modified or deleted) and/or "verification" (package.json scripts and dependencies, lock files, test runner configs); without it such a change is refused; new test files need no declaration'),
+  /**
+   * Test ids this node stops passing on purpose (R-50, R-51): the tests of the base head it
+   * removes, renames or changes the expected behaviour of, as the test report names them.
+   */
+  retires: z.array(TestIdSchema).min(1).max(200)
+    .refine((r) => new Set(r).size === r.length, { message: 'a test id is named twice' }).optional()
+    .describe('test ids (as the test report names them, e.g. "parser > parses numbers") this node stops passing on purpose; under the default policy it must name exactly the tests of the base head that stop passing'),
 });
 export type PlannedNode = z.infer<typeof PlannedNodeSchema>;
 
@@ -50,6 +69,23 @@ export const HorizonPinsSchema = z.strictObject({
 });
 export type HorizonPins = z.infer<typeof HorizonPinsSchema>;
 
+/** A test report's counts and the evidence file listing its passing test ids (R-51). */
+export const TestCountsSchema = z.strictObject({
+  passed: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+  skipped: z.number().int().nonnegative(),
+  /** SHA-256 of the evidence file of passing test ids (sorted, one per line). */
+  passingSha256: Sha256Schema,
+});
+export type TestCounts = z.infer<typeof TestCountsSchema>;
+
+/** How a verification command's test report is read (R-51): its format, and the file it writes (else its stdout). */
+export const ReportSettingSchema = z.strictObject({
+  format: z.enum(['tap', 'mocha-json', 'mocha-spec', 'junit', 'auto']),
+  file: z.string().min(1).max(1024).optional(),
+});
+export type ReportSetting = z.infer<typeof ReportSettingSchema>;
+
 export const CommandEvidenceSchema = z.strictObject({
   argv: z.array(z.string()).min(1),
   exitCode: z.number().int().nullable(),
@@ -57,7 +93,52 @@ export const CommandEvidenceSchema = z.strictObject({
   stderrSha256: Sha256Schema,
   durationMs: z.number().nonnegative(),
   cacheHit: z.boolean(),
+  /**
+   * What its test report said (R-51): the format read and the counts, or why it could not be read
+   * (`unreadable`); absent when the command has no report setting or `auto` found none.
+   */
+  tests: z.union([
+    TestCountsSchema.extend({ format: z.enum(['tap', 'mocha-json', 'mocha-spec', 'junit']) }),
+    z.strictObject({ format: z.enum(['tap', 'mocha-json', 'mocha-spec', 'junit', 'auto']), unreadable: z.string().max(400) }),
+  ]).optional(),
+  /** The report file the command wrote (a JUnit XML file), kept as evidence. */
+  reportSha256: Sha256Schema.optional(),
 });
+
+/**
+ * What a verification's tests were compared with and what came of it (R-50, R-51): the job's
+ * passing tests (every reporting command together), the base head's, the base tests no longer
+ * passing, and the hold-out run's.
+ */
+export const JobTestsSchema = TestCountsSchema.extend({
+  /** The integration head the candidates were compared with, and its tests (null: no report is known for it). */
+  base: TestCountsSchema.extend({
+    head: GitShaSchema,
+    /** Set when no record of the head's tests was at hand and its tests were run for this job (on `tree`, the head's). */
+    measured: z.literal(true).optional(),
+    tree: GitShaSchema.optional(),
+  }).nullable(),
+  /** Tests that passed on the base head and do not pass here, sorted (the first 1,000), and how many. */
+  lost: z.array(TestIdSchema).max(1000),
+  lostCount: z.number().int().nonnegative(),
+  /**
+   * The base's tests run against the candidates' code (R-50), when a node declared test changes
+   * (or the build asks for it always): what they said, and which tests of the base head they no
+   * longer pass (`failing`), or why that cannot be named (`unreadable`).
+   */
+  holdout: z.strictObject({
+    tree: GitShaSchema,
+    counts: TestCountsSchema.nullable(),
+    failing: z.array(TestIdSchema).max(1000),
+    failingCount: z.number().int().nonnegative(),
+    exitCodes: z.array(z.number().int().nullable()),
+    evidence: z.array(Sha256Schema),
+    unreadable: z.string().max(400).optional(),
+  }).optional(),
+  /** Verification commands without a test report (their tests are not ratcheted). */
+  unreported: z.number().int().nonnegative(),
+});
+export type JobTests = z.infer<typeof JobTestsSchema>;
 export type CommandEvidence = z.infer<typeof CommandEvidenceSchema>;
 
 export const ReceiptSchema = z.strictObject({
@@ -69,6 +150,11 @@ export const ReceiptSchema = z.strictObject({
   tree: GitShaSchema,
   evidenceSha256s: z.array(Sha256Schema),
   cacheHit: z.boolean(),
+  /**
+   * The promoted tree's tests (R-51): its passing tests, and the base tests it stopped passing
+   * that the plan retired (or that the build's policy `record` recorded); absent without a report.
+   */
+  tests: TestCountsSchema.extend({ retired: z.array(TestIdSchema).max(1000).optional() }).optional(),
 });
 export type Receipt = z.infer<typeof ReceiptSchema>;
 
@@ -134,6 +220,24 @@ export type SandboxSettings = z.infer<typeof SandboxSettingsSchema>;
 
 const e = <T extends string, S extends z.ZodTypeAny>(type: T, data: S) => z.strictObject({ type: z.literal(type), data });
 
+/**
+ * What a build judges its candidates' tests by (R-48..R-51): the verification surface, the policy
+ * for declared test changes, when the hold-out runs, and each verification command's report.
+ */
+export const TestPolicySchema = z.strictObject({
+  surface: z.strictObject({
+    files: z.array(z.string().min(1).max(1024)).max(500),
+    tests: z.array(z.string().min(1).max(1024)).max(500),
+    ecosystems: z.array(z.string()),
+    source: z.enum(['detected', 'config']),
+  }),
+  testChanges: z.enum(['strict', 'review', 'record']),
+  holdout: z.enum(['declared', 'always']),
+  /** One per verification command, in order (null: its exit code alone decides). */
+  reports: z.array(ReportSettingSchema.nullable()),
+});
+export type TestPolicy = z.infer<typeof TestPolicySchema>;
+
 export const BuildInitialized = e('BuildInitialized', z.strictObject({
   buildId: z.string().min(1),
   request: z.json(),
@@ -155,6 +259,8 @@ export const BuildInitialized = e('BuildInitialized', z.strictObject({
    * checkpoints (R-35); absent in builds from before signed checkpoints, which cannot be extended.
    */
   signing: z.strictObject({ vkey: z.string().regex(/^[^+\s]+\+[0-9a-f]{8}\+[A-Za-z0-9+/]+=*$/) }).optional(),
+  /** The tests candidates are judged by (R-48..R-51); absent in builds from before them (exit codes alone). */
+  tests: TestPolicySchema.optional(),
 }));
 
 export const PlannerInvoked = e('PlannerInvoked', z.strictObject({
@@ -258,6 +364,8 @@ export const VerificationFinished = e('VerificationFinished', z.strictObject({
   reason: z.string().optional(),
   evidence: z.array(CommandEvidenceSchema),
   evidenceSha256: Sha256Schema,
+  /** The job's tests and what they were compared with (R-50, R-51); absent when the build has no test policy or nothing reported. */
+  tests: JobTestsSchema.optional(),
   graphRevision: z.number().int().nonnegative(),
 }));
 
@@ -444,6 +552,8 @@ export const ForkedFrom = e('ForkedFrom', z.strictObject({
   verify: z.array(z.array(z.string()).min(1)),
   acceptance: z.array(z.array(z.string()).min(1)).min(1).optional(),
   settings: BuildSettingsSchema,
+  /** The test policy the fork goes on under (R-48..R-51); absent: none (exit codes alone). */
+  tests: TestPolicySchema.optional(),
   graphRevision: z.number().int().nonnegative(),
 }));
 
@@ -547,9 +657,25 @@ export function toDomainEvent(type: string, data: JsonValue): DomainEvent {
   return { type, data } as DomainEvent;
 }
 
+/**
+ * An issue of a union none of whose options matched, as the option that came closest says it
+ * (the one whose first issue lies deepest; the first option on a tie), its path under the
+ * union's; any other issue as it is.
+ */
+export function closestIssue(issue: z.core.$ZodIssue): z.core.$ZodIssue {
+  if (issue.code !== 'invalid_union' || issue.errors.length === 0) return issue;
+  let best: z.core.$ZodIssue | undefined;
+  for (const branch of issue.errors) {
+    const first = branch[0];
+    if (first !== undefined && (best === undefined || first.path.length > best.path.length)) best = first;
+  }
+  return best === undefined ? issue : closestIssue({ ...best, path: [...issue.path, ...best.path] } as z.core.$ZodIssue);
+}
+
 /** One readable line from a zod error: `path: message; path: message`. */
 export function formatZodError(error: z.ZodError): string {
   return error.issues
+    .map(closestIssue)
     .slice(0, 5)
     .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
     .join('; ');

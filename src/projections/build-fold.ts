@@ -60,6 +60,7 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
         baseHead: d.baseHead, verify: d.verify, settings: d.settings, driver: d.driver,
         ...(d.sandbox === undefined ? {} : { sandbox: d.sandbox }),
         ...(d.acceptance === undefined ? {} : { acceptance: d.acceptance }),
+        ...(d.tests === undefined ? {} : { tests: d.tests }),
       };
       draft.integrationHead = d.baseHead;
       return;
@@ -187,7 +188,14 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
       job.status = 'verified';
       job.verification = {
         passed: d.passed, ...(d.reason !== undefined ? { reason: d.reason } : {}), resultCommit: d.resultCommit, tree: d.tree, evidence: d.evidence, evidenceSha256: d.evidenceSha256,
+        ...(d.tests !== undefined ? { tests: d.tests } : {}),
       };
+      // A verification that measured the head's own tests (there was no record of them) says what they are.
+      const base = d.tests?.base;
+      if (base?.measured === true && base.head === draft.integrationHead && draft.headTests?.head !== base.head) {
+        const { head, measured: _m, tree: _t, ...counts } = base;
+        draft.headTests = { head, counts };
+      }
       return;
     }
     case 'IntegrationPromoted': {
@@ -200,6 +208,11 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
         job.adopted = d.adopted;
       }
       draft.integrationHead = d.receipt.resultCommit;
+      if (draft.build?.tests !== undefined) {
+        const t = d.receipt.tests;
+        draft.headTests = { head: d.receipt.resultCommit, counts: t === undefined ? null : { passed: t.passed, failed: t.failed, skipped: t.skipped, passingSha256: t.passingSha256 } };
+        if (t?.retired !== undefined) draft.retiredTests = (draft.retiredTests ?? 0) + t.retired.length;
+      }
       for (const c of d.receipt.candidates) {
         const node = draft.nodes[c.nodeId];
         if (node) {
@@ -322,6 +335,8 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
         Object.assign(draft.build, { driver: d.driver, request: d.request as Draft<JsonValue>, requestSha256: d.requestSha256, verify: d.verify, settings: d.settings });
         if (d.acceptance === undefined) delete draft.build.acceptance;
         else draft.build.acceptance = d.acceptance;
+        if (d.tests === undefined) delete draft.build.tests;
+        else draft.build.tests = d.tests;
       }
       const { buildId, repo, dir, position, headHash } = d.parent;
       draft.fork = { buildId, repo, dir, position, headHash, at: draft.position };
@@ -380,6 +395,8 @@ function applyHorizon(draft: Draft<BuildState>, d: DataOf<'HorizonSealed'> | Dat
       ...(n.title !== undefined ? { title: n.title } : {}),
       ...(n.description !== undefined ? { description: n.description } : {}),
       ...(n.acceptance !== undefined ? { acceptance: n.acceptance } : {}),
+      ...(n.changes !== undefined ? { changes: n.changes } : {}),
+      ...(n.retires !== undefined ? { retires: n.retires } : {}),
       ...(n.contract !== undefined ? { contract: n.contract } : {}),
       ...(n.foundation !== undefined ? { foundation: n.foundation } : {}),
       ...(n.decision !== undefined && n.accepted ? { decision: n.decision } : {}),

@@ -1,7 +1,7 @@
 /** The records a build's state holds (plain data; see build-state.ts for the fold). */
 import type { JsonValue } from '../events/canonical.js';
 import type {
-  BuildSettings, Checkpoint, CommandEvidence, HorizonPins, SandboxSettings, MilestoneRef, NodeKind, NodeState, Receipt,
+  BuildSettings, Checkpoint, CommandEvidence, HorizonPins, JobTests, SandboxSettings, MilestoneRef, NodeKind, NodeState, Receipt, TestCounts, TestPolicy,
 } from '../events/catalogue.js';
 
 /** Deterministic attempt id: node id and attempt number (both safe for paths and refs). */
@@ -25,6 +25,10 @@ export interface NodeRecord {
   readonly title?: string;
   readonly description?: string;
   readonly acceptance?: readonly string[];
+  /** What of the verification surface the plan lets it change (R-49). */
+  readonly changes?: readonly ('tests' | 'verification')[];
+  /** Test ids the plan lets it stop passing (R-50, R-51). */
+  readonly retires?: readonly string[];
   /** Why the node's last attempt or integration failed (shown to the worker on the next attempt). */
   readonly lastFailure?: NodeFailure;
   readonly contract?: string;
@@ -98,6 +102,8 @@ export interface JobRecord {
     readonly tree: string | null;
     readonly evidence: readonly CommandEvidence[];
     readonly evidenceSha256: string;
+    /** Its tests and what they were compared with (R-50, R-51). */
+    readonly tests?: JobTests;
   } | null;
   readonly receipt: Receipt | null;
   readonly adopted: boolean;
@@ -124,6 +130,17 @@ export interface BuildInfo {
   readonly driver: { kind: 'blueprint' | 'command'; sourceSha256: string };
   /** Absent for builds from before the sandbox (they ran unsandboxed). */
   readonly sandbox?: SandboxSettings;
+  /** The tests candidates are judged by (R-48..R-51); absent for builds from before them. */
+  readonly tests?: TestPolicy;
+}
+
+/**
+ * What the tests of the integration head are (R-51), once known: from the receipt that promoted
+ * it, or from a verification that measured it; `counts` null: no command reported tests there.
+ */
+export interface HeadTests {
+  readonly head: string;
+  readonly counts: TestCounts | null;
 }
 
 /** One acceptance run (issue 16): the trusted acceptance commands on one integration head. */

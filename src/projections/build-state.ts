@@ -8,13 +8,13 @@ import { Immer, type Draft } from 'immer';
 import type { DomainEvent } from '../events/catalogue.js';
 import type { StoredEvent } from '../events/envelope.js';
 import { applyDomainEvent } from './build-fold.js';
-import { attemptIdOf, revisionKey, type AcceptanceState, type AttemptRecord, type BuildInfo, type CheckpointRecord, type HorizonRecord, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-records.js';
+import { attemptIdOf, revisionKey, type HeadTests, type AcceptanceState, type AttemptRecord, type BuildInfo, type CheckpointRecord, type HorizonRecord, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-records.js';
 import { forgetNodes, noteNodesFolded } from './graph-index.js';
 import { isRecordTable, plainRecord, someValue, TableDraft } from './record-table.js';
 import { shardedOf, shardGet, type Sharded } from './sharded.js';
 import { carrySummaryIndex, type SummaryRecord } from './summaries.js';
 
-export type { AcceptanceRun, AcceptanceState, AttemptRecord, BuildInfo, CheckpointHead, CheckpointRecord, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
+export type { HeadTests, AcceptanceRun, AcceptanceState, AttemptRecord, BuildInfo, CheckpointHead, CheckpointRecord, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
 export { checkpointHeadOf, wholeCheckpoint } from './build-records.js';
 
 /** Everything the controller knows, folded from the log (R-1). Plain data: it snapshots as JSON. */
@@ -77,6 +77,10 @@ export interface BuildState {
   readonly pendingCompactions: readonly string[];
   /** System-level acceptance runs (issue 16); absent until the first one. */
   readonly acceptance?: AcceptanceState;
+  /** The tests of the integration head (R-51), once a verification or a promotion says what they are. */
+  readonly headTests?: HeadTests;
+  /** Tests promotions retired so far (R-50, R-51), when any. */
+  readonly retiredTests?: number;
   /** The parent of a fork (R-41), from its newest ForkedFrom; `at`: that event's position. */
   readonly fork?: ForkRecord;
   /** Planner and worker results adopted from a fork's parent instead of calling (R-41); absent: none. */

@@ -17,6 +17,9 @@ export interface NodeView {
   /** Attempts started for the node so far. */
   readonly attempts: number;
   readonly title?: string;
+  /** What of the verification surface its plan lets it change, and the tests it may retire. */
+  readonly changes?: readonly string[];
+  readonly retires?: readonly string[];
   /**
    * A summary node: the milestone it compacted, the nodes it compacted, the earlier summaries it
    * absorbed, and everything it stands for now (those, and what the absorbed ones stood for).
@@ -108,6 +111,8 @@ export function viewOf(st: BuildState): GraphView {
       return {
         id, kind: n.kind, state: n.state, milestone: n.milestone, deps: [...n.deps], attempts: n.attempts,
         ...(n.title !== undefined ? { title: n.title } : {}),
+        ...(n.changes !== undefined ? { changes: [...n.changes] } : {}),
+        ...(n.retires !== undefined ? { retires: [...n.retires] } : {}),
         ...(s !== undefined ? { summary: { milestoneId: s.milestoneId, compacted: [...s.compactedNodeIds], absorbed: [...s.absorbedSummaryIds], holds: [...new Set(holdings(st, id))].sort(compareCodePoints) } } : {}),
       };
     }),

@@ -194,7 +194,9 @@ export class SimWorld {
       // own candidates is exactly the commit the jobs below it promote (speculative integration).
       const layers = [...(opts.layers ?? []), { jobId, commits: candidates, date }];
       let tip = head;
+      let under = head;
       for (const l of layers) {
+        if (l.jobId === jobId) under = tip;
         const only = l.commits.length === 1 ? this.commits.get(l.commits[0]!) : undefined;
         if (only !== undefined && only.parent === tip) {
           tip = l.commits[0]!;
@@ -216,7 +218,7 @@ export class SimWorld {
       const commands = !passes && opts.retestOnFailure === true ? [run(), run()] : [run()];
       const verification: VerificationRun = { passed: passes, ...(passes ? {} : { reason: `sim-verify exited 1${commands.length > 1 ? ' (failed twice on the same tree)' : ''}` }), commands };
       this.verifications.push(jobId);
-      return { ok: true, resultCommit: tip, tree: this.treeOf(tip), verification };
+      return { ok: true, resultCommit: tip, tree: this.treeOf(tip), under, verification };
     },
     checkHead: async (runId, head) => {
       // Acceptance: the head's content passes unless the script fails it for that content (a number of times).
@@ -229,6 +231,9 @@ export class SimWorld {
       await this.takeTime(`accept:${runId}`, this.script.acceptDuration ?? 0, 'accept');
       const command = { argv: ['sim-accept'], exitCode: passed ? 0 : 1, stdout: Buffer.from(`accepted ${key}\n`), stderr: Buffer.from(passed ? '' : 'sim: acceptance failing\n'), durationMs: 1, cacheHit: false };
       return { tree: this.treeOf(head), verification: { passed, ...(passed ? {} : { reason: 'sim-accept exited 1' }), commands: [command] } };
+    },
+    holdoutCommit: async () => {
+      throw new Error('the simulated world has no test policy: nothing asks for a hold-out');
     },
     readRef: async (ref) => this.refs.get(ref) ?? null,
     promote: async (ref, commit, expectedOld) => {

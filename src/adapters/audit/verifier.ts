@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
-import { DomainEventSchema, domainCatalogue } from '../../events/catalogue.js';
+import { DomainEventSchema, domainCatalogue, type CommandEvidence, type JobTests } from '../../events/catalogue.js';
 import type { StoredEvent } from '../../events/envelope.js';
 import { EventMetadataSchema } from '../../events/metadata-schema.js';
 import { GENESIS_HASH } from '../../events/hash.js';
@@ -11,6 +11,7 @@ import { consistencyProof, eventLeafHash, memoryTree, treeRoot, verifyConsistenc
 import { COSIGNATURE_V1, NoteError, parseCheckpointText, parseNote, parseVerifierKey, verifyNote, type VerifierKey } from '../../events/signed-note.js';
 import { startGraphAudit } from './graph-audit.js';
 import { commitTree, readGitBundle, GitBundleError } from './git-pack.js';
+import { auditTests, testEvidenceNamed } from './tests-audit.js';
 
 // The audit bundle's verifier (R-37). The same module is `longbuild audit verify DIR` and,
 // bundled with its imports into one file that needs nothing but Node, the bundle's `verify.mjs`:
@@ -234,6 +235,11 @@ async function checkLog(
   }
   print({ check: 'evidence', ok: true, detail: `driver.json and ${evidence.size} evidence files match the log` });
 
+  // 6b. Tests (R-52): every test summary read again from its evidence, every promotion held to the ratchet.
+  const tests = auditTests(events, (sha) => (evidence.has(sha) ? readFileSync(join(dir, 'evidence', sha)) : null));
+  if (tests.problem !== null) throw new AuditFailure('tests', tests.problem.message, tests.problem.position);
+  print({ check: 'tests', ok: true, detail: tests.jobs === 0 ? 'no verification reported tests' : `${tests.jobs} verifications' test reports read again from their evidence; ${tests.promotions} promotions held to the ratchet${tests.retired > 0 ? ` (${tests.retired} tests retired by plan)` : ''}` });
+
   // 7. Git: every promotion's result commit and every attempt commit is in the bundle, with the recorded tree.
   let objects;
   try {
@@ -270,7 +276,8 @@ export function evidenceNamed(e: StoredEvent): string[] {
     return [d.stdoutSha256, d.stderrSha256].filter((x): x is string => x !== undefined);
   }
   if (e.type !== 'VerificationFinished') return [];
-  return (e.data as { evidence: { stdoutSha256: string; stderrSha256: string }[] }).evidence.flatMap((ev) => [ev.stdoutSha256, ev.stderrSha256]);
+  const d = e.data as { evidence: CommandEvidence[]; tests?: JobTests };
+  return [...d.evidence.flatMap((ev) => [ev.stdoutSha256, ev.stderrSha256]), ...testEvidenceNamed(d)];
 }
 
 /** Commits an event names, with the tree it recorded for each (null: none recorded). */

@@ -10,7 +10,8 @@ import { SandboxSettingSchema } from '../sandbox/settings.js';
 import { canonicalSha256 } from '../../events/hash.js';
 import { ValidationError } from '../../events/errors.js';
 import { RESERVED_IDS, reservedIdReason, SafeIdSchema, SUMMARY_ID_PREFIX, summaryPrefixReason } from '../../events/ids.js';
-import { PlannedNodeSchema } from '../../events/catalogue.js';
+import { closestIssue, PlannedNodeSchema } from '../../events/catalogue.js';
+import { testPolicyFields, verifyEntrySchema } from '../verify-commands.js';
 
 /** Problem with a file path inside the blueprint, or null when it is a safe relative path. */
 export function relativePathProblem(p: string): string | null {
@@ -46,6 +47,8 @@ export const BlueprintNodeSchema = z.strictObject({
   contract: PlannedNodeSchema.shape.contract,
   foundation: PlannedNodeSchema.shape.foundation,
   decision: z.string().optional(),
+  changes: PlannedNodeSchema.shape.changes,
+  retires: PlannedNodeSchema.shape.retires,
   files: FilesSchema.optional(),
   failAttempts: z.number().int().min(0).max(100).optional(),
   failFiles: FilesSchema.optional(),
@@ -62,7 +65,8 @@ export type BlueprintMilestone = z.infer<typeof BlueprintMilestoneSchema>;
 
 export const BlueprintSchema = z.strictObject({
   request: z.record(z.string(), z.json()),
-  verify: z.array(ArgvSchema),
+  verify: z.array(verifyEntrySchema(ArgvSchema)),
+  ...testPolicyFields,
   /** System-level acceptance commands, run on the head of every checkpoint (issue 16). */
   acceptance: z.array(ArgvSchema).optional(),
   /** Repair windows the planner may plan for a failing acceptance (default 2). */
@@ -162,7 +166,7 @@ export function parseBlueprint(input: unknown, source = 'blueprint'): Blueprint 
   if (proto !== null) return fail(formatPath(proto), 'a key named "__proto__" cannot be kept (a JavaScript object takes it for its prototype): rename it');
   const parsed = BlueprintSchema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
+    const issue = closestIssue(parsed.error.issues[0]!);
     const path = formatPath(issue.path);
     if (issue.code === 'unrecognized_keys') {
       const keys = issue.keys.map((k) => `'${k}'`).join(', ');

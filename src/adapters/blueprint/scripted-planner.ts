@@ -24,6 +24,8 @@ export function proposedNode(n: BlueprintNode): Omit<PlannedNode, 'milestone'> {
     ...(n.contract === undefined ? {} : { contract: n.contract }),
     ...(n.foundation === undefined ? {} : { foundation: n.foundation }),
     ...(n.decision === undefined ? {} : { decision: n.decision }),
+    ...(n.changes === undefined ? {} : { changes: [...n.changes] }),
+    ...(n.retires === undefined ? {} : { retires: [...n.retires] }),
   };
 }
 

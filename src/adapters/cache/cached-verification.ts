@@ -8,8 +8,8 @@
  * only when all of it passed: exit 0, no timeout, no process left behind, the workspace still
  * clean. Failures are never stored; a dirty workspace is never a hit.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { isAbsolute } from 'node:path';
+import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readFileSync, readSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, sep } from 'node:path';
 import { sha256Hex } from '../../events/hash.js';
 import { trustedEnvSha256, type CacheKeyInput } from '../../commands/verification-cache.js';
 import { verificationResult, workspaceStatus, type CommandRun, type VerificationResult } from '../git/git.js';
@@ -18,6 +18,8 @@ import type { VerificationCache } from './verification-cache.js';
 
 export interface CachedCommandRun extends CommandRun {
   readonly cacheHit: boolean;
+  /** The report file the command wrote (R-51), taken out of the workspace; absent when it writes none or wrote none. */
+  readonly report?: Buffer;
 }
 
 export interface CachedVerificationResult extends VerificationResult {
@@ -43,6 +45,66 @@ export interface CachedVerificationOptions {
   readonly ignoredFiles?: 'allowed' | 'dirty';
   /** The workspace was just checked out by the host (nothing ran there yet): clean by construction, not checked before. */
   readonly fresh?: boolean;
+  /**
+   * The report file each command writes (R-51), relative to the workspace, by index: it must not
+   * exist before the command runs, and is read and removed after (a hit replays the cached bytes).
+   */
+  readonly reportFiles?: readonly (string | undefined)[];
+}
+
+/** The largest report file read (a JUnit XML of a very large suite). */
+const MAX_REPORT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Read and remove the report file a command wrote (R-51): undefined when it wrote none; a problem
+ * when the path leaves the workspace (a directory on the way is a symlink planted by the code
+ * under test), is a symlink or not a regular file, or is too large. Every process of the command
+ * has ended, so nothing can swap the file meanwhile.
+ */
+export function takeReportFile(workspace: string, rel: string): Buffer | undefined | { problem: string } {
+  const root = realpathSync(workspace);
+  let dir: string;
+  try {
+    dir = realpathSync(dirname(join(workspace, rel)));
+  } catch {
+    return undefined;
+  }
+  if (dir !== root && !dir.startsWith(root + sep)) return { problem: `the report file ${rel} leaves the workspace (a directory on its path is a symlink)` };
+  const path = join(dir, basename(rel));
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    return { problem: `the report file ${rel} cannot be read (${code === 'ELOOP' ? 'it is a symlink' : code ?? 'error'})` };
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) return { problem: `the report file ${rel} is not a regular file` };
+    if (st.size > MAX_REPORT_BYTES) return { problem: `the report file ${rel} is ${st.size} bytes, over ${MAX_REPORT_BYTES}` };
+    const buf = Buffer.alloc(st.size);
+    let at = 0;
+    while (at < buf.length) {
+      const n = readSync(fd, buf, at, buf.length - at, at);
+      if (n === 0) break;
+      at += n;
+    }
+    unlinkSync(path);
+    return buf.subarray(0, at);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** True when something (a file, a symlink, a directory) is at the report path before the command ran. */
+function reportPathTaken(workspace: string, rel: string): boolean {
+  try {
+    lstatSync(join(workspace, rel));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** SHA-256 of every existing file an argv names by absolute path (a script outside the tree). */
@@ -72,6 +134,7 @@ export async function verifyWithCache(o: CachedVerificationOptions): Promise<Cac
   const identities = argvs.map((argv, index) => ({
     tree: o.tree, argv, envSha256, argvFiles: argvFileDigests(argv), ...(argvs.length > 1 ? { sequence: { argvs, index } } : {}),
     ...(o.ignoredFiles === 'allowed' ? { ignoredFiles: 'allowed' as const } : {}),
+    ...(o.reportFiles?.[index] !== undefined ? { reportFile: o.reportFiles[index] } : {}),
   }));
   const replay = replayWhole(o.cache, identities);
   if (replay !== null) {
@@ -80,14 +143,23 @@ export async function verifyWithCache(o: CachedVerificationOptions): Promise<Cac
     return verificationResult(replay, after.length > 0 ? `workspace not clean after verification: ${after.slice(0, 5).join('; ')}` : undefined, after);
   }
   const runs: CachedCommandRun[] = [];
-  const passed: { identity: (typeof identities)[number]; run: ProcessResult }[] = [];
+  const passed: { identity: (typeof identities)[number]; run: ProcessResult & { report?: Buffer } }[] = [];
   let reason: string | undefined;
   let after: string[] = [];
   for (const [i, argv] of argvs.entries()) {
     const label = JSON.stringify(argv);
+    const reportFile = o.reportFiles?.[i];
+    // The report is the command's own: a file already there (from the tree, or an earlier command) is never read as it.
+    if (reportFile !== undefined && reportPathTaken(o.workspace, reportFile)) {
+      reason = `the report file ${reportFile} of ${label} exists before the command runs (it must not be in the tree; R-51)`;
+      break;
+    }
     const r = await o.run({ argv, cwd: o.workspace, env: o.env, timeoutMs: o.timeoutMs });
-    runs.push({ argv, exitCode: r.exitCode, signal: r.signal, stdout: r.stdout, stderr: r.stderr, durationMs: r.durationMs, timedOut: r.timedOut, leftover: r.leftover, cacheHit: false });
-    if (r.spawnError !== undefined) reason = `${label} could not start: ${r.spawnError}`;
+    const taken = reportFile === undefined ? undefined : takeReportFile(o.workspace, reportFile);
+    const report = taken instanceof Buffer ? taken : undefined;
+    runs.push({ argv, exitCode: r.exitCode, signal: r.signal, stdout: r.stdout, stderr: r.stderr, durationMs: r.durationMs, timedOut: r.timedOut, leftover: r.leftover, cacheHit: false, ...(report !== undefined ? { report } : {}) });
+    if (taken !== undefined && !(taken instanceof Buffer)) reason = `${label}: ${(taken as { problem: string }).problem}`;
+    else if (r.spawnError !== undefined) reason = `${label} could not start: ${r.spawnError}`;
     else if (r.timedOut) reason = `${label} timed out after ${o.timeoutMs} ms`;
     else if (r.exitCode !== 0) reason = `${label} exited with ${r.exitCode === null ? `signal ${r.signal}` : r.exitCode}`;
     else if (r.leftover) reason = `${label} left processes behind (killed)`;
@@ -98,7 +170,7 @@ export async function verifyWithCache(o: CachedVerificationOptions): Promise<Cac
       reason = `workspace not clean after verification: ${after.slice(0, 5).join('; ')}`;
       break;
     }
-    passed.push({ identity: identities[i]!, run: r });
+    passed.push({ identity: identities[i]!, run: { ...r, ...(report !== undefined ? { report } : {}) } });
   }
   // Stored only when the whole sequence passed: never a part of it to replay.
   if (reason === undefined) for (const p of passed) o.cache?.store(p.identity, p.run);
@@ -113,7 +185,10 @@ function replayWhole(cache: VerificationCache | null, identities: readonly Omit<
   for (const identity of identities) {
     const hit = cache.lookup(identity);
     if (hit === null) return null;
-    runs.push({ argv: [...identity.argv], exitCode: 0, signal: null, stdout: hit.stdout, stderr: hit.stderr, durationMs: hit.durationMs, timedOut: false, leftover: false, cacheHit: true });
+    runs.push({
+      argv: [...identity.argv], exitCode: 0, signal: null, stdout: hit.stdout, stderr: hit.stderr, durationMs: hit.durationMs, timedOut: false, leftover: false, cacheHit: true,
+      ...(hit.report !== undefined && hit.report.length > 0 ? { report: hit.report } : {}),
+    });
   }
   return runs;
 }

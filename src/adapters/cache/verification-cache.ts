@@ -30,6 +30,8 @@ export interface CachedRun {
   readonly stdout: Buffer;
   readonly stderr: Buffer;
   readonly durationMs: number;
+  /** The report file the command wrote, when it writes one. */
+  readonly report?: Buffer;
 }
 
 export interface CacheStats {
@@ -102,15 +104,17 @@ export class VerificationCache {
     return {
       key: k.key, entrySha256: address, argv: [...e.argv], exitCode: 0,
       stdout: Buffer.from(e.stdout, 'base64'), stderr: Buffer.from(e.stderr, 'base64'), durationMs: e.durationMs,
+      ...(e.report !== undefined ? { report: Buffer.from(e.report, 'base64') } : {}),
     };
   }
 
   /** Store a PASSED run (the caller checks exit 0, no leftover, clean workspace). Returns the entry address. */
-  store(input: Omit<CacheKeyInput, 'policyVersion'>, run: { stdout: Uint8Array; stderr: Uint8Array; durationMs: number }): string {
+  store(input: Omit<CacheKeyInput, 'policyVersion'>, run: { stdout: Uint8Array; stderr: Uint8Array; durationMs: number; report?: Uint8Array }): string {
     const k = this.keyOf(input);
     const unsigned = {
       key: k.key, tree: k.tree, argv: [...k.argv], envSha256: k.envSha256, argvFiles: { ...k.argvFiles }, policyVersion: k.policyVersion,
       ...(k.sequence !== undefined ? { sequence: sequenceJson(k.sequence) } : {}), ...(k.ignoredFiles !== undefined ? { ignoredFiles: k.ignoredFiles } : {}), exitCode: 0 as const,
+      ...(k.reportFile !== undefined ? { reportFile: k.reportFile, report: Buffer.from(run.report ?? new Uint8Array()).toString('base64') } : {}),
       durationMs: Math.max(0, Math.round(run.durationMs)),
       stdout: Buffer.from(run.stdout).toString('base64'), stderr: Buffer.from(run.stderr).toString('base64'),
     };

@@ -5,6 +5,7 @@ import { formatZodError } from '../../events/catalogue.js';
 import { DEFAULT_MAX_FILE_BYTES, SandboxSettingSchema } from '../sandbox/settings.js';
 import { AGENT_NAMES } from '../agents/presets.js';
 import { readJsonFile } from '../json-file.js';
+import { testPolicyFields, verifyEntrySchema, type VerifyEntry } from '../verify-commands.js';
 
 const Argv = z.array(z.string().min(1).refine((s) => !s.includes('\u0000'), 'NUL byte in argument')).min(1, 'a command needs at least an executable');
 
@@ -39,7 +40,8 @@ export const ConfigSchema = z.strictObject({
     timeoutSeconds: z.number().int().positive().max(86_400).default(3600),
   }).refine(oneWay, ONE_WAY),
   setup: z.array(Argv).default([]).describe('trusted commands run in the verification workspace before `verify` (e.g. ["npm", "ci"]); their output is evidence, a failure fails verification'),
-  verify: z.array(Argv).default([]).describe('trusted verification commands, each an argv array (no shell)'),
+  verify: z.array(verifyEntrySchema(Argv)).default([]).describe('trusted verification commands, each an argv array (no shell), or {"run": argv, "report": FORMAT} naming how its test report is read (R-51)'),
+  ...testPolicyFields,
   acceptance: z.array(Argv).default([]).describe('trusted system-level acceptance commands (argv arrays), run on the integration head of every milestone checkpoint; the build completes only when they pass on its result'),
   acceptanceRepairs: z.number().int().min(0).max(10).default(2).describe('repair windows the planner may plan for a failing acceptance once no coarse milestone is left; then the build blocks'),
   ignoredFiles: z.enum(['allowed', 'dirty']).default('allowed').describe("git-ignored files left by setup or verification (node_modules/, __pycache__/, coverage): allowed, or counted as a dirty workspace"),
@@ -96,7 +98,7 @@ export function loadConfig(path: string): LongbuildConfig {
     ...config,
     planner: fixCall(config.planner),
     worker: fixCall(config.worker),
-    verify: config.verify.map(fix),
+    verify: config.verify.map((e: VerifyEntry) => (Array.isArray(e) ? fix(e) : { ...e, run: fix(e.run) })),
     setup: config.setup.map(fix),
     acceptance: config.acceptance.map(fix),
     cache: { ...config.cache, ...(config.cache.path !== undefined ? { path: resolve(base, config.cache.path) } : {}) },

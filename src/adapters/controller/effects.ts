@@ -16,6 +16,7 @@ import type { BuildState } from '../../projections/build-state.js';
 import { shardGet } from '../../projections/sharded.js';
 import type { CallMarks } from './call-marks.js';
 import { withAcceptanceOutput, withDependencyFiles, withFailureEvidence } from './packet-context.js';
+import { jobTests, readRun, reportFilesOf, type CommandTests } from './test-evidence.js';
 import type { EvidenceStore, GitPort, VerificationRun } from './ports.js';
 
 export interface EffectDeps {
@@ -187,7 +188,7 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
       }
       case 'check-candidate':
         if (r.removeClone !== null) await git.removeAttemptWorktree(r.removeClone);
-        return { problem: await git.candidateProblem(r.base, r.commit) };
+        return { problem: await git.candidateProblem(r.base, r.commit, r.judged) };
       case 'verify':
         return verify(r);
       case 'accept': {
@@ -228,7 +229,10 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
   };
   /** Apply and verify in a clean workspace (the cache first); the evidence bytes are stored, the result names them. */
   const verify = async (r: Extract<EffectRequest, { kind: 'verify' }>): Promise<VerificationOutcome> => {
-    const opts = { ...(r.retestOnFailure ? { retestOnFailure: true } : {}), ...(r.layers !== undefined ? { layers: r.layers } : {}) };
+    const opts = {
+      ...(r.retestOnFailure ? { retestOnFailure: true } : {}), ...(r.layers !== undefined ? { layers: r.layers } : {}),
+      ...(r.tests !== undefined && r.tests.reports.some((x) => x?.file !== undefined) ? { reportFiles: reportFilesOf(r.tests.reports) } : {}),
+    };
     const stacked = r.layers !== undefined && r.layers.length > 0 ? ` on top of ${r.layers.at(-1)!.jobId}` : '';
     const out = await call('verify', () => git.integrateAndVerify(r.jobId, r.baseHead, r.commits, r.date, r.commands, Object.keys(opts).length > 0 ? opts : undefined),
       undefined, { key: r.jobId, label: `verifying ${r.jobId}${stacked}` });
@@ -239,12 +243,19 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
       return { ok: false, reason: out.reason, evidence: [{ argv: [...c.argv], exitCode: 1, stdoutSha256: deps.evidence.put(c.output), stderrSha256: deps.evidence.put(Buffer.alloc(0)), durationMs: Math.round(c.durationMs), cacheHit: false }] };
     }
     const v = out.verification;
-    return { ok: true, resultCommit: out.resultCommit, tree: out.tree, passed: v.passed, ...(v.reason !== undefined ? { reason: v.reason } : {}), evidence: storedEvidence(v) };
+    if (r.tests === undefined) return { ok: true, resultCommit: out.resultCommit, tree: out.tree, passed: v.passed, ...(v.reason !== undefined ? { reason: v.reason } : {}), evidence: storedEvidence(v) };
+    // The tests' reports (R-51), what they are compared with, and the hold-out (R-50).
+    const read = readRun(v, r.tests.reports, deps.evidence);
+    const tests = await jobTests(r.tests, { jobId: r.jobId, date: r.date, commands: r.commands, run: v, read, under: out.under, result: out.resultCommit }, git, deps.evidence, deps.board);
+    return {
+      ok: true, resultCommit: out.resultCommit, tree: out.tree, passed: v.passed, ...(v.reason !== undefined ? { reason: v.reason } : {}),
+      evidence: storedEvidence(v, read.perCommand), ...(tests !== undefined ? { tests } : {}),
+    };
   };
-  /** Every command's output bytes stored; the evidence names them. */
-  const storedEvidence = (v: VerificationRun): CommandEvidence[] => v.commands.map((c) => ({
+  /** Every command's output bytes stored; the evidence names them (and what each one's test report said). */
+  const storedEvidence = (v: VerificationRun, tests: readonly CommandTests[] = []): CommandEvidence[] => v.commands.map((c, i) => ({
     argv: [...c.argv], exitCode: c.exitCode, stdoutSha256: deps.evidence.put(c.stdout), stderrSha256: deps.evidence.put(c.stderr),
-    durationMs: Math.round(c.durationMs), cacheHit: c.cacheHit,
+    durationMs: Math.round(c.durationMs), cacheHit: c.cacheHit, ...tests[i],
   }));
   return { run: run as RunEffect, keptDurable };
 }

@@ -6,6 +6,7 @@ import {
 } from '../git/git.js';
 import { verifyWithCache, type VerificationRunner } from '../cache/cached-verification.js';
 import { updateOwnRef } from '../git/own-refs.js';
+import { holdoutCommit } from '../git/holdout.js';
 import type { VerificationCache } from '../cache/verification-cache.js';
 import type { GitPort, VerificationRun } from './ports.js';
 import type { ObservedRefs } from '../../commands/refs.js';
@@ -76,7 +77,7 @@ export function gitBinding(o: GitBindingOptions): GitPort {
       const worktree = join(o.worktreesDir, attemptId);
       return existsSync(join(worktree, '.git', 'HEAD')) ? worktree : null;
     },
-    candidateProblem: (base, commit) => candidateProblem(I, base, commit, o.limits),
+    candidateProblem: (base, commit, judged) => candidateProblem(I, base, commit, o.limits, judged),
     async integrateAndVerify(jobId, head, candidates, date, commands, opts = {}) {
       // One pass: apply onto head in a fresh detached workspace, verify there (cache first), clean up.
       const once = async () => {
@@ -90,9 +91,9 @@ export function gitBinding(o: GitBindingOptions): GitPort {
         try {
           const run = await verifyWithCache({
             workspace: applied.workspace, gitDir: applied.gitDir, tree: applied.tree, commands, env: o.verifyEnv, timeoutMs: o.verifyTimeoutMs,
-            cache: o.cache ?? null, run: o.runVerification, ignoredFiles: o.ignoredFiles ?? 'dirty', fresh: true,
+            cache: o.cache ?? null, run: o.runVerification, ignoredFiles: o.ignoredFiles ?? 'dirty', fresh: true, ...(opts.reportFiles !== undefined ? { reportFiles: opts.reportFiles } : {}),
           });
-          return { ok: true as const, resultCommit: applied.resultCommit, tree: applied.tree, verification: run as VerificationRun };
+          return { ok: true as const, resultCommit: applied.resultCommit, tree: applied.tree, under: applied.under, verification: run as VerificationRun };
         } finally {
           await removeWorkspace(I, applied.workspace);
         }
@@ -110,23 +111,25 @@ export function gitBinding(o: GitBindingOptions): GitPort {
           ...(second.verification.passed ? {} : { reason: `${second.verification.reason ?? 'failed'} (failed twice on the same tree)` }),
           commands: [...first.verification.commands, ...second.verification.commands],
           retested: true,
+          lastRunStart: first.verification.commands.length,
         },
       };
     },
-    async checkHead(runId, head, commands) {
+    async checkHead(runId, head, commands, reportFiles) {
       const workspace = join(o.workspacesDir, runId);
       await addDetachedWorkspace(I, workspace, head);
       try {
         const tree = await treeOf(I, head);
         const run = await verifyWithCache({
           workspace, gitDir: workspaceGitDir(workspace), tree, commands, env: o.verifyEnv, timeoutMs: o.verifyTimeoutMs,
-          cache: o.cache ?? null, run: o.runVerification, ignoredFiles: o.ignoredFiles ?? 'dirty', fresh: true,
+          cache: o.cache ?? null, run: o.runVerification, ignoredFiles: o.ignoredFiles ?? 'dirty', fresh: true, ...(reportFiles !== undefined ? { reportFiles } : {}),
         });
         return { tree, verification: run as VerificationRun };
       } finally {
         await removeWorkspace(I, workspace);
       }
     },
+    holdoutCommit: (under, result, tests, date) => holdoutCommit(I, under, result, tests, date),
     readRef: (ref) => readRef(I, ref),
     async promote(ref, newCommit, expectedOld) {
       const r = await promote(I, ref, newCommit, expectedOld);

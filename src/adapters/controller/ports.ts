@@ -4,6 +4,7 @@
  */
 import type { ObservedRefs, RefRepair } from '../../commands/refs.js';
 import type { IntegrationLayer } from '../../commands/step-types.js';
+import type { SurfaceJudgement } from '../../commands/test-surface.js';
 
 /** What a candidate that does not apply leaves as evidence: the command, its output, the conflicted files. */
 export interface ConflictEvidence {
@@ -28,9 +29,13 @@ export interface VerificationRun {
     readonly stderr: Buffer;
     readonly durationMs: number;
     readonly cacheHit: boolean;
+    /** The report file the command wrote (R-51), when it writes one. */
+    readonly report?: Buffer;
   }[];
   /** Set when a failed verification was run again on the same tree (batch mode, R-25). */
   readonly retested?: boolean;
+  /** Where the commands of the last run begin in `commands` (after a retest: the first run's count). */
+  readonly lastRunStart?: number;
 }
 
 export interface GitPort {
@@ -61,21 +66,23 @@ export interface GitPort {
   removeAttemptWorktree(attemptId: string): Promise<void>;
   /** The attempt's clone as a worker left it (a crash came before the host committed it), or null when there is none. */
   keptAttemptWorktree(attemptId: string): Promise<string | null>;
-  /** Why a candidate commit is refused (protected paths R-29; symlinks, sizes, verified files R-31), or null. */
-  candidateProblem(base: string, commit: string): Promise<{ rule: string; reason: string } | null>;
+  /** Why a candidate commit is refused (protected paths R-29; symlinks, sizes, verified files R-31; the verification surface R-49), or null. */
+  candidateProblem(base: string, commit: string, judged?: SurfaceJudgement): Promise<{ rule: string; reason: string } | null>;
   /**
    * Apply candidates onto head in a clean detached workspace, verify there, clean up. `layers`:
    * the candidates of the jobs this one is stacked on (speculative integration), applied first. A
    * candidate that does not apply is `ok: false` with git's output and the conflicted files as
    * `conflict` evidence.
    */
-  integrateAndVerify(jobId: string, head: string, candidates: readonly string[], date: string, commands: readonly (readonly string[])[], opts?: { retestOnFailure?: boolean; layers?: readonly IntegrationLayer[] }):
-    Promise<{ ok: true; resultCommit: string; tree: string; verification: VerificationRun } | { ok: false; reason: string; conflict?: ConflictEvidence }>;
+  integrateAndVerify(jobId: string, head: string, candidates: readonly string[], date: string, commands: readonly (readonly string[])[], opts?: { retestOnFailure?: boolean; layers?: readonly IntegrationLayer[]; reportFiles?: readonly (string | undefined)[] }):
+    Promise<{ ok: true; resultCommit: string; tree: string; under: string; verification: VerificationRun } | { ok: false; reason: string; conflict?: ConflictEvidence }>;
   /**
    * Check out `head` in a clean detached workspace named `runId`, run `commands` there (the
    * verification pipeline: the cache first, sandboxed, clean before and after), clean up.
    */
-  checkHead(runId: string, head: string, commands: readonly (readonly string[])[]): Promise<{ tree: string; verification: VerificationRun }>;
+  checkHead(runId: string, head: string, commands: readonly (readonly string[])[], reportFiles?: readonly (string | undefined)[]): Promise<{ tree: string; verification: VerificationRun }>;
+  /** The hold-out commit of a result over the commit its candidates were applied onto (R-50): base tests, candidate code. */
+  holdoutCommit(under: string, result: string, tests: readonly string[], date: string): Promise<string>;
   /** The integration ref in the integrator's repository. */
   readRef(ref: string): Promise<string | null>;
   /** One compare-and-set ref update in the integrator's repository (R-24), then published to the user's. */

@@ -45,7 +45,7 @@ export function demoBlueprint(): Record<string, unknown> {
         nodes: [
           { id: 'interfaces', title: 'Module conventions', kind: 'read-only', deps: [], accepted: true, contract: 'textkit-interfaces@1', decision: 'CommonJS modules under src/, one test file per module under test/' },
           {
-            id: 'package', title: 'Package manifest', kind: 'writable', deps: ['interfaces'], foundation: 'textkit-package@1',
+            id: 'package', title: 'Package manifest', kind: 'writable', deps: ['interfaces'], foundation: 'textkit-package@1', changes: ['verification'],
             files: { 'package.json': JSON.stringify({ name: 'textkit', version: '0.1.0', private: true, main: 'src/index.js', scripts: { test: 'node --test' } }, null, 2) + '\n' },
           },
           mod('words', ['package'], 'Split text into words',

@@ -29,6 +29,7 @@ import { transferLog } from '../log/transfer.js';
 import type { TransferableEventLog } from '../log/verbatim.js';
 import { checkpointFiles, readCheckpoint, Notary } from '../transparency/notary.js';
 import { buildVerifierKey, loadSigningKey, signedHeadPath, signingKeyPath } from '../transparency/keys.js';
+import { testPolicyAt } from '../build-init.js';
 import { driverRecord, type DriverFile } from '../driver-file.js';
 import { indexResults } from './parent-results.js';
 
@@ -122,10 +123,13 @@ async function createFork(
   if (existsSync(parentPaths.evidence)) cpSync(parentPaths.evidence, paths.evidence, { recursive: true });
   if (existsSync(parentPaths.cache)) cpSync(parentPaths.cache, paths.cache, { recursive: true });
   const checkpoint = parentCheckpoint(parentPaths, build.buildId, key.vkey, at.position);
-  const record = driverRecord(driver);
+  const { tests: testInput, ...record } = driverRecord(driver);
+  // The parent's test policy goes on under its own driver; another driver's is made as init makes it.
+  const sameDriver = sha256Hex(driverText) === build.driver.sourceSha256;
+  const tests = sameDriver ? build.tests : await testPolicyAt(paths.repo, state.integrationHead!, record.verify, testInput);
   const forked = forkedFrom({
     parent: { buildId: build.buildId, repo: parentPaths.repo, dir: parentPaths.dir, position: at.position, headHash: at.hash, ...(checkpoint !== null ? { checkpoint } : {}) },
-    driver: { kind: driver.kind, sourceSha256: sha256Hex(driverText) }, ...record, graphRevision: state.graphRevision,
+    driver: { kind: driver.kind, sourceSha256: sha256Hex(driverText) }, ...record, ...(tests !== undefined ? { tests } : {}), graphRevision: state.graphRevision,
   });
   const target = await openEventLog('sqlite', { defaultSqlitePath: paths.events });
   try {

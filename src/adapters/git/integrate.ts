@@ -7,6 +7,7 @@ import { assertRefName, assertSha, git } from './exec.js';
 import { commitParents, copyLooseObjects, hasLooseObject, isAncestor, looseBlob, looseDiff, objectsBetween, readRef, treeOf, type TreeChange } from './repo.js';
 import { addDetachedWorkspace, assertEffectId, removeWorkspace } from './worktrees.js';
 import { updateOwnRef } from './own-refs.js';
+import { surfaceMatcher, touchesOf, touchesReason, type PathChangeKind, type SurfaceJudgement, type SurfaceTouch } from '../../commands/test-surface.js';
 
 /** Paths no candidate may touch, whatever the configuration adds (R-29). */
 export const ALWAYS_PROTECTED: readonly string[] = ['.longbuild/'];
@@ -26,7 +27,11 @@ function isUnder(path: string, protectedPath: string): boolean {
 }
 
 export type IntegrationResult =
-  | { readonly kind: 'applied'; readonly workspace: string; readonly gitDir: string; readonly resultCommit: string; readonly tree: string; readonly fastForward: boolean }
+  | {
+    readonly kind: 'applied'; readonly workspace: string; readonly gitDir: string; readonly resultCommit: string; readonly tree: string; readonly fastForward: boolean;
+    /** The commit this job's own candidates were applied onto: the head with the layers below it (R-50's base tests). */
+    readonly under: string;
+  }
   | {
     readonly kind: 'conflict'; readonly candidate: string; readonly index: number; readonly detail: string;
     /** The job whose candidates conflicted: this one, or one it is stacked on (a layer). */
@@ -74,12 +79,14 @@ export async function integrateCandidates(
   // applied (another job of the same stack did) need no workspace and no git process.
   let tip = head;
   let fastForward = false;
+  let under = head;
   let next = 0;
   for (; next < all.length; next++) {
     const l = all[next]!;
     const known = (await fastForwardOf(repo, tip, l.commits)) ?? appliedLayers.get(layerKey(repo, tip, l));
     if (known === undefined) break;
     fastForward = l.jobId === jobId && known === l.commits[0];
+    if (l.jobId === jobId) under = tip;
     tip = known;
   }
   await addDetachedWorkspace(repo, workspace, tip);
@@ -88,6 +95,7 @@ export async function integrateCandidates(
   const gitDir = workspaceGitDir(workspace);
   for (const layer of all.slice(next)) {
     const base = tip;
+    if (layer.jobId === jobId) under = tip;
     const ff = await fastForwardOf(repo, tip, layer.commits);
     if (ff !== undefined) {
       await git(workspace, ['checkout', '-q', '--detach', ff]);
@@ -115,7 +123,7 @@ export async function integrateCandidates(
     tip = (await git(workspace, ['rev-parse', '--verify', 'HEAD'])).stdout.trim();
     remember(appliedLayers, layerKey(repo, base, layer), tip);
   }
-  return { kind: 'applied', workspace, gitDir, resultCommit: tip, tree: await treeOf(repo, tip), fastForward };
+  return { kind: 'applied', workspace, gitDir, resultCommit: tip, tree: await treeOf(repo, tip), fastForward, under };
 }
 
 /** A lone candidate whose only parent is `tip` is applied as itself (a fast-forward); else undefined. */
@@ -249,11 +257,12 @@ export function verifyNamedPaths(verify: readonly (readonly string[])[]): string
 const isAbsoluteLike = (a: string): boolean => a.startsWith('/') || a.startsWith('~');
 
 /**
- * Why a candidate commit is refused (R-29, R-31), or null: a changed path under a protected path
- * or naming a file a verification command runs; a symlink whose target leaves the tree; a
- * submodule (gitlink); a file over the size limit.
+ * Why a candidate commit is refused (R-29, R-31, R-49), or null: a changed path under a protected
+ * path or naming a file a verification command runs; a symlink whose target leaves the tree; a
+ * submodule (gitlink); a file over the size limit; a change to the verification surface (an
+ * existing test modified or deleted, a surface file or part changed) its node does not declare.
  */
-export async function candidateProblem(repo: string, base: string, commit: string, limits: CandidateLimits): Promise<{ rule: string; reason: string } | null> {
+export async function candidateProblem(repo: string, base: string, commit: string, limits: CandidateLimits, judged?: SurfaceJudgement): Promise<{ rule: string; reason: string } | null> {
   assertSha(base, 'base');
   assertSha(commit, 'commit');
   // The candidate's objects were just written by the host (loose): read in-process when they are.
@@ -263,7 +272,8 @@ export async function candidateProblem(repo: string, base: string, commit: strin
     const listed: TreeChange[] = [];
     for (let i = 0; i + 1 < out.length; i += 2) {
       const meta = out[i]!.split(' ');
-      listed.push({ mode: meta[1]!, sha: meta[3]!, path: out[i + 1]! });
+      const added = /^:?0+$/.test(meta[0]!);
+      listed.push({ mode: meta[1]!, sha: meta[3]!, path: out[i + 1]!, ...(added ? {} : { old: meta[2]! }) });
     }
     changed = listed;
   }
@@ -289,7 +299,27 @@ export async function candidateProblem(repo: string, base: string, commit: strin
     const size = loose?.length ?? Number((await git(repo, ['cat-file', '-s', c.sha])).stdout.trim());
     if (size > limits.maxFileBytes) return { rule: 'R-31', reason: `the candidate's file '${c.path}' is ${size} bytes, over the limit of ${limits.maxFileBytes}` };
   }
-  return null;
+  return judged === undefined ? null : surfaceProblem(repo, changed, judged);
+}
+
+/** The candidate's changes to the verification surface its node does not declare (R-49), as one refusal, or null. */
+async function surfaceProblem(repo: string, changed: readonly TreeChange[], judged: SurfaceJudgement): Promise<{ rule: string; reason: string } | null> {
+  const m = surfaceMatcher(judged.surface);
+  const undeclared: SurfaceTouch[] = [];
+  for (const c of changed) {
+    const change: PathChangeKind = c.old === undefined ? 'added' : c.mode === '000000' ? 'deleted' : 'modified';
+    // The texts are read only when an entry protects a part of the file (a key of package.json).
+    let texts: { base: string | null; candidate: string | null } | null = null;
+    const read = async () => (texts ??= { base: c.old === undefined ? null : await blobText(repo, c.old), candidate: c.mode === '000000' ? null : await blobText(repo, c.sha) });
+    const needsTexts = m.entriesFor(c.path).some((e) => e.part !== null);
+    if (needsTexts) await read();
+    for (const t of touchesOf(m, c.path, change, () => texts!)) if (!judged.allow[t.kind]) undeclared.push(t);
+  }
+  return undeclared.length === 0 ? null : { rule: 'R-49', reason: touchesReason(undeclared) };
+}
+
+async function blobText(repo: string, sha: string): Promise<string> {
+  return (await looseBlob(repo, sha))?.toString('utf8') ?? (await git(repo, ['cat-file', 'blob', sha])).stdout;
 }
 
 /**

@@ -142,6 +142,8 @@ export interface TreeChange {
   readonly mode: string;
   readonly sha: string;
   readonly path: string;
+  /** The blob the base had at the path (absent: the base had none there, the change adds it). */
+  readonly old?: string;
 }
 
 /**
@@ -204,7 +206,7 @@ function listTree(common: string, id: string, prefix: string, deleted: boolean, 
     const path = `${prefix}${name}`;
     if (isTree(e)) {
       if (!listTree(common, e.sha, `${path}/`, deleted, out)) return false;
-    } else out.push(deleted ? { mode: '000000', sha: '0'.repeat(40), path } : { mode: e.mode, sha: e.sha, path });
+    } else out.push(deleted ? { mode: '000000', sha: '0'.repeat(40), path, old: e.sha } : { mode: e.mode, sha: e.sha, path });
   }
   return true;
 }
@@ -224,9 +226,9 @@ function diffTrees(common: string, aId: string, bId: string, prefix: string, out
       continue;
     }
     if (isTree(x) && !listTree(common, x!.sha, `${path}/`, true, out)) return false;
-    if (x !== undefined && !isTree(x) && (y === undefined || isTree(y))) out.push({ mode: '000000', sha: '0'.repeat(40), path });
+    if (x !== undefined && !isTree(x) && (y === undefined || isTree(y))) out.push({ mode: '000000', sha: '0'.repeat(40), path, old: x.sha });
     if (isTree(y) && !listTree(common, y!.sha, `${path}/`, false, out)) return false;
-    if (y !== undefined && !isTree(y)) out.push({ mode: y.mode, sha: y.sha, path });
+    if (y !== undefined && !isTree(y)) out.push({ mode: y.mode, sha: y.sha, path, ...(x !== undefined && !isTree(x) ? { old: x.sha } : {}) });
   }
   return true;
 }

@@ -51,15 +51,15 @@ export async function run(ctx: CommandContext): Promise<CacheOutput> {
   }
 }
 
-/** Every tree a VerificationFinished event of the log names. */
+/** Every tree a VerificationFinished event of the log names (the tests' measured base and hold-out trees too, R-50, R-51). */
 async function verifiedTrees(paths: ReturnType<typeof pathsOf>): Promise<Set<string>> {
   const log = await openBuildLog(paths);
   try {
     const trees = new Set<string>();
     for await (const page of readPages(log)) for (const e of page) {
       if (e.type !== 'VerificationFinished') continue;
-      const tree = (e.data as { tree: string | null }).tree;
-      if (tree !== null) trees.add(tree);
+      const d = e.data as { tree: string | null; tests?: { base: { tree?: string } | null; holdout?: { tree: string } } };
+      for (const tree of [d.tree, d.tests?.base?.tree, d.tests?.holdout?.tree]) if (typeof tree === 'string') trees.add(tree);
     }
     return trees;
   } finally {

@@ -19,7 +19,9 @@ export function render(d: ShowOutput): string {
   const rows = d.nodes.map((n) => {
     const deps = n.deps.length ? `  <- ${n.deps.join(', ')}` : '';
     const what = n.summary !== undefined ? `  (compacts ${n.summary.compacted.length} node${n.summary.compacted.length === 1 ? '' : 's'}${n.summary.absorbed.length > 0 ? ` and ${n.summary.absorbed.join(', ')}` : ''})` : n.attempts > 1 ? `  (${n.attempts} attempts)` : '';
-    return `  ${n.id.padEnd(width)}  ${n.state.padEnd(10)} ${n.kind.padEnd(9)} ${n.milestone}${deps}${what}`;
+    const declared = n.changes !== undefined ? `  changes ${n.changes.join('+')}` : '';
+    const retires = n.retires !== undefined ? `  retires ${n.retires.length} test${n.retires.length === 1 ? '' : 's'} (${n.retires.slice(0, 3).map((t) => JSON.stringify(t)).join(', ')}${n.retires.length > 3 ? ', …' : ''})` : '';
+    return `  ${n.id.padEnd(width)}  ${n.state.padEnd(10)} ${n.kind.padEnd(9)} ${n.milestone}${deps}${what}${declared}${retires}`;
   });
   const h = d.horizon;
   return [

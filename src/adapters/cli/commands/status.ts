@@ -37,6 +37,11 @@ export interface StatusOutput {
   readonly sandbox: string;
   /** The longest chain of unfinished planned work and its estimated remaining time (issue 16). */
   readonly criticalPath: CriticalPath;
+  /**
+   * What candidates' tests are judged by (R-48..R-51): the verification surface, the policy, each
+   * command's report, the head's tests; null for a build from before test policies.
+   */
+  readonly tests: StatusTests | null;
   /** System-level acceptance (issue 16): null when the build has no acceptance commands. */
   readonly acceptance: {
     readonly runs: number;
@@ -44,6 +49,46 @@ export interface StatusOutput {
     readonly inFlight: string | null;
     readonly requested: boolean;
   } | null;
+}
+
+export interface StatusTests {
+  readonly surface: { readonly files: readonly string[]; readonly tests: readonly string[]; readonly ecosystems: readonly string[]; readonly source: 'detected' | 'config' };
+  readonly testChanges: 'strict' | 'review' | 'record';
+  readonly holdout: 'declared' | 'always';
+  /** Each verification command and how its report is read (null: exit code only, its tests not ratcheted). */
+  readonly commands: readonly { readonly argv: readonly string[]; readonly report: string | null }[];
+  /** The integration head's tests as last measured (null: none known, or no command reported any there). */
+  readonly head: { readonly passed: number; readonly failed: number; readonly skipped: number } | null;
+  readonly retired: number;
+}
+
+function testsOf(st: BuildState): StatusTests | null {
+  const t = st.build?.tests;
+  if (t === undefined) return null;
+  const counts = st.headTests?.head === st.integrationHead ? st.headTests?.counts ?? null : null;
+  return {
+    surface: t.surface, testChanges: t.testChanges, holdout: t.holdout,
+    commands: st.build!.verify.map((argv, i) => {
+      const r = t.reports[i] ?? null;
+      return { argv, report: r === null ? null : `${r.format}${r.file !== undefined ? ` (${r.file})` : ''}` };
+    }),
+    head: counts === null ? null : { passed: counts.passed, failed: counts.failed, skipped: counts.skipped },
+    retired: st.retiredTests ?? 0,
+  };
+}
+
+/** The status lines of a build's test policy (R-48..R-51). */
+export function testsStatusLines(t: StatusTests): string[] {
+  const files = t.surface.files.length === 0 ? 'nothing' : shortList([...t.surface.files]);
+  const tests = t.surface.tests.length === 0 ? 'none (no test files are protected: set "tests" in the config)' : shortList([...t.surface.tests]);
+  const from = t.surface.source === 'config' ? 'configured' : t.surface.ecosystems.length > 0 ? `detected: ${t.surface.ecosystems.join(', ')}` : 'no ecosystem detected';
+  const unratcheted = t.commands.filter((c) => c.report === null).map((c) => c.argv.join(' '));
+  return [
+    `verification surface (${from}): ${files}`,
+    `tests: ${tests}; declared test changes: ${t.testChanges}; hold-out: ${t.holdout === 'always' ? 'every candidate' : 'when declared'}`,
+    `test reports: ${t.commands.map((c) => `${c.argv.join(' ')} -> ${c.report ?? 'none'}`).join('; ') || '-'}${unratcheted.length > 0 ? ` (not ratcheted: ${unratcheted.join('; ')})` : ''}`,
+    `head's tests: ${t.head === null ? 'none reported yet (its tests are not ratcheted until a report is read)' : `${t.head.passed} passed, ${t.head.failed} failed, ${t.head.skipped} skipped`}${t.retired > 0 ? `; ${t.retired} retired by plan so far` : ''}`,
+  ];
 }
 
 function blockedReason(st: BuildState): string | null {
@@ -81,6 +126,7 @@ export function statusOf(st: BuildState): StatusOutput {
     work,
     sandbox: sandboxLine(st),
     criticalPath: criticalPath(st),
+    tests: testsOf(st),
     acceptance: acceptanceOf(st),
   };
 }
@@ -185,6 +231,7 @@ export function render(d: StatusOutput, ctx?: CommandContext): string {
     `ready (ranked): ${shortList(d.ready)}`,
     `in flight: ${d.inFlight.join(', ') || '-'}`,
     `critical path: ${criticalPathLine(d.criticalPath)}`,
+    ...(d.tests !== null ? testsStatusLines(d.tests) : []),
     ...(d.acceptance !== null ? [`acceptance: ${acceptanceLine(d.acceptance)}`] : []),
     `checkpoints: ${shortList(d.checkpoints)}`,
     `summaries: ${shortList(d.summaries)}`,

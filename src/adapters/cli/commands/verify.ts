@@ -13,6 +13,7 @@ import { decideRefRepairs } from '../../../commands/refs.js';
 import { initialBuildState, type BuildState } from '../../../projections/build-state.js';
 import { graphRecordProblems } from '../../../projections/graph-record.js';
 import { driverPin, evidenceNamed } from '../../audit/verifier.js';
+import { auditTests } from '../../audit/tests-audit.js';
 import { forkLinks, type ForkLink } from '../../fork/fork-link.js';
 import { snapshotProblems } from '../../../projections/snapshot-audit.js';
 import { SqliteSnapshotStore } from '../../../projections/snapshot-store.js';
@@ -94,7 +95,7 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
       checkpoints = signed.checked;
       problems.push(...signed.problems);
       if (seenBefore > headPosition) problems.push({ position: headPosition + 1, problem: `log truncated: the projections have seen position ${seenBefore}, but the log ends at ${headPosition}` });
-      problems.push(...driverProblems(paths, events), ...evidenceProblems(paths, events));
+      problems.push(...driverProblems(paths, events), ...evidenceProblems(paths, events), ...testsProblems(paths, events));
       const linked = await forkLinks(events);
       if (linked.links.length > 0) forks = linked.links;
       problems.push(...linked.problems);
@@ -306,6 +307,15 @@ function evidenceProblems(paths: BuildPaths, events: readonly StoredEvent[]): Ve
     }
   }
   return [];
+}
+
+/** Every test summary read again from its evidence, every promotion held to the ratchet (R-52). */
+function testsProblems(paths: BuildPaths, events: readonly StoredEvent[]): VerifyProblem[] {
+  const r = auditTests(events, (sha) => {
+    const file = join(paths.evidence, sha);
+    return /^[0-9a-f]{64}$/.test(sha) && existsSync(file) ? readFileSync(file) : null;
+  });
+  return r.problem === null ? [] : [{ position: r.problem.position, problem: `tests (R-52): ${r.problem.message}` }];
 }
 
 /** R-33: the integration ref (integrator's and published) and the attempt branches agree with the log. */
