@@ -92,11 +92,12 @@ describe('R-37 the audit bundle and its standalone verifier', () => {
     const dir = copy();
     const r = standalone(dir, '--key', vkey);
     expect(r.code, r.out).toBe(0);
-    expect(r.out.split('\n').filter((l) => l.startsWith('ok ')).map((l) => l.split(':')[0])).toEqual(['ok bundle', 'ok chain', 'ok schemas', 'ok keys', 'ok checkpoints', 'ok evidence', 'ok git', 'ok graph']);
+    expect(r.out.split('\n').filter((l) => l.startsWith('ok ')).map((l) => l.split(':')[0])).toEqual(['ok bundle', 'ok chain', 'ok schemas', 'ok keys', 'ok checkpoints', 'ok evidence', 'ok tests', 'ok git', 'ok graph']);
+    expect(r.out).toMatch(/ok tests: \d+ verifications' test reports read again from their evidence; \d+ promotions held to the ratchet/);
     expect(r.out).toMatch(/ok graph: \d+ graph revisions reconstructed/);
     const same = cliJson<{ ok: boolean; checks: unknown[] }>(['audit', 'verify', dir, '--key', vkey], { cwd: root });
     expect(same.ok).toBe(true);
-    expect(same.checks).toHaveLength(8);
+    expect(same.checks).toHaveLength(9);
   });
 
   it('R-37 a build that names no commit yet (just initialised, and one of read-only nodes run to its end) exports a bundle holding its base commit, and it verifies', () => {

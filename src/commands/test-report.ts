@@ -31,13 +31,20 @@ export type ReportReading = { readonly ok: true; readonly report: TestReport } |
 const MAX_ID = 300;
 
 /**
- * A test id from its path of names: control characters (a terminal's escapes among them) become
- * U+FFFD, runs of white space one space, the parts joined by ` > `; over MAX_ID characters it is
- * cut and ends with 12 hex digits of the whole id's SHA-256, so two long ids stay apart.
+ * An absolute path into a verification workspace (`…/workspaces/job-3/`), as runners name a test
+ * file: each job runs in its own workspace, so the id keeps the path inside it only.
+ */
+const WORKSPACE_PATH = /(?:\/[^\s/]+)*\/workspaces\/[a-z0-9][a-z0-9._-]*\//g;
+
+/**
+ * A test id from its path of names: a verification workspace's absolute path made relative,
+ * control characters (a terminal's escapes among them) U+FFFD, runs of white space one space, the
+ * parts joined by ` > `; over MAX_ID characters it is cut and ends with 12 hex digits of the whole
+ * id's SHA-256, so two long ids stay apart.
  */
 export function testId(parts: readonly string[]): string {
   const clean = parts
-    .map((p) => p.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '\ufffd').replace(/\s+/g, ' ').trim())
+    .map((p) => p.replace(WORKSPACE_PATH, '').replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '\ufffd').replace(/\s+/g, ' ').trim())
     .filter((p) => p !== '')
     .join(' > ');
   const whole = clean === '' ? '(unnamed)' : clean;

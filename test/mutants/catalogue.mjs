@@ -516,6 +516,24 @@ export const MUTANTS = [
     edits: [{ file: 'src/projections/summaries.ts', find: 'indexCache.set(next, { count: cached.count, index: cached.index, byMilestone: cached.byMilestone });', replace: 'indexCache.set(next, { count: Object.keys(next).length, index: cached.index, byMilestone: cached.byMilestone });' }],
     caughtBy: ['test/summary-index.test.ts'],
   },
+  {
+    name: 'surface-check-disabled',
+    bug: 'a candidate that rewrites the test script, deletes, empties or skips existing tests, or adds a runner config is not refused (R-49 disabled)',
+    edits: [{ file: 'src/adapters/git/integrate.ts', find: 'return judged === undefined ? null : surfaceProblem(repo, changed, judged);', replace: 'return null;' }],
+    caughtBy: ['test/tests-authority.test.ts'],
+  },
+  {
+    name: 'ratchet-counts-only',
+    bug: 'the test ratchet compares how many tests pass, not which: a candidate that drops one passing test and adds another is promoted (R-51)',
+    edits: [{ file: 'src/commands/test-ratchet.ts', find: 'const needed = [...new Set([...lost, ...failing])].sort();', replace: 'const needed: string[] = [];', js: { find: 'const needed = [...new Set([...lost, ...failing])].sort();', replace: 'const needed = [];' } }],
+    caughtBy: ['test/test-ratchet.test.ts'],
+  },
+  {
+    name: 'holdout-skipped',
+    bug: 'a node that declares test changes is verified on its own tests only: no hold-out runs the base tests on its code (R-50)',
+    edits: [{ file: 'src/commands/job-tests.ts', find: "(policy.holdout === 'always' || declared) ? policy.surface.tests : null", replace: "(policy.holdout === 'always' || declared) ? null : null" }],
+    caughtBy: ['test/test-ratchet.test.ts', 'test/tests-authority.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */
