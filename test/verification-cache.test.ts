@@ -57,6 +57,22 @@ function entryFiles(f: Fixture): string[] {
 }
 
 describe('verification cache (R-27)', () => {
+  it('R-27 R-51 a report file rides with its pass: written, taken out of the workspace, stored, and replayed exactly on a hit', async () => {
+    const f = await fixture();
+    const ws = await workspace(f, 0);
+    const cache = new VerificationCache(f.cacheDir);
+    const write = ['node', '-e', 'require("fs").mkdirSync("out", { recursive: true }); require("fs").writeFileSync("out/r.xml", "<testsuite>" + Math.random() + "</testsuite>")'];
+    const run = () => verifyWithCache({ workspace: ws.workspace, gitDir: ws.gitDir, tree: ws.tree, commands: [write], env: ENV, timeoutMs: 20_000, cache, run: directRunner, reportFiles: ['out/r.xml'] });
+    const first = await run();
+    expect(first.passed, first.reason).toBe(true); // the report was taken out: the workspace is clean
+    const second = await run();
+    expect(second.commands[0]!.cacheHit).toBe(true);
+    expect(second.commands[0]!.report!.equals(first.commands[0]!.report!)).toBe(true);
+    // The same command without a report file is another key: a miss, never the report-less replay.
+    const plain = await verifyWithCache({ workspace: ws.workspace, gitDir: ws.gitDir, tree: ws.tree, commands: [write], env: ENV, timeoutMs: 20_000, cache, run: directRunner });
+    expect(plain.commands[0]!.cacheHit).toBe(false);
+  });
+
   it('R-27 a hit replays the exact stdout and stderr bytes of the cached pass without running the command', async () => {
     const f = await fixture();
     const ws = await workspace(f, 0);
