@@ -183,6 +183,13 @@ describe.skipIf(CHROMIUM === undefined)('longbuild ui (issue 18)', () => {
     expect([...critical].sort()).toEqual([...(await get(`${ui.url}api/view?at=26`)).json().criticalPath.nodes].sort());
     expect(await page.locator('[data-testid=critical]').textContent()).toMatch(/^critical path: \d+ nodes?/);
     await snap(page, 'demo-at-26');
+    // A node's declaration (R-49): the demo's package node may change the verification surface.
+    await page.goto(`${ui.url}?at=10`);
+    await page.waitForSelector('body[data-rendered="10"]');
+    await page.locator('[data-testid=graph-svg] .node[data-id="package"]').click();
+    expect(await page.locator('[data-testid=node-changes]').textContent()).toBe('verification');
+    await page.goto(`${ui.url}?at=26`);
+    await page.waitForSelector('body[data-rendered="26"]');
     // The summary expands into what it compacted.
     await page.locator('[data-testid=graph-svg] .node[data-id^="summary-"]').click();
     expect(await page.locator('[data-testid=summary-holds] li').count()).toBe(5);
@@ -197,6 +204,8 @@ describe.skipIf(CHROMIUM === undefined)('longbuild ui (issue 18)', () => {
       return page.locator('[data-testid=hash-ok]').waitFor({ timeout: 10_000 }).then(() => true, () => false);
     }, { timeout: 120_000, interval: 0 }).toBe(true);
     expect(await page.locator('[data-testid=event-json]').textContent()).toContain('"type": "VerificationFinished"');
+    // What its tests said (R-52): counts, the base, the tests no longer passing.
+    expect(await page.locator('[data-testid=event-tests]').textContent()).toMatch(/\d+ passed, 0 failed, 0 skipped.*base head.*\d+ passed.*no longer passing.*none/s);
     await page.locator('[data-testid=evidence-link]').first().click();
     await page.waitForFunction(() => /# pass/.test(document.querySelector('[data-testid=evidence-text]')?.textContent ?? ''));
     expect(page.url()).toMatch(/event=\d+/);

@@ -125,7 +125,9 @@ function selectNode(id) {
   if (n && ui.node) {
     $('details').innerHTML = `<div class="kv"><span>node</span><b>${esc(n.id)}</b><span>state</span><span>${n.state}</span><span>kind</span><span>${n.kind}</span>
       <span>milestone</span><span>${esc(n.milestone)}</span><span>attempts</span><span>${n.attempts}</span><span>depends on</span><span>${esc(n.deps.join(', ') || '-')}</span>
-      ${n.title ? `<span>title</span><span>${esc(n.title)}</span>` : ''}</div>
+      ${n.title ? `<span>title</span><span>${esc(n.title)}</span>` : ''}
+      ${n.changes ? `<span>may change</span><span data-testid="node-changes">${esc(n.changes.join(', '))}</span>` : ''}
+      ${n.retires ? `<span>retires</span><span data-testid="node-retires">${esc(n.retires.join(', '))}</span>` : ''}</div>
       ${n.summary ? `<p><b>summary of ${esc(n.summary.milestoneId)}</b>, stands for ${n.summary.holds.length}:</p><ul data-testid="summary-holds">${n.summary.holds.map((x) => `<li>${esc(x)}</li>`).join('')}</ul>` : ''}
       <p class="muted">The event list shows this node's events.</p>`;
   }
@@ -209,6 +211,21 @@ async function sha256Hex(text) {
   return [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, '0')).join('');
 }
 
+/** What a verification's tests said, or what a promotion retired (R-50..R-52), as a few lines; '' for other events. */
+function testsOf(d) {
+  const named = (ids, count) => (count ? `${count} (${ids.slice(0, 5).map((x) => esc(JSON.stringify(x))).join(', ')}${count > 5 ? ', …' : ''})` : 'none');
+  if (d.tests && typeof d.tests.lostCount === 'number') {
+    const t = d.tests;
+    const h = t.holdout;
+    return `<div class="kv" data-testid="event-tests"><span>tests</span><span>${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped</span>
+      <span>base head</span><span>${t.base ? `${t.base.passed} passed${t.base.measured ? ' (measured)' : ''}` : 'no tests known'}</span>
+      <span>no longer passing</span><span>${named(t.lost, t.lostCount)}</span>
+      ${h ? `<span>hold-out</span><span>${h.unreadable ? `cannot name its failures: ${esc(h.unreadable)}` : `failing base tests ${named(h.failing, h.failingCount)}`}</span>` : ''}</div>`;
+  }
+  const r = d.receipt && d.receipt.tests;
+  return r ? `<div class="kv" data-testid="event-tests"><span>tests</span><span>${r.passed} passed on the promoted tree</span><span>retired</span><span>${named(r.retired || [], (r.retired || []).length)}</span></div>` : '';
+}
+
 async function selectEvent(position) {
   ui.event = position;
   const e = await api(`/api/event?position=${position}`);
@@ -218,6 +235,7 @@ async function selectEvent(position) {
       <span>hash</span><code>${e.hash}${check}</code><span>previous</span><code>${e.prevHash}</code>
       <span>recorded</span><span>${esc(e.metadata.recordedAt)}</span>
       ${e.git.map((g) => `<span>${esc(g.path)}</span><code>${g.sha}</code>`).join('')}</div>
+    ${testsOf(e.data)}
     ${e.evidence.length ? `<p><b>evidence</b> ${e.evidence.map((x) => `<a href="#" data-sha="${x.sha256}" data-testid="evidence-link">${esc(x.path)}</a>`).join(' · ')}</p><pre id="evidence-text" data-testid="evidence-text" hidden></pre>` : ''}
     <pre data-testid="event-json">${esc(JSON.stringify(JSON.parse(e.canonical), null, 2))}</pre>`;
   for (const a of $('details').querySelectorAll('a[data-sha]')) {

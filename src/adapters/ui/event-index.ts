@@ -90,9 +90,14 @@ function stringLeaves(e: StoredEvent): { path: string; value: string }[] {
   return out;
 }
 
-/** Every SHA-256 in an event that names a file of the evidence store, with where it sits (stdout before stderr of one command). */
+/**
+ * Every SHA-256 in an event that names a file of the evidence store, with where it sits (stdout
+ * before stderr of one command): commands' output, and the tests' files (R-52) — passing ids, a
+ * report file, the hold-out's output.
+ */
 export function evidenceRefs(e: StoredEvent): { path: string; sha256: string }[] {
-  const out = stringLeaves(e).filter((l) => HEX64.test(l.value) && /(stdout|stderr)Sha256$/.test(l.path)).map((l) => ({ path: l.path, sha256: l.value }));
+  const named = (path: string): boolean => /(stdout|stderr|passing|report)Sha256$/.test(path) || /^tests\.holdout\.evidence\[\d+\]$/.test(path);
+  const out = stringLeaves(e).filter((l) => HEX64.test(l.value) && named(l.path)).map((l) => ({ path: l.path, sha256: l.value }));
   const prefix = (p: string): string => p.replace(/std(out|err)Sha256$/, '');
   const order = [...new Set(out.map((r) => prefix(r.path)))];
   const key = (r: { path: string }): number => order.indexOf(prefix(r.path)) * 2 + (r.path.endsWith('stdoutSha256') ? 0 : 1);
