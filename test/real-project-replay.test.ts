@@ -37,6 +37,9 @@ describe.skipIf(process.env.LONGBUILD_REPLAY !== '1')('replaying a real npm proj
       verifyTimeoutSeconds: 300,
       env: { allow: ['npm_config_cache', 'npm_config_update_notifier'] },
       sandbox: { mode: 'bwrap', network: { planner: false, worker: false, verify: true } },
+      // Upstream changed what it changed: its nodes declare it (the planner reads the bundle), and
+      // tests it stopped passing would be recorded as retired (R-49..R-51).
+      testChanges: 'record',
       maxAttempts: 1,
     }));
     const env = { npm_config_cache: '/tmp/npm-cache', npm_config_update_notifier: 'false' };
@@ -57,6 +60,10 @@ describe.skipIf(process.env.LONGBUILD_REPLAY !== '1')('replaying a real npm proj
     // The project's own tests ran (tape's summary in the last job's evidence).
     const last = cliJson(['evidence', verifications.at(-1).data.jobId], { cwd: repo });
     expect(last.streams.find((s: { name: string }) => s.name.startsWith('npm test') && s.name.endsWith('stdout')).text).toMatch(/# ok/);
+    // tape's TAP was read: every step's tests ratcheted; upstream's first commit changed a dependency, declared.
+    expect(verifications.map((v) => [v.data.tests?.passed, v.data.tests?.lostCount])).toEqual(verifications.map(() => [172, 0]));
+    const sealed = events.find((e) => e.type === 'HorizonSealed');
+    expect(sealed.data.nodes.find((n: { id: string }) => n.id === 'c1').changes).toEqual(['verification']);
     const head = cliJson(['status'], { cwd: repo }).integrationHead as string;
     expect(git(repo, 'rev-parse', `${head}^{tree}`)).toBe(manifest.finalTree);
     expect(runCli(['verify'], { cwd: repo }).code).toBe(0);
