@@ -71,6 +71,11 @@ describe('agent presets', () => {
       expect(text).not.toMatch(/\{\{/);
     }
     expect(renderPrompt(loadPrompt(defaultPromptPath('planner')), { callId: 'K', cwd: '/c', input: '' })).toContain('"detailed"');
+    // R-49, R-50: planners are told how to declare changes to the tests, in words and in the schema; workers what they may not touch.
+    const planner = renderPrompt(loadPrompt(defaultPromptPath('planner')), { callId: 'K', cwd: '/c', input: '' });
+    expect(planner).toMatch(/`changes`, only when the node must change the project's verification surface/);
+    expect(planner).toMatch(/"retires": \{\s*"description": "test ids/);
+    expect(renderPrompt(loadPrompt(defaultPromptPath('worker')), { callId: 'K', cwd: '/c', input: '' })).toMatch(/verificationSurface.*unless the packet's `changes`/s);
     const dir = tempDir();
     writeFileSync(join(dir, 'bad.md'), 'do {{task}} with {{input}}');
     expect(() => loadPrompt(join(dir, 'bad.md'))).toThrow(/bad\.md: unknown placeholder \{\{task\}\}/);

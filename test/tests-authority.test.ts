@@ -10,17 +10,9 @@ import { execFileSync } from 'node:child_process';
 import { realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { findBwrap } from '../src/adapters/sandbox/sandbox.js';
+import { HAVE_BWRAP } from './support/bwrap.js';
 import { cliJson, ROOT, runCli, tempDir } from './support/cli.js';
 
-const HAVE_BWRAP = findBwrap() !== null && (() => {
-  try {
-    execFileSync('bwrap', ['--unshare-user', '--unshare-pid', '--ro-bind', '/', '/', 'true'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 if (!HAVE_BWRAP) console.log('tests-authority tests skipped: bubblewrap is not installed or cannot create user namespaces here (apt-get install bubblewrap)');
 const maybe = HAVE_BWRAP || process.env.CI === 'true' ? describe : describe.skip;
 

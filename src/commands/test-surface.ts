@@ -156,6 +156,17 @@ export interface SurfaceMatcher {
 }
 
 export function surfaceMatcher(surface: Pick<VerificationSurface, 'files' | 'tests'>): SurfaceMatcher {
+  // A build checks every candidate against the same surface: its globs are compiled once.
+  const known = compiled.get(surface);
+  if (known !== undefined) return known;
+  const made = compileSurface(surface);
+  compiled.set(surface, made);
+  return made;
+}
+
+const compiled = new WeakMap<object, SurfaceMatcher>();
+
+function compileSurface(surface: Pick<VerificationSurface, 'files' | 'tests'>): SurfaceMatcher {
   const opts = { dot: true };
   const entries = surface.files.map((e) => ({ ...parseSurfaceEntry(e), match: picomatch(parseSurfaceEntry(e).glob, opts) }));
   const tests = surface.tests.length === 0 ? () => false : picomatch([...surface.tests], opts);

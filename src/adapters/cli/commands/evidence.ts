@@ -1,6 +1,7 @@
 import { NotFoundError } from '../../../events/errors.js';
 import type { StoredEvent } from '../../../events/envelope.js';
 import type { JobTests } from '../../../events/catalogue.js';
+import { commandLabel } from './status.js';
 import { FileEvidenceStore } from '../../evidence-store.js';
 import { readPages } from '../../log/paging.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
@@ -110,7 +111,7 @@ export function testsLines(t: EvidenceTests): string[] {
     : t.verdict.kind === 'open' ? 'not decided yet' : `${t.verdict.kind === 'split' ? 'batch split' : 'refused'}: ${t.verdict.reason}`;
   return [
     `tests: ${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped; ${base}`,
-    ...t.commands.map((c) => `  ${c.argv.join(' ')}: ${c.report}`),
+    ...t.commands.map((c) => `  ${commandLabel(c.argv)}: ${c.report}`),
     `  base tests no longer passing: ${named(t.lost, t.lostCount)}`,
     ...(t.holdout !== undefined ? [`  hold-out (base tests on the candidates' code, tree ${t.holdout.tree.slice(0, 12)}): ${t.holdout.unreadable !== undefined ? `cannot name its failures: ${t.holdout.unreadable}` : `${t.holdout.passed ?? 0} passed; failing base tests: ${named(t.holdout.failing, t.holdout.failingCount)}`}`] : []),
     `  ratchet: ${verdict}`,

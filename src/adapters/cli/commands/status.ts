@@ -77,16 +77,22 @@ function testsOf(st: BuildState): StatusTests | null {
   };
 }
 
+/** A command as one short label (a long `node -e …` cut at 60 characters). */
+export function commandLabel(argv: readonly string[]): string {
+  const text = argv.join(' ');
+  return text.length > 60 ? `${text.slice(0, 59)}…` : text;
+}
+
 /** The status lines of a build's test policy (R-48..R-51). */
 export function testsStatusLines(t: StatusTests): string[] {
   const files = t.surface.files.length === 0 ? 'nothing' : shortList([...t.surface.files]);
   const tests = t.surface.tests.length === 0 ? 'none (no test files are protected: set "tests" in the config)' : shortList([...t.surface.tests]);
   const from = t.surface.source === 'config' ? 'configured' : t.surface.ecosystems.length > 0 ? `detected: ${t.surface.ecosystems.join(', ')}` : 'no ecosystem detected';
-  const unratcheted = t.commands.filter((c) => c.report === null).map((c) => c.argv.join(' '));
+  const unratcheted = t.commands.filter((c) => c.report === null).map((c) => commandLabel(c.argv));
   return [
     `verification surface (${from}): ${files}`,
     `tests: ${tests}; declared test changes: ${t.testChanges}; hold-out: ${t.holdout === 'always' ? 'every candidate' : 'when declared'}`,
-    `test reports: ${t.commands.map((c) => `${c.argv.join(' ')} -> ${c.report ?? 'none'}`).join('; ') || '-'}${unratcheted.length > 0 ? ` (not ratcheted: ${unratcheted.join('; ')})` : ''}`,
+    `test reports: ${t.commands.map((c) => `${commandLabel(c.argv)} -> ${c.report ?? 'none'}`).join('; ') || '-'}${unratcheted.length > 0 ? ` (not ratcheted: ${unratcheted.join('; ')})` : ''}`,
     `head's tests: ${t.head === null ? 'none reported yet (its tests are not ratcheted until a report is read)' : `${t.head.passed} passed, ${t.head.failed} failed, ${t.head.skipped} skipped`}${t.retired > 0 ? `; ${t.retired} retired by plan so far` : ''}`,
   ];
 }
