@@ -81,14 +81,22 @@ export function parseNote(note: string): ParsedNote {
   return { text, signatures };
 }
 
+/** The DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410): the raw 32-byte key follows it. */
+const SPKI_ED25519_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+
+/*
+ * Keys go in and out as DER, never as JWK: Node.js 20 can deadlock exporting a JWK (the key's
+ * mutex held while it allocates; a collection then destroys the key generation job that shares
+ * that mutex), seen as a test process hung in `ExportJWK` -> GC -> `~KeyGenJob`.
+ */
 function publicKeyObject(raw: Uint8Array): crypto.KeyObject {
-  return crypto.createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') }, format: 'jwk' });
+  return crypto.createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, raw]), format: 'der', type: 'spki' });
 }
 
 /** The raw 32-byte public key of an Ed25519 private key. */
 export function rawPublicKey(privateKey: crypto.KeyObject): Buffer {
-  const jwk = crypto.createPublicKey(privateKey).export({ format: 'jwk' }) as { x?: string };
-  return Buffer.from(jwk.x ?? '', 'base64url');
+  const der = crypto.createPublicKey(privateKey).export({ format: 'der', type: 'spki' });
+  return Buffer.from(der.subarray(der.length - 32));
 }
 
 /** Sign `text` (ending in a newline) as a note with one Ed25519 signature. */
@@ -177,8 +185,8 @@ export function privateKeyFromSeed(seed: Uint8Array): crypto.KeyObject {
 
 /** The 32-byte seed of an Ed25519 private key. */
 export function seedOf(privateKey: crypto.KeyObject): Buffer {
-  const jwk = privateKey.export({ format: 'jwk' }) as { d?: string };
-  return Buffer.from(jwk.d ?? '', 'base64url');
+  const der = privateKey.export({ format: 'der', type: 'pkcs8' });
+  return Buffer.from(der.subarray(der.length - 32));
 }
 
 /** A signer key as golang.org/x/mod/sumdb/note writes it: `PRIVATE+KEY+<name>+<key id>+<base64(0x01 || seed)>`. */
