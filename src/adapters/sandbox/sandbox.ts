@@ -163,19 +163,31 @@ export async function runSandboxed(policy: SandboxPolicy, run: SandboxedRun): Pr
   // (its helpers live beside it) unless that is a masked root itself, else the file alone.
   const masked = [...policy.hide, ...PRIVATE_MOUNTS].map((m) => resolve(m));
   const extraRo = new Set<string>();
+  /** The node_modules a path lies in, or null. */
+  const nodeModulesOf = (p: string): string | null => {
+    const at = p.lastIndexOf(`${sep}node_modules${sep}`);
+    return at >= 0 ? p.slice(0, at + `${sep}node_modules`.length) : null;
+  };
   for (const a of argv) {
     if (!isAbsolute(a) || !existsSync(a) || (run.rw ?? []).some((w) => isInside(a, w))) continue;
     if (masked.some((h) => isInside(a, h))) {
       const dir = dirname(resolve(a));
-      extraRo.add(masked.includes(dir) || masked.some((h) => isInside(h, dir)) ? resolve(a) : dir);
+      // A package's file (node_modules/mocha/bin/mocha.js) loads its package and its siblings: all of node_modules.
+      extraRo.add(nodeModulesOf(resolve(a)) ?? (masked.includes(dir) || masked.some((h) => isInside(h, dir)) ? resolve(a) : dir));
     }
     // An installed CLI (node_modules/.bin/NAME) is a symlink into its package, which may load
     // sibling packages (a platform binary): the whole node_modules it lives in stays visible.
     const real = realpathSync(a);
-    if (real !== resolve(a) && masked.some((h) => isInside(real, h))) {
-      const at = real.lastIndexOf(`${sep}node_modules${sep}`);
-      extraRo.add(at >= 0 ? real.slice(0, at + `${sep}node_modules`.length) : dirname(real));
-    }
+    if (real !== resolve(a) && masked.some((h) => isInside(real, h))) extraRo.add(nodeModulesOf(real) ?? dirname(real));
+  }
+  // The trusted PATH's directories under a private mount (the host's /tmp) stay visible too, read-only
+  // (`node_modules/.bin`: its node_modules); never one the policy hides (the repository, the build).
+  for (const d of (run.env.PATH ?? '').split(delimiter)) {
+    if (!isAbsolute(d) || !existsSync(d) || policy.hide.some((h) => isInside(d, h) || isInside(h, d))) continue;
+    if (!PRIVATE_MOUNTS.some((m) => isInside(d, m))) continue;
+    const real = realpathSync(d);
+    extraRo.add(nodeModulesOf(`${resolve(d)}${sep}`) ?? resolve(d));
+    if (real !== resolve(d) && PRIVATE_MOUNTS.some((m) => isInside(real, m))) extraRo.add(nodeModulesOf(`${real}${sep}`) ?? real);
   }
   const r = await runProcess({
     ...rest,
