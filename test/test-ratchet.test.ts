@@ -103,6 +103,7 @@ async function verifyOutcome(p: Plan, e: Extract<EffectRequest, { kind: 'verify'
   const git = {
     checkHead: async (runId: string, head: string) => ({ tree: gitShaOf(`tree:${head}`), verification: verification(runId.endsWith('-holdout') ? planned.holdout : p.head) }),
     holdoutCommit: async (_under: string, result: string) => gitShaOf(`holdout:${result}`),
+    contentOf: async () => null,
   } as unknown as GitPort;
   const read = readRun(v, e.tests!.reports, evidence);
   const result = gitShaOf(`r:${e.jobId}`);

@@ -60,6 +60,9 @@ export function readRun(v: VerificationRun, reports: readonly (ReportSetting | n
   return { perCommand, reports: read, unreported };
 }
 
+/** git's empty tree: the tree of a repository's empty first commit. */
+const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+
 /** At most this many test ids recorded in one list (more is refused as one change, R-51). */
 export const MAX_NAMED = 1000;
 
@@ -93,13 +96,21 @@ export async function jobTests(req: TestsRequest, i: JobTestsInput, git: GitPort
   // The head's tests: as the log knows them (their ids from the evidence store), else measured on the head.
   let base: { counts: TestCounts; ids: string[]; measured: string | null } | null = null;
   const knownIds = req.known != null ? evidence.get?.(req.known.passingSha256) ?? null : null;
-  if (req.known != null && knownIds !== null) base = { counts: req.known, ids: idsOf(knownIds), measured: null };
-  else if (req.known === undefined || (req.known !== null && knownIds === null)) {
-    if (!reported) return undefined; // nothing of the candidate's to compare: measure nothing
+  const measure = async (): Promise<NonNullable<typeof base>> => {
+    // An empty head (a new repository's first commit) has no tests: nothing to run to know it.
+    if ((await git.contentOf(req.head))?.tree === EMPTY_TREE) {
+      evidence.put(idsFile([]));
+      return { counts: countsOf({ passed: [], failed: [], skipped: [] }), ids: [], measured: EMPTY_TREE };
+    }
     const measured = await shown(`${i.jobId}-base`, `measuring the tests of the head ${req.head.slice(0, 12)} (${i.jobId})`, () => git.checkHead(`${i.jobId}-base`, req.head, i.commands, reportFiles));
     const mine = mergeReports(readRun(measured.verification, req.reports, evidence).reports);
     evidence.put(idsFile(mine.passed));
-    base = { counts: countsOf(mine), ids: [...mine.passed], measured: measured.tree };
+    return { counts: countsOf(mine), ids: [...mine.passed], measured: measured.tree };
+  };
+  if (req.known != null && knownIds !== null) base = { counts: req.known, ids: idsOf(knownIds), measured: null };
+  else if (req.known !== null) {
+    if (!reported) return undefined; // nothing of the candidate's to compare: measure nothing
+    base = await measure();
   }
   if (!reported && (base === null || base.ids.length === 0)) return undefined;
   const passing = new Set(candidate.passed);
