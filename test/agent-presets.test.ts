@@ -90,7 +90,7 @@ describe('agent presets', () => {
       const json = JSON.stringify(o);
       const message = how === 'bare' ? json : how === 'fenced' ? `${before}\n\`\`\`json\n${json}\n\`\`\`\n${after}` : `${before} ${json} ${after}`;
       // The oracle: JSON.parse of the exact text that was embedded.
-      expect(jsonInMessage(message)).toEqual(JSON.parse(json));
+      expect(jsonInMessage(message)).toEqual({ ok: true, value: JSON.parse(json) });
     }), { numRuns: 300 });
     expect(jsonInMessage('no json here')).toBeNull();
   });

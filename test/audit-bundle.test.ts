@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,10 +67,16 @@ function writeEvents(dir: string, evs: StoredEvent[], rechain = true): void {
   writeFileSync(join(dir, 'log.ndjson'), `${out.map((e) => canonicalJson(e as unknown as JsonValue)).join('\n')}\n`);
 }
 
-/** The attacker updates bundle.json so transport integrity still holds. */
+/** The attacker updates bundle.json so transport integrity still holds, and its counts and key agree with what it ships. */
 function fixManifest(dir: string): void {
-  const m = JSON.parse(readFileSync(join(dir, 'bundle.json'), 'utf8')) as { files: Record<string, string> };
-  for (const f of Object.keys(m.files)) m.files[f] = createHash('sha256').update(readFileSync(join(dir, f))).digest('hex');
+  const m = JSON.parse(readFileSync(join(dir, 'bundle.json'), 'utf8')) as { files: Record<string, string>; events: number; lastCheckpoint: number | null; vkey: string; buildId: string };
+  for (const f of Object.keys(m.files)) {
+    if (existsSync(join(dir, f))) m.files[f] = createHash('sha256').update(readFileSync(join(dir, f))).digest('hex');
+    else delete m.files[f];
+  }
+  const evs = events(dir);
+  const init = evs[0]!.data as { buildId: string; signing: { vkey: string } };
+  Object.assign(m, { events: evs.length, vkey: init.signing.vkey, buildId: init.buildId, lastCheckpoint: Math.max(...readdirSync(join(dir, 'checkpoints')).map((f) => parseInt(f))) });
   writeFileSync(join(dir, 'bundle.json'), JSON.stringify(m));
 }
 
@@ -92,12 +98,13 @@ describe('R-37 the audit bundle and its standalone verifier', () => {
     const dir = copy();
     const r = standalone(dir, '--key', vkey);
     expect(r.code, r.out).toBe(0);
-    expect(r.out.split('\n').filter((l) => l.startsWith('ok ')).map((l) => l.split(':')[0])).toEqual(['ok bundle', 'ok chain', 'ok schemas', 'ok keys', 'ok checkpoints', 'ok evidence', 'ok tests', 'ok git', 'ok graph']);
+    expect(r.out.split('\n').filter((l) => l.startsWith('ok ')).map((l) => l.split(':')[0])).toEqual(['ok bundle', 'ok chain', 'ok schemas', 'ok keys', 'ok checkpoints', 'ok coverage', 'ok evidence', 'ok tests', 'ok git', 'ok graph']);
+    expect(r.out.split('\n')[0]).toBe(`verifier sha256 ${createHash('sha256').update(readFileSync(join(dir, 'verify.mjs'))).digest('hex')} (compare with \`longbuild audit verifier\` from your own install, never with this line alone)`);
     expect(r.out).toMatch(/ok tests: \d+ verifications' test reports read again from their evidence; \d+ promotions held to the ratchet/);
     expect(r.out).toMatch(/ok graph: \d+ graph revisions reconstructed/);
     const same = cliJson<{ ok: boolean; checks: unknown[] }>(['audit', 'verify', dir, '--key', vkey], { cwd: root });
     expect(same.ok).toBe(true);
-    expect(same.checks).toHaveLength(9);
+    expect(same.checks).toHaveLength(10);
   });
 
   it('R-37 a build that names no commit yet (just initialised, and one of read-only nodes run to its end) exports a bundle holding its base commit, and it verifies', () => {
@@ -223,5 +230,127 @@ describe('R-37 the audit bundle and its standalone verifier', () => {
     expect(ok.out).toMatch(/cosigned by witness\.example\/a up to size \d+/);
     const other = formatVerifierKey('witness.example/a', COSIGNATURE_V1, rawPublicKey(generateSigningKey()));
     expect(standalone(dir, '--witness', other).out).toMatch(/no checkpoint in the bundle is cosigned/);
+  });
+
+  /**
+   * The attack of issue 44: keep the checkpoints up to `keep`, rewrite every event after it
+   * (their recorded times and a read-only node's decision: what an auditor would read), rechain,
+   * delete the later checkpoint files and fix the manifest up. Everything inside the bundle agrees.
+   */
+  function forgeTail(keep: number): { dir: string; forged: number } {
+    const dir = copy();
+    const evs = events(dir).map((e) => {
+      if (e.position <= keep) return e;
+      const text = JSON.stringify(e.data).replaceAll('release 1.0', 'release 6.6.6');
+      return { ...e, data: JSON.parse(text) as JsonValue, metadata: { ...(e.metadata as object), recordedAt: '2031-01-01T00:00:00.000Z' } as StoredEvent['metadata'] };
+    });
+    writeEvents(dir, evs);
+    for (const f of readdirSync(join(dir, 'checkpoints'))) if (parseInt(f) > keep) rmSync(join(dir, 'checkpoints', f));
+    fixManifest(dir);
+    return { dir, forged: evs.length - keep };
+  }
+
+  it('R-54 a tail rewritten after a kept checkpoint (later checkpoints deleted, manifest fixed up) fails coverage in verify.mjs and in audit verify --key, naming the unsigned span; --allow-unsigned-tail passes, saying what nobody vouches for', () => {
+    const sizes = readdirSync(join(bundle, 'checkpoints')).map((f) => parseInt(f)).sort((a, b) => a - b);
+    const total = events(bundle).length;
+    // Only 1.checkpoint kept (the issue's case: all but one event forged), and a middle one.
+    for (const keep of [1, sizes[sizes.length - 3]!]) {
+      const { dir, forged } = forgeTail(keep);
+      expect(forged).toBe(total - keep);
+      expect(readFileSync(join(dir, 'log.ndjson'), 'utf8')).toContain('release 6.6.6');
+      const r = standalone(dir, '--key', vkey);
+      expect(r.code, r.out).toBe(1);
+      expect(r.out).toContain(`FAILED coverage at position ${keep + 1}: events ${keep + 1}..${total} are covered by no signed checkpoint (the last covers ${keep} of ${total})`);
+      expect(r.out).not.toContain('verified: every check passed');
+      const cli = runCli(['audit', 'verify', dir, '--key', vkey], { cwd: root });
+      expect(cli.code).toBe(1);
+      expect(cli.stderr.trim().split('\n')).toHaveLength(1);
+      expect(cli.stderr).toMatch(new RegExp(`audit verify failed at position ${keep + 1} \\(coverage\\): events ${keep + 1}\\.\\.${total} are covered by no signed checkpoint`));
+      // Said out loud, the signed part verifies: the forged events are then only what nobody vouched for.
+      const allowed = standalone(dir, '--key', vkey, '--allow-unsigned-tail');
+      expect(allowed.code, allowed.out).toBe(0);
+      expect(allowed.out).toContain(`ok coverage: events ${keep + 1}..${total} are covered by no signed checkpoint (the last covers ${keep} of ${total}); accepted with --allow-unsigned-tail: only events 1..${keep} are vouched for`);
+    }
+  });
+
+  it('R-54 a witness that cosigned the whole log makes the forged tail and a cut fail: its checkpoint, passed with --expect, covers the events the bundle leaves unsigned', () => {
+    const wkeyFile = join(root, 'w54.key');
+    const held = join(root, 'witnessed.checkpoint');
+    const w = cliJson<{ witnessKey: string; size: number }>(['witness', 'cosign', '--repo', repo, '--witness-key', wkeyFile, '--log-key', vkey, '--name', 'witness.example/r54', '--out', held], { cwd: root });
+    const total = events(bundle).length;
+    expect(w.size).toBe(total);
+    const { dir } = forgeTail(1);
+    const forged = standalone(dir, '--key', vkey, '--expect', held, '--witness', w.witnessKey);
+    expect(forged.code).toBe(1);
+    expect(forged.out).toMatch(/FAILED checkpoints at position 1: the log is not the one .*witnessed\.checkpoint signed at size \d+ \(its Merkle root differs: rewritten\)/);
+    // Cut instead (the tail dropped with its checkpoints): the witness's larger tree says so.
+    const cut = copy();
+    writeEvents(cut, events(cut).slice(0, 12), false);
+    for (const f of readdirSync(join(cut, 'checkpoints'))) if (parseInt(f) > 12) rmSync(join(cut, 'checkpoints', f));
+    fixManifest(cut);
+    expect(standalone(cut, '--key', vkey).code).toBe(0); // alone, a cut at a checkpoint is a whole log
+    const cutHeld = standalone(cut, '--key', vkey, '--expect', held);
+    expect(cutHeld.code).toBe(1);
+    expect(cutHeld.out).toMatch(/log truncated: .*witnessed\.checkpoint was signed at size \d+, the log ends at 12/);
+    // The genuine bundle, checked against the witness: covered, cosigned.
+    const ok = standalone(bundle, '--key', vkey, '--expect', held, '--witness', w.witnessKey);
+    expect(ok.code, ok.out).toBe(0);
+  });
+
+  it('R-54 audit verify runs the install\'s own checks: it names the SHA-256 of its verifier (audit verifier), the genuine bundle\'s verify.mjs is that one, and a forged verify.mjs (manifest fixed up) is named as not this install\'s and never run', () => {
+    const mine = cliJson<{ sha256: string; path: string }>(['audit', 'verifier'], { cwd: root });
+    expect(mine.sha256).toBe(createHash('sha256').update(readFileSync(join(bundle, 'verify.mjs'))).digest('hex'));
+    expect(cliJson<{ verifier: { same: boolean } }>(['audit', 'verify', bundle, '--key', vkey], { cwd: root }).verifier.same).toBe(true);
+    const dir = copy();
+    // A verify.mjs that says everything passed, whatever the bundle holds.
+    writeFileSync(join(dir, 'verify.mjs'), "console.log('verified: every check passed');\n");
+    const evs = events(dir);
+    writeEvents(dir, evs.slice(0, 5), false); // and a log cut to nothing much
+    fixManifest(dir);
+    expect(standalone(dir).out).toBe('verified: every check passed\n'); // the forged verifier lies
+    const r = runCli(['audit', 'verify', dir, '--key', vkey], { cwd: root });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^note: the bundle's verify\.mjs \(sha256 [0-9a-f]{16}…\) is not this install's verifier/);
+    expect(r.stderr).toMatch(/audit verify failed/);
+  });
+
+  it('R-54 bundle.json\'s counts are checked: an edited event count or last checkpoint (file hashes fixed up) fails the bundle check', () => {
+    for (const [field, value] of [['events', 7], ['lastCheckpoint', 1]] as const) {
+      const dir = copy();
+      const m = JSON.parse(readFileSync(join(dir, 'bundle.json'), 'utf8')) as Record<string, unknown>;
+      m[field] = value;
+      writeFileSync(join(dir, 'bundle.json'), JSON.stringify(m));
+      const r = standalone(dir, '--key', vkey);
+      expect(r.code).toBe(1);
+      expect(r.out).toContain(`FAILED bundle: bundle.json says ${field} ${value}, the bundle holds`);
+    }
+  });
+
+  it('R-54 a git bundle holding the commit objects but not their trees and blobs fails the git check, naming the missing object and its path', () => {
+    const dir = copy();
+    // A pack of exactly the commit objects the log names (git pack-objects, no --revs: no trees, no blobs).
+    const named = new Set<string>();
+    for (const e of events(dir)) {
+      if (e.type === 'IntegrationPromoted') {
+        const r = (e.data as { receipt: { resultCommit: string; candidates: { commit: string }[] } }).receipt;
+        named.add(r.resultCommit);
+        for (const c of r.candidates) named.add(c.commit);
+      }
+      if (e.type === 'AttemptFinished' && typeof (e.data as { commit?: string }).commit === 'string') named.add((e.data as { commit: string }).commit);
+    }
+    const integrator = join(repo, '.longbuild', 'integrator.git');
+    const g = join(root, `commits-only${n++}`);
+    spawnSync('git', ['init', '--quiet', '--bare', g]);
+    const pack = spawnSync('git', ['-C', integrator, 'pack-objects', '--stdout'], { input: [...named].join('\n') + '\n' });
+    expect(pack.status).toBe(0);
+    expect(spawnSync('git', ['-C', g, 'index-pack', '--stdin', '--fix-thin'], { input: pack.stdout }).status).toBe(0);
+    const head = [...named][0]!;
+    spawnSync('git', ['-C', g, 'update-ref', 'refs/heads/x', head]);
+    // git bundle create walks the trees and refuses: write the bundle by hand (v2 header, one ref, the pack).
+    writeFileSync(join(dir, 'git.bundle'), Buffer.concat([Buffer.from(`# v2 git bundle\n${head} refs/heads/x\n\n`), pack.stdout]));
+    fixManifest(dir);
+    const r = standalone(dir, '--key', vkey);
+    expect(r.code, r.out).toBe(1);
+    expect(r.out).toMatch(/FAILED git at position \d+: the tree [0-9a-f]{40} \('\(root\)'\) of commit [0-9a-f]{40} \(.*\) is not in git\.bundle: the bundle does not hold what was promoted/);
   });
 });

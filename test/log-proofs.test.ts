@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { COSIGNATURE_V1, ED25519, checkpointText, formatVerifierKey, parseNote, parseSignerKey, parseVerifierKey, rawPublicKey, signNote, verifyNote } from '../src/events/signed-note.js';
 import { eventLeafHash, hashLeaves } from '../src/events/merkle.js';
-import { generateSigningKey } from '../src/adapters/transparency/keys.js';
+import { deriveBuildKey, generateSigningKey } from '../src/adapters/transparency/keys.js';
 import { cliJson, runCli } from './support/cli.js';
 import { rows as storedRows } from './support/rewrite-log.js';
 
@@ -110,7 +110,7 @@ describe('R-35 a witness cosigns only extensions of what it saw', () => {
     // Even under the genuine log key (an attacker holding it), another root for the tree it cosigned is refused.
     const genuineKeyFile = join(process.env.LONGBUILD_CONFIG_DIR!, 'signing.key');
     expect(readFileSync(genuineKeyFile, 'utf8')).toMatch(/^PRIVATE\+KEY\+/);
-    const genuine = parseSignerKey(readFileSync(genuineKeyFile, 'utf8')).privateKey;
+    const genuine = deriveBuildKey(parseSignerKey(readFileSync(genuineKeyFile, 'utf8')).privateKey, origin); // the build's own key
     writeFileSync(latestCheckpoint(b.dir), signNote(checkpointText(origin, rows.length, forged), origin, genuine));
     const split = runCli(['witness', 'cosign', '--repo', b.repo, '--witness-key', wkey], { cwd: root });
     expect(split.code).toBe(1);

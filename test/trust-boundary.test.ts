@@ -11,7 +11,7 @@ import { cpSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync 
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HAVE_BWRAP } from './support/bwrap.js';
-import { cliJson, ROOT, runCli, tempDir } from './support/cli.js';
+import { cliJson, ROOT, runCli, tempDir, userRepo } from './support/cli.js';
 
 if (!HAVE_BWRAP) console.log('trust-boundary tests skipped: bubblewrap is not installed or cannot create user namespaces here (apt-get install bubblewrap)');
 // CI installs bubblewrap and can run it: there, a missing sandbox is a failure, not a skip.
@@ -52,11 +52,7 @@ const FAILING_TEST = `"use strict";\nrequire("node:test")("attack", () => { thro
  * as a prompt-injected agent would learn them.
  */
 function attackBuild(o: { workerScript?: string; plannerScript?: string; verify?: string[][]; config?: Record<string, unknown>; features?: string[] }): { repo: string; cfg: string } {
-  const repo = tempDir();
-  git(repo, 'init', '-q', '-b', 'main');
-  writeFileSync(join(repo, 'README.md'), 'the user\'s project\n');
-  git(repo, 'add', '.');
-  git(repo, '-c', 'user.name=u', '-c', 'user.email=u@x', 'commit', '-q', '-m', 'user');
+  const repo = userRepo();
   const cfg = tempDir('longbuild-cfg-');
   cpSync(join(ROOT, 'examples', 'scripts'), cfg, { recursive: true });
   writeFileSync(join(cfg, 'request.json'), JSON.stringify({ title: 'attack', features: o.features ?? ['hello'] }));

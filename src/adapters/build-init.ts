@@ -5,6 +5,7 @@
  * checkpoint.
  */
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve as resolvePath } from 'node:path';
 import { buildIdOf } from '../commands/ids.js';
 import { buildInitialized } from '../commands/init.js';
 import { canonicalJson, type JsonValue } from '../events/canonical.js';
@@ -25,7 +26,7 @@ import { catchUpFromLog } from './log/paging.js';
 import { BWRAP_MISSING, bwrapVersion, findBwrap } from './sandbox/sandbox.js';
 import { DEFAULT_MAX_FILE_BYTES, normalizeSandbox, type SandboxSetting } from './sandbox/settings.js';
 import { INTEGRATION_REF, type OpenOptions } from './session.js';
-import { buildVerifierKey, loadOrCreateSigningKey, signedHeadPath, signingKeyPath } from './transparency/keys.js';
+import { buildVerifierKey, deriveBuildKey, homePaths, loadOrCreateSigningKey, secretPaths, signedHeadPath, signingKeyPath } from './transparency/keys.js';
 import { Notary } from './transparency/notary.js';
 
 export interface InitResult {
@@ -58,7 +59,7 @@ export async function testPolicyAt(repo: string, head: string, verify: readonly 
 export async function initFromBlueprint(blueprintPath: string, opts: OpenOptions = {}): Promise<InitResult> {
   const driver = blueprintDriver(blueprintPath);
   const blueprint = (driver as Extract<DriverFile, { kind: 'blueprint' }>).blueprint;
-  const sandbox = decideSandbox(blueprint.sandbox, blueprint.maxFileBytes, opts.env ?? process.env, 'blueprint');
+  const sandbox = decideSandbox(blueprint.sandbox, blueprint.maxFileBytes, opts.env ?? process.env, 'blueprint', opts.cwd);
   return initBuild(driver, driverRecord(driver), logicalClock(), sandbox, opts);
 }
 
@@ -67,9 +68,10 @@ export async function initFromBlueprint(blueprintPath: string, opts: OpenOptions
  * config says "off". A blueprint build's workers are longbuild's own; when bubblewrap is missing
  * and the blueprint does not ask for it, its verification runs unsandboxed and says so.
  */
-function decideSandbox(setting: SandboxSetting | undefined, maxFileBytes: number | undefined, env: NodeJS.ProcessEnv, kind: 'blueprint' | 'command'): { settings: SandboxSettings; notice?: string } {
+function decideSandbox(setting: SandboxSetting | undefined, maxFileBytes: number | undefined, env: NodeJS.ProcessEnv, kind: 'blueprint' | 'command', cwd: string | undefined): { settings: SandboxSettings; notice?: string } {
   const n = normalizeSandbox(setting);
-  const base = { network: n.network, maxFileBytes: maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, ...(n.limits !== undefined ? { limits: n.limits } : {}) };
+  const expose = exposedPaths(n.expose ?? [], env, cwd);
+  const base = { network: n.network, maxFileBytes: maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, ...(n.limits !== undefined ? { limits: n.limits } : {}), ...(expose.length > 0 ? { expose } : {}) };
   if (n.mode === 'off') return { settings: { mode: 'off', bwrapVersion: null, reason: `"sandbox": "off" in the ${kind === 'blueprint' ? 'blueprint' : 'config'}`, ...base }, notice: 'longbuild: the sandbox is off for this build ("sandbox": "off"): planner, worker and verification run unsandboxed (recorded in the log)' };
   const bwrap = findBwrap(env);
   if (bwrap === null) {
@@ -82,11 +84,27 @@ function decideSandbox(setting: SandboxSetting | undefined, maxFileBytes: number
   return { settings: { mode: 'bwrap', bwrapVersion: bwrapVersion(bwrap), ...base } };
 }
 
+/**
+ * The config's `sandbox.expose` as absolute paths (`~` is the home of the user running init). A
+ * path that is, or holds, a key or longbuild's config directory is refused (R-53): it would stay
+ * hidden anyway, and the config would read as if it were not.
+ */
+function exposedPaths(given: readonly string[], env: NodeJS.ProcessEnv, cwd: string | undefined): string[] {
+  const home = homePaths(env)[0] ?? '/';
+  const secrets = secretPaths(env, undefined, cwd);
+  return given.map((p) => {
+    const abs = resolvePath(p === '~' ? home : p.startsWith('~/') ? join(home, p.slice(2)) : p);
+    const held = secrets.find((s) => s === abs || s.startsWith(abs.endsWith('/') ? abs : `${abs}/`));
+    if (held !== undefined) throw new ValidationError(`sandbox.expose '${p}' holds ${held}, where longbuild keeps keys: no sandbox may see it (R-53); expose a narrower path`, 'R-53');
+    return abs;
+  });
+}
+
 /** `longbuild init --request FILE [--config FILE]`: a build driven by configured commands. */
 export async function initFromRequest(requestPath: string, configPath: string, opts: OpenOptions = {}): Promise<InitResult> {
   const driver = requestDriver(requestPath, configPath);
   const config = (driver as Extract<DriverFile, { kind: 'command' }>).config;
-  const sandbox = decideSandbox(config.sandbox, config.maxFileBytes, opts.env ?? process.env, 'command');
+  const sandbox = decideSandbox(config.sandbox, config.maxFileBytes, opts.env ?? process.env, 'command', opts.cwd);
   return initBuild(driver, driverRecord(driver), systemClock, sandbox, { ...opts, log: opts.log ?? config.log });
 }
 
@@ -135,7 +153,9 @@ async function initBuild(driver: DriverFile, record: DriverRecord, clock: Clock,
     await log.close();
     throw err;
   }
-  const vkey = buildVerifierKey(buildId, key.privateKey);
+  // The build signs under its own key, derived from the user's (R-53).
+  const buildKey = deriveBuildKey(key.privateKey, buildId);
+  const vkey = buildVerifierKey(buildId, buildKey);
   try {
     const first = buildInitialized({
       buildId, request, integrationRef: INTEGRATION_REF, baseHead: integrationHead, verify, acceptance,
@@ -148,7 +168,7 @@ async function initBuild(driver: DriverFile, record: DriverRecord, clock: Clock,
     } finally {
       store.close();
     }
-    const notary = Notary.open(paths, log, buildId, parseVerifierKey(vkey), key.privateKey, signedHeadPath(opts.env ?? process.env, paths.dir));
+    const notary = Notary.open(paths, log, buildId, parseVerifierKey(vkey), buildKey, signedHeadPath(opts.env ?? process.env, paths.dir));
     try {
       await notary.sign();
     } finally {

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -31,4 +31,9 @@ export function packageFile(...parts: string[]): string {
  */
 export function codeFile(...parts: string[]): string {
   return join(PACKAGE_ROOT, HERE.endsWith('.ts') ? 'src' : 'dist', ...parts);
+}
+
+/** The installed package's version (package.json). */
+export function packageVersion(): string {
+  return (JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string }).version;
 }

@@ -41,7 +41,7 @@ import { callsInDoubt, type BuildState } from '../projections/build-state.js';
 import type { OperatorVerdict } from '../commands/operator.js';
 import { parseVerifierKey } from '../events/signed-note.js';
 import { Notary } from './transparency/notary.js';
-import { buildVerifierKey, loadSigningKey, signedHeadPath, signingKeyPath } from './transparency/keys.js';
+import { buildKeyFrom, homePaths, loadSigningKey, secretPaths, signedHeadPath, signingKeyPath } from './transparency/keys.js';
 
 export const INTEGRATION_REF = 'refs/heads/longbuild/integration';
 
@@ -141,7 +141,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     await ensureIntegratorRepo(paths.integrator, paths.repo, initData.integrationRef);
     const cacheSetting = driver.kind === 'command' ? driver.config.cache : undefined;
     const cacheDir = cacheDirOf(paths, cacheSetting, env);
-    const sandbox = sandboxPolicies(paths, initData.sandbox, env, cacheDir);
+    const sandbox = sandboxPolicies(paths, initData.sandbox, env, cacheDir, secretPaths(env, opts.signingKey, opts.cwd));
     const redact = redactor(secrets);
     // Every untrusted process takes a slot while it runs (maxProcesses; git takes none).
     const cap = driver.kind === 'command' ? driver.config.maxProcesses : driver.blueprint.maxProcesses;
@@ -264,10 +264,11 @@ function openNotary(paths: BuildPaths, log: TransferableEventLog, initData: { bu
 /** The signing key for appending: it must be the key the build recorded (R-35). */
 function loadBuildKey(opts: OpenOptions, env: NodeJS.ProcessEnv, initData: { buildId: string; signing?: { vkey: string } }): KeyObject {
   const key = loadSigningKey(signingKeyPath(opts.signingKey, env, opts.cwd));
-  if (buildVerifierKey(initData.buildId, key.privateKey) !== initData.signing!.vkey) {
+  const buildKey = buildKeyFrom(key.privateKey, initData.buildId, initData.signing!.vkey);
+  if (buildKey === null) {
     throw new ValidationError(`the signing key ${key.path} is not this build's key (the log records ${initData.signing!.vkey}); pass the build's key with --signing-key FILE, or set LONGBUILD_SIGNING_KEY`, 'R-35');
   }
-  return key.privateKey;
+  return buildKey;
 }
 
 type Runner = (o: SandboxedRun) => Promise<ProcessResult>;
@@ -278,10 +279,13 @@ type Runner = (o: SandboxedRun) => Promise<ProcessResult>;
  * made, so reading commands (`status`, `show`) work on a machine without it; a sandboxed call
  * there is refused with one line.
  */
-function sandboxPolicies(paths: BuildPaths, recorded: SandboxSettings | undefined, env: NodeJS.ProcessEnv, cacheDir: string): { planner: () => SandboxPolicy; worker: () => SandboxPolicy; verify: () => SandboxPolicy } {
+function sandboxPolicies(paths: BuildPaths, recorded: SandboxSettings | undefined, env: NodeJS.ProcessEnv, cacheDir: string, secret: readonly string[]): { planner: () => SandboxPolicy; worker: () => SandboxPolicy; verify: () => SandboxPolicy } {
   const mode = recorded?.mode ?? 'off';
   const network = recorded?.network ?? { planner: true, worker: true, verify: true };
   const hide = [paths.repo, paths.dir, paths.cache, cacheDir];
+  // Every role gets a private home and never sees a key (R-53), whatever the config exposes on purpose.
+  const home = homePaths(env);
+  const expose = recorded?.expose ?? [];
   let found: { bwrap: string; initPath: string } | null = null;
   const resolve = (): { bwrap: string; initPath: string } => {
     if (mode === 'off') return { bwrap: '', initPath: '' };
@@ -298,7 +302,7 @@ function sandboxPolicies(paths: BuildPaths, recorded: SandboxSettings | undefine
   };
   const policy = (role: 'planner' | 'worker' | 'verify') => (): SandboxPolicy => {
     const limits = recorded?.limits?.[role];
-    return { mode, hide, network: network[role], ...resolve(), ...(limits !== undefined ? { limits, ...prlimit() } : {}) };
+    return { mode, hide, home, secret, expose, network: network[role], ...resolve(), ...(limits !== undefined ? { limits, ...prlimit() } : {}) };
   };
   return { planner: policy('planner'), worker: policy('worker'), verify: policy('verify') };
 }

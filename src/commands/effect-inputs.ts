@@ -33,6 +33,7 @@ export function plannerInputOf(s: BuildState, purpose: PlannerPurpose, callId: s
     ...(feedback.length > 0 ? { feedback } : {}),
     ...acceptanceInput(s),
     ...surfaceInput(s),
+    ...(s.build ? { windows: { detailed: s.build.settings.detailedWindow, coarse: s.build.settings.coarseWindow } } : {}),
   };
 }
 

@@ -14,6 +14,12 @@ export const ProposalSchema = z.strictObject({
 });
 export type Proposal = z.infer<typeof ProposalSchema>;
 
+/** What a planner may propose (R-55): a proposal without acceptance or decisions, which only a blueprint may carry. */
+export const PlannerProposalSchema = z.strictObject({
+  detailed: z.array(MilestoneRefSchema.extend({ nodes: z.array(PlannedNodeSchema.omit({ milestone: true, accepted: true, decision: true })) })),
+  coarse: z.array(MilestoneRefSchema),
+});
+
 /** A validated plan: milestones and nodes with their milestone filled in. */
 export interface ValidPlan {
   readonly detailed: MilestoneRef[];
@@ -44,7 +50,9 @@ function reservedIdIn(milestoneIds: readonly string[], detailed: Proposal['detai
  * ≤ 12 coarse, unique ids, each node in exactly one milestone, no unfinished dependency omitted
  * or placed in a later milestone than its consumer, no cycle.
  */
-export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' | 'checkpoints'> & Partial<Pick<BuildState, 'summaries'>>): PlanVerdict {
+export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' | 'checkpoints'> & Partial<Pick<BuildState, 'summaries' | 'build'>>): PlanVerdict {
+  const note = hostNote(raw);
+  if (note !== null) return refuse(note.rule, note.reason);
   const parsed = ProposalSchema.safeParse(raw);
   if (!parsed.success) return refuse('R-28', `proposal is malformed: ${formatZodError(parsed.error)}`);
   const p = parsed.data;
@@ -53,6 +61,23 @@ export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' |
   }
   if (p.coarse.length > MAX_COARSE) {
     return refuse('R-13', `a horizon holds at most ${MAX_COARSE} coarse milestones, the proposal has ${p.coarse.length} (${p.coarse.slice(MAX_COARSE).map((m) => m.id).join(', ')} over the limit)`);
+  }
+  // R-55: the host holds the planner to the build's own windows, and to planning only.
+  const settings = state.build?.settings;
+  if (settings !== undefined && p.detailed.length > settings.detailedWindow) {
+    return refuse('R-55', `this build's detailedWindow is ${settings.detailedWindow}, the proposal has ${p.detailed.length} detailed milestones (${p.detailed.map((m) => m.id).join(', ')})`);
+  }
+  if (settings !== undefined && p.coarse.length > settings.coarseWindow) {
+    return refuse('R-55', `this build's coarseWindow is ${settings.coarseWindow}, the proposal has ${p.coarse.length} coarse milestones (${p.coarse.slice(settings.coarseWindow).map((m) => m.id).join(', ')} over it)`);
+  }
+  // Only the user's own blueprint may start a node accepted, with its decision: a planner decides nothing.
+  if (state.build?.driver.kind === 'command') {
+    for (const m of p.detailed) {
+      for (const n of m.nodes) {
+        const decided = (['accepted', 'decision'] as const).filter((f) => n[f] !== undefined);
+        if (decided.length > 0) return refuse('R-55', `node '${n.id}' carries ${decided.map((f) => `'${f}'`).join(' and ')}: a planner proposes work, the host decides acceptance and records decisions; leave ${decided.length > 1 ? 'them' : 'it'} out`);
+      }
+    }
   }
   const milestoneIds = [...p.detailed, ...p.coarse].map((m) => m.id);
   const reserved = reservedIdIn(milestoneIds, p.detailed);
@@ -103,6 +128,17 @@ export function validateProposal(raw: unknown, state: Pick<BuildState, 'nodes' |
   if (cycle) return refuse('R-13', `dependency cycle: ${cycle.join(' -> ')}`);
   const plan = planOf(p);
   return { ok: true, plan: { ...plan, planSha256: canonicalSha256(plan) } };
+}
+
+/**
+ * A note the host put in place of an answer it would not read (command-planner.ts): not JSON
+ * (R-28), or JSON refused by R-55 (a key named twice, nesting past the bound). Null otherwise.
+ */
+function hostNote(raw: unknown): { rule: string; reason: string } | null {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  const { invalid, rule } = raw as { invalid?: unknown; rule?: unknown };
+  if (typeof invalid !== 'string') return null;
+  return { rule: rule === 'R-55' ? 'R-55' : 'R-28', reason: invalid };
 }
 
 /** The plan a parsed proposal describes: milestone refs, and nodes with their milestone filled in. */

@@ -52,6 +52,11 @@ export interface PlannerInput {
    * declared test change stops base tests passing (`testChanges`; a node names them in `retires`).
    */
   readonly verificationSurface?: VerificationSurfaceInput;
+  /**
+   * The build's windows (R-55): a proposal holds at most `detailed` detailed and `coarse` coarse
+   * milestones (the config's detailedWindow and coarseWindow); more is refused.
+   */
+  readonly windows?: { readonly detailed: number; readonly coarse: number };
 }
 
 /** The verification surface as planners and workers see it (R-48..R-50). */

@@ -215,6 +215,8 @@ export const SandboxSettingsSchema = z.strictObject({
   maxFileBytes: z.number().int().positive(),
   /** Resource limits of each process of a call, by role (issue 16); absent: none. */
   limits: z.strictObject({ planner: CallLimitsRecord.optional(), worker: CallLimitsRecord.optional(), verify: CallLimitsRecord.optional() }).optional(),
+  /** Absolute paths every role sees read-only on purpose; absent: none. */
+  expose: z.array(z.string()).optional(),
 });
 export type SandboxSettings = z.infer<typeof SandboxSettingsSchema>;
 

@@ -534,6 +534,54 @@ export const MUTANTS = [
     edits: [{ file: 'src/commands/job-tests.ts', find: "(policy.holdout === 'always' || declared) ? policy.surface.tests : null", replace: "(policy.holdout === 'always' || declared) ? null : null" }],
     caughtBy: ['test/test-ratchet.test.ts', 'test/tests-authority.test.ts'],
   },
+  {
+    name: 'home-visible',
+    bug: 'the sandbox leaves the user\'s home as it is: ~/.ssh, ~/.npmrc and ~/.config/longbuild (the signing key) are readable by every role (R-53)',
+    edits: [{ file: 'src/adapters/session.ts', find: 'const home = homePaths(env);', replace: 'const home: string[] = [];', js: { find: 'const home = homePaths(env);', replace: 'const home = [];' } }],
+    caughtBy: ['test/key-custody.test.ts'],
+  },
+  {
+    name: 'secrets-unmounted',
+    bug: 'the signing key and the config directory are not mounted over: LONGBUILD_CONFIG_DIR and LONGBUILD_SIGNING_KEY outside the home are readable (R-53)',
+    edits: [{ file: 'src/adapters/sandbox/sandbox.ts', find: 'secretMounts(policy.secret ?? [])', replace: 'secretMounts([])' }],
+    caughtBy: ['test/key-custody.test.ts'],
+  },
+  {
+    name: 'unsigned-tail-accepted',
+    bug: 'the audit accepts events after the last signed checkpoint without --allow-unsigned-tail: a tail forged after a kept checkpoint passes (R-54)',
+    edits: [{ file: 'src/adapters/audit/verifier.ts', find: 'if (covered < leaves.length) {', replace: 'if (covered < 0) {' }],
+    caughtBy: ['test/audit-bundle.test.ts'],
+  },
+  {
+    name: 'git-commits-only',
+    bug: 'the audit\'s git check looks at the commit objects only: a git.bundle without their trees and blobs passes (R-54)',
+    edits: [{ file: 'src/adapters/audit/verifier.ts', find: 'missingInTree(objects, tree, seenTrees)', replace: 'null' }],
+    caughtBy: ['test/audit-bundle.test.ts'],
+  },
+  {
+    name: 'planner-may-accept',
+    bug: 'a command planner\'s proposal may mark a read-only node accepted (with its decision): the build completes with no work done (R-55)',
+    edits: [{ file: 'src/commands/horizon.ts', find: "if (state.build?.driver.kind === 'command') {", replace: 'if (false) {' }],
+    caughtBy: ['test/planner-authority.test.ts'],
+  },
+  {
+    name: 'duplicate-keys-allowed',
+    bug: 'a planner\'s answer with a key named twice is read as JSON.parse reads it (the last one wins) (R-55)',
+    edits: [{ file: 'src/adapters/agents/presets.ts', find: "parseUntrustedJson(a, { duplicateKeys: 'refuse' })", replace: "parseUntrustedJson(a, { duplicateKeys: 'allow' })" }],
+    caughtBy: ['test/planner-authority.test.ts'],
+  },
+  {
+    name: 'depth-unbounded',
+    bug: 'JSON from an untrusted party is read at any depth: a deep answer overflows the stack of what reads it next (R-55)',
+    edits: [{ file: 'src/commands/untrusted-json.ts', find: 'if (stack.length >= max)', replace: 'if (stack.length < 0)' }],
+    caughtBy: ['test/planner-authority.test.ts'],
+  },
+  {
+    name: 'windows-unenforced',
+    bug: 'a proposal with more detailed milestones than the build\'s detailedWindow is sealed (R-55)',
+    edits: [{ file: 'src/commands/horizon.ts', find: 'p.detailed.length > settings.detailedWindow', replace: 'p.detailed.length > 2' }],
+    caughtBy: ['test/planner-authority.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

@@ -3,7 +3,7 @@
  * users and the fuzzer do. A crash is a real SIGKILL delivered by the controller to itself
  * (LONGBUILD_CRASH_AT), observed here as `signal === 'SIGKILL'`.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,6 +39,17 @@ export function tempDir(prefix = 'longbuild-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+/** A user's repository: a new git repository on `main` whose one commit holds a README. */
+export function userRepo(): string {
+  const repo = tempDir();
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: 'ignore' });
+  git('init', '-q', '-b', 'main');
+  writeFileSync(join(repo, 'README.md'), 'the user\'s project\n');
+  git('add', '.');
+  git('-c', 'user.name=u', '-c', 'user.email=u@x', 'commit', '-q', '-m', 'user');
+  return repo;
+}
+
 /** helios' first two milestones (three writable integrations, two checkpoints, a few seconds), written into `dir`. */
 export function twoMilestoneHelios(dir: string): string {
   const bp = JSON.parse(readFileSync(HELIOS, 'utf8'));
@@ -54,9 +65,11 @@ const execFileP = promisify(execFile);
  * The CLI as an async child: several cases can run at once, and a server living in the test's own
  * process (a test double) keeps answering while it runs. A SIGKILL is reported, not thrown.
  */
-export async function cliAsync(args: readonly string[], cwd: string, env: Record<string, string> = {}): Promise<{ signal: string | null; code: number | null; stdout: string; stderr: string }> {
+export async function cliAsync(args: readonly string[], cwd: string, env: Record<string, string | undefined> = {}): Promise<{ signal: string | null; code: number | null; stdout: string; stderr: string }> {
+  const full: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...env };
+  for (const k of Object.keys(full)) if (full[k] === undefined) delete full[k]; // undefined: unset
   try {
-    const r = await execFileP(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, NO_COLOR: '1', ...env }, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
+    const r = await execFileP(process.execPath, [BIN, ...args], { cwd, env: full as NodeJS.ProcessEnv, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
     return { signal: null, code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { signal?: string | null; code?: number | null; stdout?: string; stderr?: string };

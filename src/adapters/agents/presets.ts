@@ -10,6 +10,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseUntrustedJson } from '../../commands/untrusted-json.js';
 
 export const AGENT_NAMES = ['claude', 'codex', 'opencode'] as const;
 export type AgentName = (typeof AGENT_NAMES)[number];
@@ -138,22 +139,18 @@ const opencode: AgentPreset = {
 
 export const PRESETS: Readonly<Record<AgentName, AgentPreset>> = { claude, codex, opencode };
 
+/** The last line of an agent CLI's output that is a JSON object (nested within the bound of R-55), else the whole output as one. */
 function lastJsonLine(text: string): Record<string, unknown> | null {
   const lines = text.trim().split('\n');
+  const objectIn = (t: string): Record<string, unknown> | null => {
+    const r = parseUntrustedJson(t, { duplicateKeys: 'allow' });
+    return r.ok && r.value !== null && typeof r.value === 'object' && !Array.isArray(r.value) ? (r.value as Record<string, unknown>) : null;
+  };
   for (let i = lines.length - 1; i >= 0; i--) {
-    try {
-      const v = JSON.parse(lines[i]!) as unknown;
-      if (v !== null && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
-    } catch {
-      // not this line
-    }
+    const v = objectIn(lines[i]!);
+    if (v !== null) return v;
   }
-  try {
-    const v = JSON.parse(text) as unknown;
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
+  return objectIn(text);
 }
 
 /**
@@ -161,7 +158,7 @@ function lastJsonLine(text: string): Record<string, unknown> | null {
  * block, else the text from its first `{` to its last `}`. Null when none parses; the host then
  * refuses the answer (R-28) and the planner is asked again with the reason.
  */
-export function jsonInMessage(message: string): unknown {
+export function jsonInMessage(message: string): { ok: true; value: unknown } | { ok: false; problem: string } | null {
   const text = message.trim();
   const attempts: string[] = [text];
   const fences = [...text.matchAll(/```(?:json)?\s*\n([\s\S]*?)```/g)].map((m) => m[1]!);
@@ -170,11 +167,10 @@ export function jsonInMessage(message: string): unknown {
   const last = text.lastIndexOf('}');
   if (first >= 0 && last > first) attempts.push(text.slice(first, last + 1));
   for (const a of attempts) {
-    try {
-      return JSON.parse(a) as unknown;
-    } catch {
-      // try the next reading
-    }
+    // R-55: the reading that parses is the answer; a key named twice or a nesting past the bound refuses it.
+    const r = parseUntrustedJson(a, { duplicateKeys: 'refuse' });
+    if (r.ok) return { ok: true, value: r.value };
+    if (!r.syntax) return { ok: false, problem: r.problem };
   }
   return null;
 }

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ValidationError } from '../../events/errors.js';
-import { ProposalSchema } from '../../commands/horizon.js';
+import { PlannerProposalSchema } from '../../commands/horizon.js';
 import { packageFile } from '../package-files.js';
 
 /**
@@ -37,7 +37,7 @@ let schemaText: string | undefined;
 
 /** The template with its placeholders filled in. */
 export function renderPrompt(t: PromptTemplate, values: { readonly callId: string; readonly cwd: string; readonly input: string }): string {
-  schemaText ??= JSON.stringify(z.toJSONSchema(ProposalSchema, { io: 'input' }), null, 2);
+  schemaText ??= JSON.stringify(z.toJSONSchema(PlannerProposalSchema, { io: 'input' }), null, 2);
   const all: Record<string, string> = { ...values, proposalSchema: schemaText };
   return t.text.replace(/\{\{\s*([A-Za-z]+)\s*\}\}/g, (_, name: string) => all[name] ?? '');
 }

@@ -157,3 +157,40 @@ export function commitTree(o: GitObject): string | null {
   const m = /^tree ([0-9a-f]{40})$/m.exec(o.content.toString('utf8'));
   return m ? m[1]! : null;
 }
+
+/** The entries of a tree object: mode, name and object id (git's binary tree format). */
+export function treeEntries(o: GitObject): { mode: string; name: string; sha: string }[] {
+  const out: { mode: string; name: string; sha: string }[] = [];
+  const c = o.content;
+  let at = 0;
+  while (at < c.length) {
+    const space = c.indexOf(0x20, at);
+    const nul = c.indexOf(0, space + 1);
+    if (space < 0 || nul < 0 || nul + 21 > c.length) throw new GitBundleError('a tree object is malformed');
+    out.push({ mode: c.toString('latin1', at, space), name: c.toString('utf8', space + 1, nul), sha: c.toString('hex', nul + 1, nul + 21) });
+    at = nul + 21;
+  }
+  return out;
+}
+
+/**
+ * The first object of `tree` (recursively) the bundle does not hold, or null when it holds every
+ * tree and blob (a submodule's commit, mode 160000, lives elsewhere). `seen` spares trees shared
+ * between commits a second walk.
+ */
+export function missingInTree(objects: ReadonlyMap<string, GitObject>, tree: string, seen: Set<string>): { sha: string; path: string; type: 'tree' | 'blob' } | null {
+  const stack: { sha: string; path: string }[] = [{ sha: tree, path: '' }];
+  while (stack.length > 0) {
+    const { sha, path } = stack.pop()!;
+    if (seen.has(sha)) continue;
+    const t = objects.get(sha);
+    if (t === undefined || t.type !== 'tree') return { sha, path: path === '' ? '(root)' : path, type: 'tree' };
+    for (const e of treeEntries(t)) {
+      const p = path === '' ? e.name : `${path}/${e.name}`;
+      if (e.mode === '40000') stack.push({ sha: e.sha, path: p });
+      else if (e.mode !== '160000' && objects.get(e.sha)?.type !== 'blob') return { sha: e.sha, path: p, type: 'blob' };
+    }
+    seen.add(sha);
+  }
+  return null;
+}

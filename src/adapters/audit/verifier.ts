@@ -10,7 +10,7 @@ import { GENESIS_HASH } from '../../events/hash.js';
 import { consistencyProof, eventLeafHash, memoryTree, treeRoot, verifyConsistency } from '../../events/merkle.js';
 import { COSIGNATURE_V1, NoteError, parseCheckpointText, parseNote, parseVerifierKey, verifyNote, type VerifierKey } from '../../events/signed-note.js';
 import { startGraphAudit } from './graph-audit.js';
-import { commitTree, readGitBundle, GitBundleError } from './git-pack.js';
+import { commitTree, missingInTree, readGitBundle, GitBundleError } from './git-pack.js';
 import { auditTests, testEvidenceNamed } from './tests-audit.js';
 
 // The audit bundle's verifier (R-37). The same module is `longbuild audit verify DIR` and,
@@ -41,6 +41,8 @@ export interface AuditOptions {
   readonly expect?: string;
   /** Witness verifier keys (type 0x04): each must have cosigned a checkpoint of the bundle. */
   readonly witnesses?: readonly string[];
+  /** Accept events no signed checkpoint covers (R-54): only the signed part is then vouched for. */
+  readonly allowUnsignedTail?: boolean;
 }
 
 export interface CheckLine {
@@ -83,7 +85,7 @@ export async function verifyBundle(dir: string, opts: AuditOptions, print: (line
     return p;
   };
   // 1. The manifest: every file it lists is present with its SHA-256 (transport integrity).
-  let manifest: { format?: string; buildId?: string; files?: Record<string, string> };
+  let manifest: Manifest;
   try {
     manifest = JSON.parse(readFileSync(need('bundle.json'), 'utf8')) as typeof manifest;
   } catch (err) {
@@ -100,15 +102,25 @@ export async function verifyBundle(dir: string, opts: AuditOptions, print: (line
   const logText = readFileSync(need('log.ndjson'), 'utf8');
   const graphAudit = startGraphAudit(logText); // the last check, on another thread meanwhile
   try {
-    await checkLog(dir, need, logText, opts, print, graphAudit.result);
+    await checkLog(dir, need, logText, opts, print, graphAudit.result, manifest);
   } finally {
     graphAudit.stop();
   }
 }
 
+/** bundle.json as `audit export` writes it. */
+interface Manifest {
+  readonly format?: string;
+  readonly buildId?: string;
+  readonly vkey?: string;
+  readonly events?: number;
+  readonly lastCheckpoint?: number | null;
+  readonly files?: Record<string, string>;
+}
+
 /** Checks 2 to 8 over the log's text; `graph` yields the graph check's answer (started early). */
 async function checkLog(
-  dir: string, need: (f: string) => string, logText: string, opts: AuditOptions, print: (line: CheckLine) => void, graph: () => Promise<{ position: number; problem: string } | null>,
+  dir: string, need: (f: string) => string, logText: string, opts: AuditOptions, print: (line: CheckLine) => void, graph: () => Promise<{ position: number; problem: string } | null>, manifest: Manifest,
 ): Promise<void> {
   const events: StoredEvent[] = [];
   const revs = new Map<string, number>();
@@ -210,14 +222,35 @@ async function checkLog(
     }
     last = cp;
   }
-  for (const w of witnessKeys) if (!cosigned.has(w.name)) throw new AuditFailure('checkpoints', `no checkpoint in the bundle is cosigned by witness ${w.name}`);
-  print({ check: 'checkpoints', ok: true, detail: `${files.length} signed checkpoints, up to size ${last!.size} of ${leaves.length}, root ${last!.root.toString('base64')}${witnessKeys.map((w) => `; cosigned by ${w.name} up to size ${cosigned.get(w.name)}`).join('')}` });
+  print({ check: 'checkpoints', ok: true, detail: `${files.length} signed checkpoints, up to size ${last!.size} of ${leaves.length}, root ${last!.root.toString('base64')}` });
+  let covered = last!.size;
   if (opts.expect !== undefined) {
     if (!existsSync(opts.expect)) throw new AuditFailure('expect', `--expect ${opts.expect} does not exist`);
+    // Verified against the log's own tree (a held checkpoint larger than the log fails as a cut),
+    // so a newer one (a witness's) vouches for the events after the bundle's last checkpoint.
     const held = checkpoint(readFileSync(opts.expect, 'utf8'), opts.expect);
-    if (held.size > last!.size) throw new AuditFailure('expect', `the checkpoint held (size ${held.size}) is newer than the bundle's last (size ${last!.size}): the log was cut`);
-    if (!verifyConsistency(held.size, last!.size, held.root, last!.root, consistencyProof(tree, held.size, last!.size))) throw new AuditFailure('expect', `the bundle's log does not extend the checkpoint held at size ${held.size}`);
-    print({ check: 'expect', ok: true, detail: `the log extends the checkpoint held at size ${held.size}` });
+    const [older, newer] = held.size <= last!.size ? [held, last!] : [last!, held];
+    if (!verifyConsistency(older.size, newer.size, older.root, newer.root, consistencyProof(tree, older.size, newer.size))) throw new AuditFailure('expect', `the bundle's log does not extend the checkpoint held at size ${held.size}`);
+    covered = Math.max(covered, held.size);
+    print({ check: 'expect', ok: true, detail: `the log extends the checkpoint held at size ${held.size}${held.size > last!.size ? ' (newer than the bundle\'s last: it vouches for the events up to it)' : ''}` });
+  }
+  // The witnesses: a cosignature on a checkpoint of the bundle, or on the one held (--expect).
+  for (const w of witnessKeys) if (!cosigned.has(w.name)) throw new AuditFailure('checkpoints', `no checkpoint in the bundle${opts.expect !== undefined ? ' nor the one held' : ''} is cosigned by witness ${w.name}`);
+  if (witnessKeys.length > 0) print({ check: 'witnesses', ok: true, detail: witnessKeys.map((w) => `cosigned by ${w.name} up to size ${cosigned.get(w.name)}`).join('; ') });
+  // R-54: every event is under a signature, or the auditor says out loud that some are not.
+  if (covered < leaves.length) {
+    const span = `events ${covered + 1}..${leaves.length} are covered by no signed checkpoint (the last covers ${covered} of ${leaves.length})`;
+    if (opts.allowUnsignedTail !== true) {
+      throw new AuditFailure('coverage', `${span}: anyone who could write the bundle could have written them; check against a newer checkpoint (--expect, e.g. a witness's), or pass --allow-unsigned-tail to verify the signed part only`, covered + 1);
+    }
+    print({ check: 'coverage', ok: true, detail: `${span}; accepted with --allow-unsigned-tail: only events 1..${covered} are vouched for` });
+  } else {
+    print({ check: 'coverage', ok: true, detail: `every event (1..${leaves.length}) is covered by a signed checkpoint` });
+  }
+  // The manifest's own counts agree with what it ships (an edited manifest says so).
+  const counts: [string, unknown, unknown][] = [['events', manifest.events, events.length], ['lastCheckpoint', manifest.lastCheckpoint, last!.size], ['buildId', manifest.buildId, initData.buildId], ['vkey', manifest.vkey, initData.signing.vkey]];
+  for (const [field, said, is] of counts) {
+    if (said !== is) throw new AuditFailure('bundle', `bundle.json says ${field} ${JSON.stringify(said)}, the bundle holds ${JSON.stringify(is)}`);
   }
 
   // 6. The driver file and every evidence file the log names.
@@ -248,16 +281,25 @@ async function checkLog(
     throw new AuditFailure('git', err instanceof GitBundleError ? `git.bundle: ${err.message}` : String(err));
   }
   const commits = new Set<string>();
+  const seenTrees = new Set<string>();
   for (const e of events) {
     for (const c of commitsNamed(e)) {
       const o = objects.get(c.commit);
       if (!o) throw new AuditFailure('git', `commit ${c.commit} (${c.what}) is not in git.bundle`, e.position);
       const tree = commitTree(o);
       if (c.tree !== null && tree !== c.tree) throw new AuditFailure('git', `commit ${c.commit} (${c.what}) has tree ${tree}, the log recorded ${c.tree}`, e.position);
+      // R-54: the content itself, not only the commit objects: every tree and blob of it.
+      let missing;
+      try {
+        missing = tree === null ? { sha: '(none)', path: '(root)', type: 'tree' as const } : missingInTree(objects, tree, seenTrees);
+      } catch (err) {
+        throw new AuditFailure('git', `git.bundle: ${(err as Error).message}`, e.position);
+      }
+      if (missing !== null) throw new AuditFailure('git', `the ${missing.type} ${missing.sha} ('${missing.path}') of commit ${c.commit} (${c.what}) is not in git.bundle: the bundle does not hold what was promoted`, e.position);
       commits.add(c.commit);
     }
   }
-  print({ check: 'git', ok: true, detail: `${commits.size} commits the log names are in git.bundle with their recorded trees` });
+  print({ check: 'git', ok: true, detail: `${commits.size} commits the log names are in git.bundle with their recorded trees, and ${seenTrees.size} trees with every blob` });
 
   // 8. The graph (R-37): reconstructed at every revision and checked against the SHA-256 recorded for it.
   const problem = await graph();
@@ -293,9 +335,14 @@ export function commitsNamed(e: StoredEvent): { commit: string; tree: string | n
   return [];
 }
 
-/** `node verify.mjs DIR? [--key VKEY] [--expect FILE] [--witness VKEY]...`; returns the exit code. */
-export async function main(argv: readonly string[], dirDefault: string, write: (s: string) => void): Promise<number> {
-  const opts: { key?: string; expect?: string; witnesses: string[] } = { witnesses: [] };
+/**
+ * `node verify.mjs DIR? [--key VKEY] [--expect FILE] [--witness VKEY]... [--allow-unsigned-tail]`;
+ * returns the exit code. `self` is the running verifier's own file: its SHA-256 is printed first,
+ * to be compared with the one the auditor's own longbuild publishes (`longbuild audit verifier`).
+ */
+export async function main(argv: readonly string[], dirDefault: string, write: (s: string) => void, self?: Uint8Array): Promise<number> {
+  if (self !== undefined) write(`verifier sha256 ${sha256(self)} (compare with \`longbuild audit verifier\` from your own install, never with this line alone)\n`);
+  const opts: { key?: string; expect?: string; witnesses: string[]; allowUnsignedTail?: boolean } = { witnesses: [] };
   let dir = dirDefault;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -307,8 +354,9 @@ export async function main(argv: readonly string[], dirDefault: string, write: (
     if (a === '--key') opts.key = value();
     else if (a === '--expect') opts.expect = value();
     else if (a === '--witness') opts.witnesses.push(value());
+    else if (a === '--allow-unsigned-tail') opts.allowUnsignedTail = true;
     else if (a === '--help' || a === '-h') {
-      write('usage: node verify.mjs [DIR] [--key VKEY|FILE] [--expect CHECKPOINT_FILE] [--witness VKEY]...\n');
+      write('usage: node verify.mjs [DIR] [--key VKEY|FILE] [--expect CHECKPOINT_FILE] [--witness VKEY]... [--allow-unsigned-tail]\n');
       return 0;
     } else if (!a.startsWith('--')) dir = a;
     else {

@@ -1,9 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { InterruptedError, LongbuildError, UsageError, type LongbuildErrorCode } from '../../events/errors.js';
 import { GLOBAL_FLAGS, parseArgs } from './args.js';
 import { COMMANDS } from './registry.js';
 import type { CommandContext } from './types.js';
-import { packageFile } from '../package-files.js';
+import { packageVersion } from '../package-files.js';
 
 /** Where the CLI writes and what it sees; tests pass their own. */
 export interface CliIo {
@@ -158,7 +157,7 @@ function overview(): string {
 }
 
 function version(): string {
-  const pkg = JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string };
+  const pkg = { version: packageVersion() };
   return pkg.version;
 }
 

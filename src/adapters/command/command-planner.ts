@@ -69,8 +69,12 @@ export class CommandPlanner implements Planner {
           throw new EffectError(`${label} exited ${result.exitCode ?? result.signal}: ${said || '(no output)'}`);
         }
         const message = call.answer(stdout);
-        // Not JSON at all: hand the host a value it will refuse (recorded as a rejected proposal, R-28).
-        return jsonInMessage(message) ?? { invalid: `${label}'s answer is not JSON`, stdout: message.trim().slice(0, 2000) };
+        // Not JSON at all, or JSON the host refuses to read (R-55): hand the host a note it refuses
+        // with the reason (recorded as a rejected proposal, returned to the planner, R-39).
+        const read = jsonInMessage(message);
+        if (read === null) return { invalid: `${label}'s answer is not JSON`, rule: 'R-28', stdout: message.trim().slice(0, 2000) };
+        if (!read.ok) return { invalid: `${label}'s answer is refused: ${read.problem}`, rule: 'R-55', stdout: message.trim().slice(0, 2000) };
+        return read.value;
       } finally {
         call.dispose();
       }

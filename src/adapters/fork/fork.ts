@@ -28,7 +28,7 @@ import { catchUpFromLog } from '../log/paging.js';
 import { transferLog } from '../log/transfer.js';
 import type { TransferableEventLog } from '../log/verbatim.js';
 import { checkpointFiles, readCheckpoint, Notary } from '../transparency/notary.js';
-import { buildVerifierKey, loadSigningKey, signedHeadPath, signingKeyPath } from '../transparency/keys.js';
+import { buildKeyFrom, loadSigningKey, signedHeadPath, signingKeyPath } from '../transparency/keys.js';
 import { testPolicyAt } from '../build-init.js';
 import { driverRecord, type DriverFile } from '../driver-file.js';
 import { indexResults } from './parent-results.js';
@@ -99,10 +99,9 @@ export async function forkBuild(o: ForkOptions): Promise<ForkResult> {
 function buildKey(o: ForkOptions, buildId: string, vkey: string | undefined): { vkey: string; privateKey: KeyObject } {
   if (vkey === undefined) throw new ValidationError('fork: the parent predates signed checkpoints (R-35); it can be read, not forked');
   const key = loadSigningKey(signingKeyPath(o.signingKey, o.env, o.cwd));
-  if (buildVerifierKey(buildId, key.privateKey) !== vkey) {
-    throw new ValidationError(`fork: the signing key ${key.path} is not the parent build's key (${vkey}); pass it with --signing-key FILE`, 'R-35');
-  }
-  return { vkey, privateKey: key.privateKey };
+  const privateKey = buildKeyFrom(key.privateKey, buildId, vkey);
+  if (privateKey === null) throw new ValidationError(`fork: the signing key ${key.path} is not the parent build's key (${vkey}); pass it with --signing-key FILE`, 'R-35');
+  return { vkey, privateKey };
 }
 
 /**

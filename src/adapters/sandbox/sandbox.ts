@@ -16,7 +16,7 @@
  * not. A missing, repeated or malformed report counts as a leftover: the call cannot pass.
  * `--die-with-parent` ends the whole sandbox when the host process dies.
  */
-import { accessSync, chmodSync, constants, copyFileSync, existsSync, mkdirSync, realpathSync, renameSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, constants, copyFileSync, existsSync, mkdirSync, readdirSync, realpathSync, renameSync, statSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { ValidationError } from '../../events/errors.js';
@@ -29,6 +29,19 @@ export interface SandboxPolicy {
   readonly mode: SandboxMode;
   /** Directories hidden under an empty tmpfs (the repository, the build directory, the cache). */
   readonly hide: readonly string[];
+  /**
+   * The user's home directories, hidden under an empty, writable tmpfs too (every role's private
+   * home), in which the trusted PATH's directories and the files a command names stay visible
+   * read-only (a Node.js installed under the home).
+   */
+  readonly home?: readonly string[];
+  /**
+   * What no sandboxed process may read, whatever else is bound (signing keys, longbuild's config
+   * directory with its heads copies): mounted over after every bind, so nothing re-exposes them.
+   */
+  readonly secret?: readonly string[];
+  /** Paths the config binds read-only on purpose (`sandbox.expose`); a secret inside stays hidden. */
+  readonly expose?: readonly string[];
   /** The call's network: shared with the host (agents call model APIs) or none at all. */
   readonly network: boolean;
   /** The host path of the sandbox's init binary (see ensureSandboxInit). */
@@ -137,9 +150,12 @@ export function bwrapArgs(policy: SandboxPolicy, run: Pick<SandboxedRun, 'cwd' |
     '--proc', '/proc',
     ...PRIVATE_MOUNTS.flatMap((m) => ['--tmpfs', m]),
   ];
-  for (const h of uniqueRoots(policy.hide)) args.push('--tmpfs', h);
+  for (const h of uniqueRoots([...policy.hide, ...(policy.home ?? [])])) args.push('--tmpfs', h);
+  for (const p of policy.expose ?? []) if (existsSync(p)) args.push('--ro-bind', p, p);
   for (const p of run.ro ?? []) args.push('--ro-bind', p, p);
   for (const p of run.rw ?? []) args.push('--bind', p, p);
+  // Last, so that no bind above can show them again: a directory under an empty tmpfs, a file under /dev/null.
+  for (const p of secretMounts(policy.secret ?? [])) args.push(...(p.dir ? ['--tmpfs', p.path] : ['--ro-bind', '/dev/null', p.path]));
   args.push('--ro-bind', policy.initPath, '/run/longbuild-init');
   args.push('--chdir', run.cwd);
   return args;
@@ -161,7 +177,8 @@ export async function runSandboxed(policy: SandboxPolicy, run: SandboxedRun): Pr
   // Trusted files the command names (its script, say) stay visible, read-only, even where the
   // sandbox mounts something else (a hidden directory, the private /tmp): the script's directory
   // (its helpers live beside it) unless that is a masked root itself, else the file alone.
-  const masked = [...policy.hide, ...PRIVATE_MOUNTS].map((m) => resolve(m));
+  const home = policy.home ?? [];
+  const masked = [...policy.hide, ...home, ...PRIVATE_MOUNTS].map((m) => resolve(m));
   const extraRo = new Set<string>();
   /** The node_modules a path lies in, or null. */
   const nodeModulesOf = (p: string): string | null => {
@@ -180,14 +197,18 @@ export async function runSandboxed(policy: SandboxPolicy, run: SandboxedRun): Pr
     const real = realpathSync(a);
     if (real !== resolve(a) && masked.some((h) => isInside(real, h))) extraRo.add(nodeModulesOf(real) ?? dirname(real));
   }
-  // The trusted PATH's directories under a private mount (the host's /tmp) stay visible too, read-only
-  // (`node_modules/.bin`: its node_modules); never one the policy hides (the repository, the build).
+  // The trusted PATH's directories under a private mount (the host's /tmp) or the hidden home stay
+  // visible too, read-only (`node_modules/.bin`: its node_modules; a home's `bin`: what its commands
+  // link to, as npm links into `lib/node_modules`); never one the policy hides (the repository, the
+  // build) nor the home itself. Secrets are mounted over afterwards in any case.
+  const reexposable = [...PRIVATE_MOUNTS, ...home];
   for (const d of (run.env.PATH ?? '').split(delimiter)) {
     if (!isAbsolute(d) || !existsSync(d) || policy.hide.some((h) => isInside(d, h) || isInside(h, d))) continue;
-    if (!PRIVATE_MOUNTS.some((m) => isInside(d, m))) continue;
+    if (!reexposable.some((m) => isInside(d, m)) || home.some((h) => isInside(h, d))) continue;
     const real = realpathSync(d);
     extraRo.add(nodeModulesOf(`${resolve(d)}${sep}`) ?? resolve(d));
-    if (real !== resolve(d) && PRIVATE_MOUNTS.some((m) => isInside(real, m))) extraRo.add(nodeModulesOf(`${real}${sep}`) ?? real);
+    if (real !== resolve(d) && reexposable.some((m) => isInside(real, m))) extraRo.add(nodeModulesOf(`${real}${sep}`) ?? real);
+    if (home.some((h) => isInside(d, h))) for (const target of linkTargets(real)) if (masked.some((h) => isInside(target, h))) extraRo.add(nodeModulesOf(target) ?? dirname(target));
   }
   const r = await runProcess({
     ...rest,
@@ -246,6 +267,39 @@ function isInside(p: string, dir: string): boolean {
   const d = resolve(dir);
   const x = resolve(p);
   return x === d || x.startsWith(d.endsWith(sep) ? d : d + sep);
+}
+
+/** Where the symbolic links directly in `dir` lead (resolved), e.g. `bin/npm` into `lib/node_modules/npm`. */
+function linkTargets(dir: string): string[] {
+  const out: string[] = [];
+  try {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (!e.isSymbolicLink()) continue;
+      try {
+        out.push(realpathSync(join(dir, e.name)));
+      } catch {
+        // a dangling link: nothing to show
+      }
+    }
+  } catch {
+    // unreadable: nothing to show
+  }
+  return out;
+}
+
+/** The secret paths that exist, each once, as the mount that hides it (a directory or a file). */
+function secretMounts(paths: readonly string[]): { path: string; dir: boolean }[] {
+  const out = new Map<string, boolean>();
+  for (const p of paths) {
+    for (const q of [resolve(p), ...(existsSync(p) ? [realpathSync(p)] : [])]) {
+      try {
+        out.set(q, statSync(q).isDirectory());
+      } catch {
+        // not there: nothing to hide
+      }
+    }
+  }
+  return [...out].map(([path, dir]) => ({ path, dir }));
 }
 
 /** Hidden directories, without those inside another hidden one (mounting over a hidden path fails). */

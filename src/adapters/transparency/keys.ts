@@ -1,9 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import * as crypto from 'node:crypto';
 import { NotFoundError, ValidationError } from '../../events/errors.js';
-import { ED25519, NoteError, formatSignerKey, formatVerifierKey, parseSignerKey, rawPublicKey } from '../../events/signed-note.js';
+import { ED25519, NoteError, formatSignerKey, formatVerifierKey, parseSignerKey, privateKeyFromSeed, rawPublicKey, seedOf } from '../../events/signed-note.js';
 
 /** longbuild's per-user configuration directory (never inside a build directory). */
 export function configDir(env: NodeJS.ProcessEnv): string {
@@ -16,6 +16,27 @@ export function signingKeyPath(explicit: string | undefined, env: NodeJS.Process
   if (explicit !== undefined && explicit !== '') return resolve(cwd, explicit);
   if (env.LONGBUILD_SIGNING_KEY) return resolve(cwd, env.LONGBUILD_SIGNING_KEY);
   return join(configDir(env), 'signing.key');
+}
+
+/**
+ * What no sandboxed process may read (R-53): longbuild's config directory (the default signing
+ * key, the heads copies of R-36), the signing key file in use and LONGBUILD_SIGNING_KEY's.
+ */
+export function secretPaths(env: NodeJS.ProcessEnv, explicitKey: string | undefined, cwd = process.cwd()): string[] {
+  const out = [configDir(env), signingKeyPath(explicitKey, env, cwd)];
+  if (env.LONGBUILD_SIGNING_KEY) out.push(resolve(cwd, env.LONGBUILD_SIGNING_KEY));
+  return [...new Set(out)];
+}
+
+/** The user's home directories (HOME and the account's), hidden from every role (R-53): never `/`. */
+export function homePaths(env: NodeJS.ProcessEnv): string[] {
+  let account: string | undefined;
+  try {
+    account = userInfo().homedir;
+  } catch {
+    // no passwd entry for this uid (a container): HOME alone
+  }
+  return [...new Set([env.HOME, homedir(), account].filter((h): h is string => h !== undefined && h !== '').map((h) => resolve(h)))].filter((h) => h !== '/');
 }
 
 export interface SigningKey {
@@ -72,4 +93,24 @@ export function signedHeadPath(env: NodeJS.ProcessEnv, buildDir: string): string
 /** The verifier key a build records: the key named by the build's origin (its id). */
 export function buildVerifierKey(origin: string, privateKey: crypto.KeyObject): string {
   return formatVerifierKey(origin, ED25519, rawPublicKey(privateKey));
+}
+
+/**
+ * A build's own signing key (R-53, decision 0037): HKDF-SHA256 of the user's key's seed, with the
+ * build id as its info. The user keeps one key file; each build signs under a key no other build
+ * shares, and the build key itself is never written to disk.
+ */
+export function deriveBuildKey(userKey: crypto.KeyObject, buildId: string): crypto.KeyObject {
+  return privateKeyFromSeed(Buffer.from(crypto.hkdfSync('sha256', seedOf(userKey), 'longbuild build key v1', buildId, 32)));
+}
+
+/**
+ * The key that extends build `buildId`, whose log records `vkey`, from a key file's key: the key
+ * derived for the build, or the file's key itself (a build from before per-build keys, or a
+ * build's key given on purpose); null when it is neither.
+ */
+export function buildKeyFrom(key: crypto.KeyObject, buildId: string, vkey: string): crypto.KeyObject | null {
+  const derived = deriveBuildKey(key, buildId);
+  if (buildVerifierKey(buildId, derived) === vkey) return derived;
+  return buildVerifierKey(buildId, key) === vkey ? key : null;
 }

@@ -12,14 +12,23 @@ import { checkpointFiles } from '../../transparency/notary.js';
 import { AuditFailure, BUNDLE_FORMAT, NAMING_TYPES, commitsNamed, eventSchemas, evidenceNamed, verifyBundle, type CheckLine } from '../../audit/verifier.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { packageFile } from '../../package-files.js';
+import { packageFile, packageVersion } from '../../package-files.js';
 
-export const flags: Record<string, FlagSpec> = { to: { type: 'string' }, key: { type: 'string' }, expect: { type: 'string' }, witness: { type: 'string', repeatable: true } };
+export const flags: Record<string, FlagSpec> = { to: { type: 'string' }, key: { type: 'string' }, expect: { type: 'string' }, witness: { type: 'string', repeatable: true }, 'allow-unsigned-tail': { type: 'boolean' } };
 export const positionals = { min: 1, max: 2 };
 
 export type AuditOutput =
   | { readonly action: 'export'; readonly to: string; readonly events: number; readonly checkpoints: number; readonly evidence: number; readonly commits: number; readonly bytes: number; readonly unvouched: number }
-  | { readonly action: 'verify'; readonly dir: string; readonly ok: boolean; readonly checks: CheckLine[]; readonly failure?: { check: string; position?: number; problem: string } };
+  | { readonly action: 'verify'; readonly dir: string; readonly ok: boolean; readonly checks: CheckLine[]; readonly failure?: { check: string; position?: number; problem: string }; readonly verifier: VerifierInfo }
+  | { readonly action: 'verifier'; readonly path: string; readonly sha256: string; readonly version: string };
+
+/** This install's verifier, and whether the bundle's `verify.mjs` is byte for byte the same. */
+interface VerifierInfo {
+  readonly sha256: string;
+  /** The bundle's verify.mjs's SHA-256 (null: it has none). */
+  readonly bundled: string | null;
+  readonly same: boolean;
+}
 
 /** The standalone verifier, bundled by `npm run build` into dist/. */
 const VERIFY_MJS = packageFile('dist', 'verify.mjs');
@@ -36,7 +45,12 @@ export async function run(ctx: CommandContext): Promise<AuditOutput> {
     if (dir === undefined) throw new UsageError('audit verify: give the bundle directory (audit verify DIR)');
     return verifyDir(ctx, resolve(ctx.cwd, dir));
   }
-  throw new UsageError(`audit: unknown action '${action}' (expected: export, verify)`);
+  if (action === 'verifier') {
+    if (ctx.positionals.length > 1) throw new UsageError('audit verifier: takes no directory');
+    if (!existsSync(VERIFY_MJS)) throw new NotFoundError(`audit verifier: ${VERIFY_MJS} is missing (run \`npm run build\`)`);
+    return { action: 'verifier', path: VERIFY_MJS, sha256: sha256Hex(readFileSync(VERIFY_MJS)), version: packageVersion() };
+  }
+  throw new UsageError(`audit: unknown action '${action}' (expected: export, verify, verifier)`);
 }
 
 /**
@@ -157,24 +171,32 @@ async function verifyDir(ctx: CommandContext, dir: string): Promise<AuditOutput>
   const opts = {
     ...(typeof ctx.flags.key === 'string' ? { key: ctx.flags.key } : {}),
     ...(typeof ctx.flags.expect === 'string' ? { expect: resolve(ctx.cwd, ctx.flags.expect) } : {}),
+    ...(ctx.flags['allow-unsigned-tail'] === true ? { allowUnsignedTail: true } : {}),
     witnesses,
   };
+  // The checks are this install's code; the bundle's verify.mjs is only compared, never run.
+  const mine = existsSync(VERIFY_MJS) ? sha256Hex(readFileSync(VERIFY_MJS)) : '';
+  const bundled = existsSync(join(dir, 'verify.mjs')) ? sha256Hex(readFileSync(join(dir, 'verify.mjs'))) : null;
+  const verifier = { sha256: mine, bundled, same: bundled === mine };
   try {
     await verifyBundle(dir, opts, (l) => checks.push(l));
-    return { action: 'verify', dir, ok: true, checks };
+    return { action: 'verify', dir, ok: true, checks, verifier };
   } catch (err) {
     if (!(err instanceof AuditFailure)) throw err;
-    return { action: 'verify', dir, ok: false, checks, failure: { check: err.check, ...(err.position !== undefined ? { position: err.position } : {}), problem: err.message } };
+    return { action: 'verify', dir, ok: false, checks, verifier, failure: { check: err.check, ...(err.position !== undefined ? { position: err.position } : {}), problem: err.message } };
   }
 }
 
 export function render(d: AuditOutput): string {
   if (d.action === 'export') {
     return `exported ${d.events} events, ${d.checkpoints} signed checkpoints, ${d.evidence} evidence files and ${d.commits} commits (${Math.round(d.bytes / 1024)} KiB) to ${d.to}\n`
-      + (d.unvouched > 0 ? `note: the last ${d.unvouched} events are after the last signed checkpoint (a run was interrupted); \`longbuild step\` signs them\n` : '')
-      + `check it anywhere with: node ${join(d.to, 'verify.mjs')} --key VKEY\n`;
+      + (d.unvouched > 0 ? `note: the last ${d.unvouched} events are after the last signed checkpoint (a run was interrupted): an auditor must pass --allow-unsigned-tail; \`longbuild step\` signs them, then export again\n` : '')
+      + `an auditor checks it with their own longbuild: longbuild audit verify ${d.to} --key VKEY\n`;
   }
-  return d.checks.map((c) => `ok ${c.check}: ${c.detail}\n`).join('') + (d.failure ? `FAILED ${d.failure.check}${d.failure.position !== undefined ? ` at position ${d.failure.position}` : ''}: ${d.failure.problem}\n` : 'verified: every check passed\n');
+  if (d.action === 'verifier') return `${d.sha256}  ${d.path}\nlongbuild ${d.version}'s audit verifier: a bundle's verify.mjs with another SHA-256 is not this verifier\n`;
+  const note = d.verifier.bundled === null ? 'note: the bundle carries no verify.mjs; checked with this install\'s verifier\n'
+    : d.verifier.same ? '' : `note: the bundle's verify.mjs (sha256 ${d.verifier.bundled.slice(0, 16)}…) is not this install's verifier (${d.verifier.sha256.slice(0, 16)}…): do not run it; these checks are this install's\n`;
+  return note + d.checks.map((c) => `ok ${c.check}: ${c.detail}\n`).join('') + (d.failure ? `FAILED ${d.failure.check}${d.failure.position !== undefined ? ` at position ${d.failure.position}` : ''}: ${d.failure.problem}\n` : 'verified: every check passed\n');
 }
 
 export function failure(d: AuditOutput): string | undefined {

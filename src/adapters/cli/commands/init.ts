@@ -56,5 +56,5 @@ export async function run(ctx: CommandContext): Promise<InitOutput> {
 }
 
 export function render(d: InitOutput): string {
-  return `initialised build ${d.buildId} (${d.driver === 'blueprint' ? 'scripted planner and worker' : 'configured planner and worker commands'}) in ${d.dir}\nrequest sha256 ${d.requestSha256}\nsigning key ${d.signingKey.path}${d.signingKey.created ? ' (created; keep it: only it can extend this build)' : ''}\nverifier key ${d.signingKey.vkey}\n${testsStatusLines(d.tests).slice(0, 3).join('\n')}\nnext: longbuild run   (or longbuild step, one controller event at a time)\n`;
+  return `initialised build ${d.buildId} (${d.driver === 'blueprint' ? 'scripted planner and worker' : 'configured planner and worker commands'}) in ${d.dir}\nrequest sha256 ${d.requestSha256}\nsigning key ${d.signingKey.path}${d.signingKey.created ? ' (created; keep it: only it can extend this build)' : ''}; this build signs under its own key, derived from it (R-53)\nverifier key ${d.signingKey.vkey}\n${testsStatusLines(d.tests).slice(0, 3).join('\n')}\nnext: longbuild run   (or longbuild step, one controller event at a time)\n`;
 }
