@@ -192,6 +192,26 @@ describe.skipIf(!url)('controller fencing and failover on a PostgreSQL log (issu
     expect(outcomeOf(repo)).toEqual(reference);
   }, 60_000);
 
+  it('R-3 a deposed controller moves no ref: frozen right before a promotion while a standby finishes the build, it wakes, exits 3 before touching git, and both integration refs stay where the log says', async () => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', twoMilestoneHelios(repo), '--log', pgSpec()], { cwd: repo });
+    const env = { LONGBUILD_LEASE_TIMEOUT_MS: '1000' };
+    const a = spawnCli(['run', '--json'], repo, { ...env, LONGBUILD_PAUSE_AT: 'before-effect:promote:1:8000' });
+    await a.waitStderr(/paused at before-effect:promote/);
+    const b = spawnCli(['run', '--standby', '--json'], repo, env);
+    const finished = await b.done;
+    expect(finished.code, finished.stderr).toBe(0);
+    const head = JSON.parse(finished.stdout).integrationHead as string;
+    const stale = await a.done;
+    expect(stale.code).toBe(3);
+    expect(stale.stderr).toMatch(/controller lease lost/);
+    // What a user checks: the refs, in the repository and the integrator's, are the log's head.
+    expect(git(repo, 'rev-parse', 'refs/heads/longbuild/integration')).toBe(head);
+    expect(git(repo, '--git-dir', join(repo, '.longbuild', 'integrator.git'), 'rev-parse', 'refs/heads/longbuild/integration')).toBe(head);
+    expect(cliJson(['verify'], { cwd: repo }).ok).toBe(true);
+    expect(outcomeOf(repo)).toEqual(reference);
+  }, 90_000);
+
   it('R-3 the fencing token refuses a stale holder\'s append even at the right expected revision; a live lease is refused to others', async () => {
     const spec = pgSpec();
     const schema = spec.slice(spec.indexOf('schema=') + 7);

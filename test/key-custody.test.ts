@@ -17,6 +17,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { buildKeyFrom, buildVerifierKey, deriveBuildKey, generateSigningKey } from '../src/adapters/transparency/keys.js';
 import { parseSignerKey, rawPublicKey } from '../src/events/signed-note.js';
 import { HAVE_BWRAP } from './support/bwrap.js';
+import { hasPython } from './support/python.js';
 import { cliAsync, cliJson, ROOT, runCli, tempDir, userRepo } from './support/cli.js';
 
 if (!HAVE_BWRAP) console.log('key-custody tests skipped: bubblewrap is not installed or cannot create user namespaces here (apt-get install bubblewrap)');
@@ -230,14 +231,7 @@ describe('sandbox.expose (R-53)', () => {
 });
 
 describe('each build signs under its own key, derived from the user\'s (R-53)', () => {
-  const python = (() => {
-    try {
-      execFileSync('python3', ['-c', 'import cryptography'], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  })();
+  const python = hasPython('cryptography');
 
   it('R-53 the verifier key init prints is HKDF-SHA256(user key, build id)\'s, as Python\'s cryptography derives it; two builds of one user share no key; the user key itself verifies neither', () => {
     const configDir = tempDir('lb-keys-config-');

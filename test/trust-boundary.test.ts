@@ -11,6 +11,7 @@ import { cpSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync 
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HAVE_BWRAP } from './support/bwrap.js';
+import { revealed } from './support/revealed.js';
 import { cliJson, ROOT, runCli, tempDir, userRepo } from './support/cli.js';
 
 if (!HAVE_BWRAP) console.log('trust-boundary tests skipped: bubblewrap is not installed or cannot create user namespaces here (apt-get install bubblewrap)');
@@ -169,6 +170,57 @@ ln -s /etc/passwd passwd-link
     expect(integrationFiles(repo)).toEqual(['README.md']);
   }, 120_000);
 
+  it('R-31 attack 4c: a file name that is not UTF-8 is refused by its escaped bytes and wedges nothing: the node fails, `retry` and a second run go on, `cancel` ends it', () => {
+    const { repo } = attackBuild({ workerScript: `printf pwned > "$(printf 'f\\377\\376.txt')"` });
+    const r = runCli(['run', '--json'], { cwd: repo, env: attackEnv(repo) });
+    expect(r.stderr).not.toMatch(/internal error|ENOENT/);
+    expect(r.code).toBe(1);
+    const finished = events(repo).filter((e) => e.type === 'AttemptFinished');
+    expect(finished.at(-1)!.data).toMatchObject({ outcome: 'failed', reason: "R-31: the file name 'f\\xff\\xfe.txt' is not UTF-8: name files in UTF-8" });
+    // The operator's way out works: retry runs the node again (refused again, no crash), cancel gives it up.
+    expect(runCli(['retry', 'hello-module'], { cwd: repo }).code).toBe(0);
+    const again = runCli(['run', '--json'], { cwd: repo, env: attackEnv(repo) });
+    expect(again.stderr).not.toMatch(/internal error|ENOENT/);
+    expect(events(repo).filter((e) => e.type === 'AttemptFinished')).toHaveLength(2);
+    const cancel = runCli(['cancel', 'hello-module'], { cwd: repo });
+    expect(cancel.code, cancel.stderr).toBe(0);
+    expect(integrationFiles(repo)).toEqual(['README.md']);
+  }, 120_000);
+
+  it('R-31 attack 4d: a two-hop symlink chain (d/up -> .., gp -> d/up/../..) is judged where it ends: refused, nothing on the integration ref', () => {
+    const { repo } = attackBuild({ workerScript: 'mkdir -p d && ln -s .. d/up && ln -s d/up/../.. gp' });
+    const r = runCli(['run', '--json'], { cwd: repo, env: attackEnv(repo) });
+    expect(r.code).toBe(1);
+    const finished = events(repo).find((e) => e.type === 'AttemptFinished' && e.data.outcome === 'failed') ?? events(repo).find((e) => e.type === 'IntegrationFailed');
+    expect(JSON.stringify(finished!.data)).toMatch(/R-31.*symlink 'gp' points outside the tree: it leads above the tree through 1 more link/);
+    expect(integrationFiles(repo)).toEqual(['README.md']);
+  }, 120_000);
+
+  it('R-31 attack 4e: a candidate of more files than maxFiles allows beyond the base is refused before git hashes any', () => {
+    const { repo } = attackBuild({ workerScript: 'mkdir -p many && for i in $(seq 1 60); do : > many/f$i; done', config: { maxFiles: 50 } });
+    const r = runCli(['run', '--json'], { cwd: repo, env: attackEnv(repo) });
+    expect(r.code).toBe(1);
+    const failed = events(repo).find((e) => e.type === 'AttemptFinished')!;
+    expect(failed.data).toMatchObject({ outcome: 'failed', reason: 'R-31: the candidate adds more than 50 files (maxFiles; the base holds 1)' });
+    expect(integrationFiles(repo)).toEqual(['README.md']);
+  }, 120_000);
+
+  it('R-56 attack 4f: control sequences an agent prints (an OSC title, a clear-screen, an OSC 8 javascript: link, a bidi override) reach no terminal: evidence, log and the error line show them escaped; evidence --raw gives the bytes', () => {
+    const seq = "\\033]0;pwned\\007\\033[2J\\033]8;;javascript:alert(1)\\033\\\\click\\033]8;;\\033\\\\ \\342\\200\\256evil";
+    const { repo } = attackBuild({ workerScript: `printf '${seq}\\n'; printf '${seq}\\n' >&2; exit 3` });
+    const r = runCli(['run'], { cwd: repo, env: attackEnv(repo) });
+    expect(r.code).toBe(1);
+    const raw = /[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/;
+    const shown = [r.stdout, r.stderr, runCli(['evidence', 'hello-module.1'], { cwd: repo }).stdout, runCli(['log'], { cwd: repo }).stdout, runCli(['status'], { cwd: repo }).stdout];
+    for (const text of shown) expect(text).not.toMatch(raw);
+    const evidence = shown[2]!;
+    expect(evidence).toContain('\\x1b]0;pwned\\x07\\x1b[2J\\x1b]8;;javascript:alert(1)\\x1b\\click');
+    expect(evidence).toContain('\\u202eevil');
+    const bytes = runCli(['evidence', 'hello-module.1', '--raw'], { cwd: repo }).stdout;
+    expect(bytes).toContain('\x1b]0;pwned\x07');
+    expect(bytes).toContain('\u202eevil');
+  }, 120_000);
+
   it('R-29 R-30 attack 4b: a planner cannot write into its read-only export, into the repository (even through /proc/$PPID/cwd) or create a ref', () => {
     const { repo } = attackBuild({
       plannerScript: `
@@ -267,19 +319,38 @@ git -C "$ATTACK_BUILD/integrator.git" update-ref refs/heads/evil HEAD 2>/dev/nul
     expect(refused.stderr.trim().split('\n')).toHaveLength(1);
   }, 120_000);
 
-  it('R-30 the build directory is private: 0700, driver.json and evidence 0600; secret variables are redacted in evidence', () => {
-    const { repo } = attackBuild({ workerScript: 'echo "the token is $ATTACK_SECRET"', config: { env: { allow: ['ATTACK_REPO', 'ATTACK_BUILD'], secret: ['ATTACK_SECRET'] } } });
-    expect(cliJson(['run'], { cwd: repo, env: { ...attackEnv(repo), ATTACK_SECRET: 's3cr3t-value-42' } }).outcome).toBe('horizon_complete');
+  it('R-30 the build directory is private: 0700, driver.json and evidence 0600; secrets reach verification only (the worker when secretTo says so), and no form of them (as written, base64 at any alignment, URL-safe base64, hex, percent-encoded) is kept in evidence', () => {
+    const SECRET = 's3cr3t/value+42 ok?';
+    const printForms = [
+      'echo "plain $ATTACK_SECRET"',
+      'printf "%s" "x$ATTACK_SECRET" | base64 -w0; echo',
+      'printf "%s" "xy$ATTACK_SECRET" | base64 -w0; echo',
+      'printf "%s" "$ATTACK_SECRET" | base64 -w0 | tr "+/" "-_"; echo',
+      'printf "%s" "$ATTACK_SECRET" | od -An -tx1 | tr -d " \\n"; echo',
+      'node -e "console.log(encodeURIComponent(process.env.ATTACK_SECRET))"',
+    ].join('; ');
+    const build = (secretTo?: Record<string, boolean>) => attackBuild({
+      workerScript: 'echo "worker sees [${ATTACK_SECRET:-}]"',
+      verify: [['sh', '-c', printForms], ['node', '--test']],
+      config: { env: { allow: ['ATTACK_REPO', 'ATTACK_BUILD'], secret: ['ATTACK_SECRET'], ...(secretTo ? { secretTo } : {}) } },
+    }).repo;
+    const texts = (repo: string) => readdirSync(join(repo, '.longbuild', 'evidence')).map((f) => readFileSync(join(repo, '.longbuild', 'evidence', f), 'utf8'));
+    const repo = build();
+    expect(cliJson(['run'], { cwd: repo, env: { ...attackEnv(repo), ATTACK_SECRET: SECRET } }).outcome).toBe('horizon_complete');
     const dir = join(repo, '.longbuild');
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     expect(statSync(join(dir, 'driver.json')).mode & 0o777).toBe(0o600);
     const evidence = readdirSync(join(dir, 'evidence'));
-    expect(evidence.length).toBeGreaterThan(0);
-    for (const f of evidence) {
-      expect(statSync(join(dir, 'evidence', f)).mode & 0o777).toBe(0o600);
-      expect(readFileSync(join(dir, 'evidence', f), 'utf8')).not.toContain('s3cr3t-value-42');
-    }
-    expect(evidence.some((f) => readFileSync(join(dir, 'evidence', f), 'utf8').includes('the token is ***'))).toBe(true);
+    for (const f of evidence) expect(statSync(join(dir, 'evidence', f)).mode & 0o777).toBe(0o600);
+    const kept = texts(repo);
+    expect(kept.some((t) => t.includes('worker sees []'))).toBe(true); // the worker never had it
+    const verifyOut = kept.find((t) => t.startsWith('plain '))!;
+    expect(verifyOut.match(/\*\*\*/g)!.length).toBeGreaterThanOrEqual(6); // verification had it, in every form, and it was masked
+    for (const t of kept) expect(revealed(t, SECRET), t).toEqual([]);
+    // Given to the worker on purpose: it sees it, and its evidence keeps only ***.
+    const trusted = build({ worker: true });
+    expect(cliJson(['run'], { cwd: trusted, env: { ...attackEnv(trusted), ATTACK_SECRET: SECRET } }).outcome).toBe('horizon_complete');
+    expect(texts(trusted).some((t) => t.includes('worker sees [***]'))).toBe(true);
   }, 120_000);
 });
 

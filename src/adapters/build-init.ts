@@ -24,7 +24,7 @@ import { testPolicyOf, type TestPolicyInput } from './verify-commands.js';
 import { openEventLog } from './log/open-log.js';
 import { catchUpFromLog } from './log/paging.js';
 import { BWRAP_MISSING, bwrapVersion, findBwrap } from './sandbox/sandbox.js';
-import { DEFAULT_MAX_FILE_BYTES, normalizeSandbox, type SandboxSetting } from './sandbox/settings.js';
+import { DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, normalizeSandbox, type SandboxSetting } from './sandbox/settings.js';
 import { INTEGRATION_REF, type OpenOptions } from './session.js';
 import { buildVerifierKey, deriveBuildKey, homePaths, loadOrCreateSigningKey, secretPaths, signedHeadPath, signingKeyPath } from './transparency/keys.js';
 import { Notary } from './transparency/notary.js';
@@ -59,7 +59,7 @@ export async function testPolicyAt(repo: string, head: string, verify: readonly 
 export async function initFromBlueprint(blueprintPath: string, opts: OpenOptions = {}): Promise<InitResult> {
   const driver = blueprintDriver(blueprintPath);
   const blueprint = (driver as Extract<DriverFile, { kind: 'blueprint' }>).blueprint;
-  const sandbox = decideSandbox(blueprint.sandbox, blueprint.maxFileBytes, opts.env ?? process.env, 'blueprint', opts.cwd);
+  const sandbox = decideSandbox(blueprint.sandbox, { maxFileBytes: blueprint.maxFileBytes, maxFiles: blueprint.maxFiles }, opts.env ?? process.env, 'blueprint', opts.cwd);
   return initBuild(driver, driverRecord(driver), logicalClock(), sandbox, opts);
 }
 
@@ -68,10 +68,10 @@ export async function initFromBlueprint(blueprintPath: string, opts: OpenOptions
  * config says "off". A blueprint build's workers are longbuild's own; when bubblewrap is missing
  * and the blueprint does not ask for it, its verification runs unsandboxed and says so.
  */
-function decideSandbox(setting: SandboxSetting | undefined, maxFileBytes: number | undefined, env: NodeJS.ProcessEnv, kind: 'blueprint' | 'command', cwd: string | undefined): { settings: SandboxSettings; notice?: string } {
+function decideSandbox(setting: SandboxSetting | undefined, sizes: { maxFileBytes: number | undefined; maxFiles: number | undefined }, env: NodeJS.ProcessEnv, kind: 'blueprint' | 'command', cwd: string | undefined): { settings: SandboxSettings; notice?: string } {
   const n = normalizeSandbox(setting);
   const expose = exposedPaths(n.expose ?? [], env, cwd);
-  const base = { network: n.network, maxFileBytes: maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, ...(n.limits !== undefined ? { limits: n.limits } : {}), ...(expose.length > 0 ? { expose } : {}) };
+  const base = { network: n.network, maxFileBytes: sizes.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, maxFiles: sizes.maxFiles ?? DEFAULT_MAX_FILES, ...(n.limits !== undefined ? { limits: n.limits } : {}), ...(expose.length > 0 ? { expose } : {}) };
   if (n.mode === 'off') return { settings: { mode: 'off', bwrapVersion: null, reason: `"sandbox": "off" in the ${kind === 'blueprint' ? 'blueprint' : 'config'}`, ...base }, notice: 'longbuild: the sandbox is off for this build ("sandbox": "off"): planner, worker and verification run unsandboxed (recorded in the log)' };
   const bwrap = findBwrap(env);
   if (bwrap === null) {
@@ -104,7 +104,7 @@ function exposedPaths(given: readonly string[], env: NodeJS.ProcessEnv, cwd: str
 export async function initFromRequest(requestPath: string, configPath: string, opts: OpenOptions = {}): Promise<InitResult> {
   const driver = requestDriver(requestPath, configPath);
   const config = (driver as Extract<DriverFile, { kind: 'command' }>).config;
-  const sandbox = decideSandbox(config.sandbox, config.maxFileBytes, opts.env ?? process.env, 'command', opts.cwd);
+  const sandbox = decideSandbox(config.sandbox, { maxFileBytes: config.maxFileBytes, maxFiles: config.maxFiles }, opts.env ?? process.env, 'command', opts.cwd);
   return initBuild(driver, driverRecord(driver), systemClock, sandbox, { ...opts, log: opts.log ?? config.log });
 }
 

@@ -19,7 +19,7 @@ import { cacheDirOf, verificationCacheFor } from './cache/setting.js';
 import { FileEvidenceStore } from './evidence-store.js';
 import { ensureIntegratorRepo } from './git/git.js';
 import { BWRAP_MISSING, ensureSandboxInit, findBwrap, findPrlimit, runSandboxed, type SandboxPolicy } from './sandbox/sandbox.js';
-import { DEFAULT_MAX_FILE_BYTES } from './sandbox/settings.js';
+import { DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES } from './sandbox/settings.js';
 import { redactor } from './sandbox/redact.js';
 import { ProcessSlots } from './process/slots.js';
 import type { SandboxedRun } from './sandbox/sandbox.js';
@@ -61,6 +61,8 @@ export interface OpenOptions {
   readonly appendFence?: AppendFence;
   /** Checked before every append: the controller lease is still held (the SQLite lock file). */
   readonly beforeAppend?: () => void;
+  /** Checked immediately before every ref a controller moves (the lease confirmed held, issue 45). */
+  readonly beforeRefMove?: () => Promise<void>;
   /** The controller lease is held while the session lives: the log's tail is read once (LogCursorDeps.soleWriter). */
   readonly soleWriter?: boolean;
   /** The signing key file (R-35; default: LONGBUILD_SIGNING_KEY, else `<config dir>/signing.key`). */
@@ -135,7 +137,8 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     const folded = store.state<BuildState>(buildProjection.name);
     const initData = folded?.build ? { ...firstData, driver: folded.build.driver, verify: folded.build.verify, settings: folded.build.settings } : firstData;
     const driver = readDriver(paths, initData.driver.sourceSha256);
-    const allow = driver.kind === 'command' ? [...driver.config.env.allow, ...driver.config.env.secret] : [];
+    // What verification gets (R-30): the allowlist, and the secrets unless the config keeps them from it.
+    const allow = driver.kind === 'command' ? [...driver.config.env.allow, ...(driver.config.env.secretTo.verify ? driver.config.env.secret : [])] : [];
     const secretNames = driver.kind === 'command' ? [...driver.config.env.secret, ...agentSecretNames([driver.config.planner.agent, driver.config.worker.agent])] : [];
     const secrets = secretNames.map((n) => env[n]).filter((v): v is string => v !== undefined && v !== '');
     await ensureIntegratorRepo(paths.integrator, paths.repo, initData.integrationRef);
@@ -178,7 +181,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
         repo: paths.repo, integratorRepo: paths.integrator, worktreesDir: paths.worktrees, workspacesDir: paths.workspaces, indexDir: paths.index,
         verifyEnv: trustedVerifyEnv(env, allow), verifyTimeoutMs: (driver.kind === 'command' ? driver.config.verifyTimeoutSeconds : 600) * 1000, cache: verificationCacheFor(cacheDir, env, cacheSetting),
         runVerification: (o) => run(sandbox.verify)({ ...o, rw: [o.cwd] }), ignoredFiles: initData.settings?.ignoredFiles ?? 'dirty',
-        limits: { maxFileBytes: initData.sandbox?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, protectedPaths, verify: initData.verify },
+        limits: { maxFileBytes: initData.sandbox?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, maxFiles: initData.sandbox?.maxFiles ?? DEFAULT_MAX_FILES, protectedPaths, verify: initData.verify },
       }),
       evidence,
       calls,
@@ -186,6 +189,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       ...(folded?.fork !== undefined ? { reuse: parentResults(folded.fork, evidence, warn) } : {}),
       faults: opts.faults ?? faultsFromEnv(env),
       ...(opts.beforeAppend ? { beforeAppend: opts.beforeAppend } : {}),
+      ...(opts.beforeRefMove ? { fence: opts.beforeRefMove } : {}),
       ...(opts.soleWriter === true ? { soleWriter: true } : {}),
       // R-35: a checkpoint signed at every promotion, milestone checkpoint and end, as it is appended.
       afterAppend: async (events, durable) => {
@@ -311,7 +315,7 @@ function plannerFor(driver: DriverFile, paths: BuildPaths, env: NodeJS.ProcessEn
   if (driver.kind === 'blueprint') return new ScriptedPlanner(driver.blueprint);
   const c = driver.config;
   return new CommandPlanner({
-    style: styleFor('planner', c.planner, env, [...c.env.allow, ...c.env.secret]),
+    style: styleFor('planner', c.planner, env, [...c.env.allow, ...(c.env.secretTo.planner ? c.env.secret : [])]),
     route: c.planner.route ?? defaultRoute(c.planner), timeoutMs: c.planner.timeoutSeconds * 1000, repo: paths.integrator, answers: paths.answers, run,
   });
 }
@@ -339,7 +343,7 @@ function workerFor(driver: DriverFile, env: NodeJS.ProcessEnv, run: Runner): Wor
   if (driver.kind === 'blueprint') return new ScriptedWorker(driver.blueprint, env.LONGBUILD_EFFECTS_LEDGER ? { ledgerPath: env.LONGBUILD_EFFECTS_LEDGER } : {});
   const c = driver.config;
   return new CommandWorker({
-    style: styleFor('worker', c.worker, env, [...c.env.allow, ...c.env.secret]), timeoutMs: c.worker.timeoutSeconds * 1000, run,
+    style: styleFor('worker', c.worker, env, [...c.env.allow, ...(c.env.secretTo.worker ? c.env.secret : [])]), timeoutMs: c.worker.timeoutSeconds * 1000, run,
     rework: c.worker.rework ?? c.worker.agent !== undefined,
   });
 }

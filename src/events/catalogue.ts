@@ -213,6 +213,8 @@ export const SandboxSettingsSchema = z.strictObject({
   reason: z.string().optional(),
   /** Largest file a candidate may add or change. */
   maxFileBytes: z.number().int().positive(),
+  /** Files a candidate may hold beyond the base's; absent (builds from before): 10,000. */
+  maxFiles: z.number().int().positive().optional(),
   /** Resource limits of each process of a call, by role (issue 16); absent: none. */
   limits: z.strictObject({ planner: CallLimitsRecord.optional(), worker: CallLimitsRecord.optional(), verify: CallLimitsRecord.optional() }).optional(),
   /** Absolute paths every role sees read-only on purpose; absent: none. */

@@ -582,6 +582,24 @@ export const MUTANTS = [
     edits: [{ file: 'src/commands/horizon.ts', find: 'p.detailed.length > settings.detailedWindow', replace: 'p.detailed.length > 2' }],
     caughtBy: ['test/planner-authority.test.ts'],
   },
+  {
+    name: 'symlink-lexical',
+    bug: 'a symlink is judged by its own text only, not through the links it passes: a two-hop chain leaves the tree (R-31)',
+    edits: [{ file: 'src/commands/tree-links.ts', find: "const next = links.get(at.join('/'));", replace: 'const next = undefined;' }],
+    caughtBy: ['test/tree-links.test.ts'],
+  },
+  {
+    name: 'redact-literal-only',
+    bug: 'a secret is redacted only as written: its base64, hex or percent-encoded form reaches evidence (R-30)',
+    edits: [{ file: 'src/adapters/sandbox/redact.ts', find: '.flatMap(secretForms)', replace: '.flatMap((x) => [x])' }],
+    caughtBy: ['test/redact.test.ts', 'test/trust-boundary.test.ts'],
+  },
+  {
+    name: 'ref-moves-unfenced',
+    bug: 'the controller moves refs (promote, publish, repair) without checking the lease first: a deposed PostgreSQL controller rolls the integration ref back (issue 45)',
+    edits: [{ file: 'src/adapters/session.ts', find: '...(opts.beforeRefMove ? { fence: opts.beforeRefMove } : {}),', replace: '' }],
+    caughtBy: ['test/failover.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

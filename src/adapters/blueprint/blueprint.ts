@@ -87,6 +87,7 @@ export const BlueprintSchema = z.strictObject({
   /** Blueprint workers are longbuild's own; only verification is sandboxed. Default: bwrap when installed, else off (said and recorded). */
   sandbox: SandboxSettingSchema.optional(),
   maxFileBytes: z.number().int().positive().optional(),
+  maxFiles: z.number().int().positive().max(10_000_000).optional(),
   /** Untrusted processes (verification commands) run at once; absent: no cap beyond concurrency and speculation. */
   maxProcesses: z.number().int().min(1).max(256).optional(),
   milestones: z.array(BlueprintMilestoneSchema),

@@ -3,6 +3,7 @@ import { GLOBAL_FLAGS, parseArgs } from './args.js';
 import { COMMANDS } from './registry.js';
 import type { CommandContext } from './types.js';
 import { packageVersion } from '../package-files.js';
+import { escapeTerminal } from './terminal-text.js';
 
 /** Where the CLI writes and what it sees; tests pass their own. */
 export interface CliIo {
@@ -46,7 +47,7 @@ export async function main(argv: string[], io: Partial<CliIo> = {}): Promise<num
     const code = exitCodeFor(err);
     const message = err instanceof Error ? err.message : String(err);
     const prefix = err instanceof LongbuildError ? '' : 'internal error: ';
-    out.stderr(`longbuild: ${prefix}${message}${err instanceof LongbuildError && err.rule ? ` (${err.rule})` : ''}\n`);
+    out.stderr(`longbuild: ${escapeTerminal(`${prefix}${message}${err instanceof LongbuildError && err.rule ? ` (${err.rule})` : ''}`)}\n`);
     if (code === 2) out.stderr('run `longbuild --help` for usage\n');
     if (verbose && err instanceof Error && err.stack) out.stderr(`${err.stack}\n`);
     return code;
@@ -87,6 +88,9 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
     ...(typeof parsed.flags.repo === 'string' ? { repo: parsed.flags.repo } : {}),
     ...(typeof parsed.flags.dir === 'string' ? { dir: parsed.flags.dir } : {}),
   });
+  // What people read is escaped (agents' and tests' text must not drive the terminal); `--json` and a command's raw mode are not.
+  const escaped = parsed.flags.json !== true && mod.rawOutput?.(parsed.flags) !== true;
+  const stdout = escaped ? (t: string) => io.stdout(escapeTerminal(t)) : io.stdout;
   const ctx: CommandContext = {
     dir: paths.dir,
     repo: paths.repo,
@@ -97,14 +101,14 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
     positionals: parsed.positionals,
     env: io.env,
     stderr: io.stderr,
-    stdout: io.stdout,
+    stdout,
   };
   const data = await mod.run(ctx);
   const rendered = ctx.json ? (mod.renderJson ? mod.renderJson(data, ctx) : `${JSON.stringify(data)}\n`) : mod.render(data, ctx);
-  writeChunked(io.stdout, rendered);
+  writeChunked(stdout, rendered);
   const failure = mod.failure?.(data);
   if (failure !== undefined) {
-    io.stderr(`longbuild: ${failure}\n`);
+    io.stderr(`longbuild: ${escapeTerminal(failure)}\n`);
     return 1;
   }
   return 0;

@@ -71,7 +71,7 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   },
   evidence: {
     summary: 'the recorded stdout/stderr of an attempt (NODE.N), a job\'s verification (job-N) or an acceptance run (accept-N)',
-    help: 'longbuild evidence ATTEMPT|JOB|RUN\n  What an attempt\'s worker printed, or every verification command of a job (or acceptance command of\n  a run) with its exit code and output, from the evidence files the log names (content-addressed in\n  the build directory).\nexample: longbuild evidence api.2',
+    help: 'longbuild evidence ATTEMPT|JOB|RUN [--raw]\n  What an attempt\'s worker printed, or every verification command of a job (or acceptance command of\n  a run) with its exit code and output, from the evidence files the log names (content-addressed in\n  the build directory). Control sequences in it are shown escaped (\\x1b, \\u202e: nothing an agent or a\n  test wrote acts on your terminal); --raw prints the recorded bytes as they are.\nexample: longbuild evidence api.2',
     load: () => import('./commands/evidence.js'),
   },
   ui: {

@@ -38,4 +38,6 @@ export interface CommandModule<T = unknown> {
   render(data: T, ctx: CommandContext): string | Iterable<string>;
   renderJson?(data: T, ctx: CommandContext): string | Iterable<string>;
   failure?(data: T): string | undefined;
+  /** True when the flags ask for the bytes as recorded (`evidence --raw`): the text is then not escaped for the terminal. */
+  rawOutput?(flags: Readonly<Record<string, unknown>>): boolean;
 }

@@ -40,10 +40,13 @@ export async function withControl<T>(ctx: CommandContext, fn: (lease: Controller
  * What a session opened under `lease` is told of it: the checks every append makes (the log's
  * fence, the lock file) and, for a lease actually taken, that no one else appends meanwhile.
  */
-export function leaseOptions(lease: ControllerLease): Pick<OpenOptions, 'appendFence' | 'beforeAppend' | 'soleWriter'> {
+export function leaseOptions(lease: ControllerLease): Pick<OpenOptions, 'appendFence' | 'beforeAppend' | 'soleWriter' | 'beforeRefMove'> {
+  const assertHeld = lease.assertHeld;
+  const refFence = lease.confirm ?? (assertHeld ? async () => assertHeld() : undefined);
   return {
     ...(lease.appendFence ? { appendFence: lease.appendFence } : {}),
     ...(lease.assertHeld ? { beforeAppend: lease.assertHeld } : {}),
+    ...(refFence ? { beforeRefMove: refFence } : {}),
     ...(lease.appendFence || lease.assertHeld ? { soleWriter: true } : {}),
   };
 }

@@ -2,7 +2,7 @@ import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ValidationError } from '../../events/errors.js';
 import { formatZodError } from '../../events/catalogue.js';
-import { DEFAULT_MAX_FILE_BYTES, SandboxSettingSchema } from '../sandbox/settings.js';
+import { DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, SandboxSettingSchema } from '../sandbox/settings.js';
 import { AGENT_NAMES } from '../agents/presets.js';
 import { readJsonFile } from '../json-file.js';
 import { testPolicyFields, verifyEntrySchema, type VerifyEntry } from '../verify-commands.js';
@@ -49,10 +49,14 @@ export const ConfigSchema = z.strictObject({
   env: z.strictObject({
     allow: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')).default([]),
     secret: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')).default([])
-      .describe('passed through like `allow`, but their values are redacted (***) in evidence and cache entries'),
-  }).default({ allow: [], secret: [] }).describe('environment variables passed through to planner, worker and verification (PATH always is)'),
+      .describe('passed through like `allow` to the roles `secretTo` names, their values redacted (***) in evidence and cache entries, as written and base64-, hex- or percent-encoded'),
+    secretTo: z.strictObject({ planner: z.boolean().default(false), worker: z.boolean().default(false), verify: z.boolean().default(true) })
+      .default({ planner: false, worker: false, verify: true })
+      .describe('which roles get the `secret` variables: verification (setup, verification and acceptance commands) by default; planner and worker (coding agents) only when set here'),
+  }).default({ allow: [], secret: [], secretTo: { planner: false, worker: false, verify: true } }).describe('environment variables passed through to planner, worker and verification (PATH always is)'),
   sandbox: SandboxSettingSchema.default('bwrap'),
   maxFileBytes: z.number().int().positive().default(DEFAULT_MAX_FILE_BYTES).describe('largest file a worker may add or change (R-31), bytes'),
+  maxFiles: z.number().int().positive().max(10_000_000).default(DEFAULT_MAX_FILES).describe('files a candidate may hold beyond the base\'s (R-31): a worker that leaves more is refused before anything is hashed'),
   protectedPaths: z.array(z.string().min(1)).default([]).describe('repository paths a worker commit must not touch (R-29); the build directory always is'),
   detailedWindow: z.union([z.literal(1), z.literal(2)]).default(2),
   coarseWindow: z.number().int().min(0).max(12).default(12),

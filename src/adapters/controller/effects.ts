@@ -39,6 +39,12 @@ export interface EffectDeps {
   readonly drivers?: CallDrivers;
   /** A fork's parent's results by input digest: adopted instead of calling. */
   readonly reuse?: ReuseSource;
+  /**
+   * Rejects (ConcurrencyError, exit 3) when this controller no longer holds the lease, checked now
+   * (for PostgreSQL, against the lease row): run immediately before every effect that moves a ref
+   * (promote, publish, repair, delete branches), so a deposed controller moves none (issue 45).
+   */
+  readonly fence?: () => Promise<void>;
 }
 
 export interface CallDrivers {
@@ -118,9 +124,11 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
       case 'observe-refs':
         return git.observeRefs(r.ref, r.withAttempts);
       case 'delete-branches':
+        await deps.fence?.();
         await git.deleteAttemptBranches(r.attemptIds);
         return null;
       case 'repair-refs':
+        await deps.fence?.();
         for (const x of r.repairs) await git.repairRef(x);
         return null;
       case 'recall-planner':
@@ -198,10 +206,14 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
       case 'read-ref':
         return { commit: await git.readRef(r.ref) };
       case 'publish':
+        await deps.fence?.();
         await git.repairRef({ ref: r.ref, where: 'published', found: null, expected: r.commit });
         return null;
       case 'promote':
-        return call('promote', () => git.promote(r.ref, r.commit, r.expectedOld));
+        return call('promote', async () => {
+          await deps.fence?.();
+          return git.promote(r.ref, r.commit, r.expectedOld);
+        });
     }
   };
   /** A call's input digest, when the build names its drivers: commit ids are read as the content they name. */

@@ -71,7 +71,7 @@ export function gitBinding(o: GitBindingOptions): GitPort {
       await git(I, ['update-ref', '--stdin'], { input });
     },
     commitAttempt: (branch, baseHead, worktree, message, date) =>
-      commitAttempt(I, worktree, branch, baseHead, message, date, { maxFileBytes: o.limits.maxFileBytes, indexFile: join(o.indexDir, `${branch.slice(ATTEMPT_BRANCH_PREFIX.length)}.index`) }),
+      commitAttempt(I, worktree, branch, baseHead, message, date, { maxFileBytes: o.limits.maxFileBytes, ...(o.limits.maxFiles !== undefined ? { maxFiles: o.limits.maxFiles } : {}), indexFile: join(o.indexDir, `${branch.slice(ATTEMPT_BRANCH_PREFIX.length)}.index`) }),
     removeAttemptWorktree: (attemptId) => removeWorkspace(I, join(o.worktreesDir, attemptId)),
     async keptAttemptWorktree(attemptId) {
       const worktree = join(o.worktreesDir, attemptId);

@@ -1,4 +1,5 @@
 /** Integration: protected paths, candidates onto head, verification, CAS promotion. See git.ts. */
+import { linkEscape } from '../../commands/tree-links.js';
 import { readFileSync } from 'node:fs';
 import { join, posix, resolve } from 'node:path';
 import { EffectError, ValidationError } from '../../events/errors.js';
@@ -229,6 +230,8 @@ export async function isPromoted(repo: string, ref: string, commit: string): Pro
 export interface CandidateLimits {
   /** Largest file a candidate may add or change, in bytes. */
   readonly maxFileBytes: number;
+  /** Files a candidate may hold beyond the base's (absent: no limit). */
+  readonly maxFiles?: number;
   /** Paths no candidate may touch (configured, plus the build directory). */
   readonly protectedPaths: readonly string[];
   /** The trusted verification commands: every in-tree file they name is protected too. */
@@ -288,18 +291,32 @@ export async function candidateProblem(repo: string, base: string, commit: strin
     if (c.mode === '000000') continue; // deleted
     if (c.mode === '160000') return { rule: 'R-31', reason: `the candidate adds a submodule (gitlink) at '${c.path}'` };
     const loose = await looseBlob(repo, c.sha);
-    if (c.mode === '120000') {
-      const target = loose?.toString('utf8') ?? (await git(repo, ['cat-file', 'blob', c.sha])).stdout;
-      const resolved = posix.normalize(posix.join(posix.dirname(c.path), target));
-      if (target.startsWith('/') || resolved === '..' || resolved.startsWith('../')) {
-        return { rule: 'R-31', reason: `the candidate's symlink '${c.path}' points outside the tree (${JSON.stringify(target)})` };
-      }
-      continue;
-    }
+    if (c.mode === '120000') continue; // judged below, with every other link of the tree
+
     const size = loose?.length ?? Number((await git(repo, ['cat-file', '-s', c.sha])).stdout.trim());
     if (size > limits.maxFileBytes) return { rule: 'R-31', reason: `the candidate's file '${c.path}' is ${size} bytes, over the limit of ${limits.maxFileBytes}` };
   }
+  // A changed link is judged where its whole chain leads, through every link of the candidate's tree.
+  if (changed.some((c) => c.mode === '120000')) {
+    const links = await treeLinks(repo, commit);
+    for (const [path] of links) {
+      const escape = linkEscape(links, path);
+      if (escape !== null) return { rule: 'R-31', reason: `the candidate's symlink '${path}' points outside the tree: ${escape}` };
+    }
+  }
   return judged === undefined ? null : surfaceProblem(repo, changed, judged);
+}
+
+/** Every symbolic link of `commit`'s tree: path to target. */
+async function treeLinks(repo: string, commit: string): Promise<Map<string, string>> {
+  const entries = (await git(repo, ['ls-tree', '-r', '-z', '--full-tree', commit])).stdout.split('\0').filter((e) => e.startsWith('120000 '));
+  const out = new Map<string, string>();
+  for (const e of entries) {
+    const tab = e.indexOf('\t');
+    const sha = e.slice(0, tab).split(' ')[2]!;
+    out.set(e.slice(tab + 1), (await looseBlob(repo, sha))?.toString('utf8') ?? (await git(repo, ['cat-file', 'blob', sha])).stdout);
+  }
+  return out;
 }
 
 /** The candidate's changes to the verification surface its node does not declare (R-49), as one refusal, or null. */

@@ -215,12 +215,14 @@ export async function commitAttempt(
   baseHead: string,
   message: string,
   date: string,
-  opts: { maxFileBytes: number; indexFile: string },
+  opts: { maxFileBytes: number; indexFile: string; maxFiles?: number },
 ): Promise<AttemptCommitResult> {
   const ref = normalizeAttemptBranch(branch);
   assertSha(baseHead, 'baseHead');
   if (typeof message !== 'string' || message.trim() === '') throw new ValidationError('commit message must not be empty');
-  const problem = worktreeProblem(worktree, opts.maxFileBytes);
+  // A candidate may hold the base's files and at most maxFiles more (R-31): counted before git hashes any.
+  const budget = opts.maxFiles === undefined ? Infinity : (await baseFileCount(repo, baseHead)) + opts.maxFiles;
+  const problem = worktreeProblem(worktree, opts.maxFileBytes, budget, opts.maxFiles ?? 0);
   if (problem !== null) return { kind: 'refused', rule: 'R-31', reason: problem };
   mkdirSync(dirname(opts.indexFile), { recursive: true, mode: 0o700 });
   rmSync(opts.indexFile, { force: true });
@@ -239,19 +241,55 @@ export async function commitAttempt(
   }
 }
 
-/** Why the worker's files cannot be committed (a special file, an oversized file), or null. */
-function worktreeProblem(root: string, maxFileBytes: number): string | null {
-  const stack: string[] = [''];
+/** How many files (blobs and links) the base commit's tree holds. */
+async function baseFileCount(repo: string, base: string): Promise<number> {
+  const out = (await git(repo, ['ls-tree', '-r', '-z', '--name-only', base])).stdout;
+  let n = 0;
+  for (let i = 0; i < out.length; i++) if (out.charCodeAt(i) === 0) n++;
+  return n;
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A file name's bytes as text, or null when they are not UTF-8. */
+function utf8Name(name: Buffer): string | null {
+  try {
+    return UTF8.decode(name);
+  } catch {
+    return null;
+  }
+}
+
+/** A name's bytes shown safely: printable ASCII as is, every other byte as \xNN. */
+export function escapedName(name: Buffer): string {
+  let out = '';
+  for (const b of name) out += b >= 0x20 && b < 0x7f && b !== 0x5c ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`;
+  return out;
+}
+
+/**
+ * Why the worker's files cannot be committed (a name that is not UTF-8, a special file, an
+ * oversized file, more files than `budget`), or null. Names are read as bytes (R-31): a name the
+ * platform cannot round-trip through a string is refused by its escaped bytes, never stat'ed by a
+ * mangled one.
+ */
+function worktreeProblem(root: string, maxFileBytes: number, budget: number, maxFiles: number): string | null {
+  const stack: { rel: string; dir: Buffer }[] = [{ rel: '', dir: Buffer.from(root) }];
+  let files = 0;
   while (stack.length > 0) {
-    const rel = stack.pop()!;
-    for (const name of readdirSync(join(root, rel))) {
+    const { rel, dir } = stack.pop()!;
+    for (const raw of readdirSync(dir, { encoding: 'buffer' })) {
+      const name = utf8Name(raw);
+      if (name === null) return `the file name '${rel === '' ? '' : `${rel}/`}${escapedName(raw)}' is not UTF-8: name files in UTF-8`;
       if (rel === '' && name === '.git') continue;
       const p = rel === '' ? name : `${rel}/${name}`;
-      const st = lstatSync(join(root, p));
-      if (st.isDirectory()) stack.push(p);
-      else if (st.isFile()) {
-        if (st.size > maxFileBytes) return `${p} is ${st.size} bytes, over the limit of ${maxFileBytes} (R-31)`;
-      } else if (!st.isSymbolicLink()) return `${p} is not a regular file, directory or symlink (R-31)`;
+      const full = Buffer.concat([dir, Buffer.from('/'), raw]);
+      const st = lstatSync(full);
+      if (st.isDirectory()) stack.push({ rel: p, dir: full });
+      else if (st.isFile() || st.isSymbolicLink()) {
+        if (++files > budget) return `the candidate adds more than ${maxFiles} files (maxFiles; the base holds ${budget - maxFiles})`;
+        if (st.isFile() && st.size > maxFileBytes) return `${p} is ${st.size} bytes, over the limit of ${maxFileBytes} (R-31)`;
+      } else return `${p} is not a regular file, directory or symlink (R-31)`;
     }
   }
   return null;

@@ -7,6 +7,9 @@ import { z } from 'zod';
 
 export const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
 
+/** Files a candidate may add beyond the base's. */
+export const DEFAULT_MAX_FILES = 10_000;
+
 const Network = z.strictObject({
   planner: z.boolean().default(true),
   worker: z.boolean().default(true),

@@ -5,9 +5,13 @@ import { commandLabel } from './status.js';
 import { FileEvidenceStore } from '../../evidence-store.js';
 import { readPages } from '../../log/paging.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
-import type { CommandContext } from '../types.js';
+import type { CommandContext, FlagSpec } from '../types.js';
 
 export const positionals = { min: 1, max: 1 };
+export const flags: Record<string, FlagSpec> = { raw: { type: 'boolean' } };
+
+/** `--raw`: the recorded bytes as they are, control sequences included (for a pipe, not a terminal). */
+export const rawOutput = (f: Readonly<Record<string, unknown>>): boolean => f.raw === true;
 
 export interface EvidenceStream {
   readonly name: string;
