@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { HAVE_BWRAP } from './support/bwrap.js';
 import { cliJson, runCli, tempDir } from './support/cli.js';
 
 const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8' }).trim();
@@ -96,6 +97,32 @@ describe('fair use of the machine (issue 16)', () => {
     // Nothing of the call is alive: not the worker, not the child it started.
     const alive = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(marker));
     expect(alive).toEqual([]);
+  });
+
+  it.runIf(HAVE_BWRAP || process.env.CI === 'true')('R-30 a call\'s private tmpfs mounts are sized (sandbox.limits.worker.tmpfsMb, default 1024 MiB) and /dev is read-only: filling /tmp or /dev/shm past it fails, writing into /dev fails', () => {
+    const cfg = tempDir('longbuild-cfg-');
+    writeFileSync(join(cfg, 'planner.mjs'), "import { readFileSync } from 'node:fs';\nreadFileSync(0, 'utf8');\nprocess.stdout.write(JSON.stringify({ detailed: [{ id: 'm1', title: 'one', nodes: [{ id: 'fill', kind: 'writable', deps: [] }] }], coarse: [] }));\n");
+    // The worker tries each, reports what happened on stdout (its evidence), and leaves a file to commit.
+    writeFileSync(join(cfg, 'worker.mjs'), `import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+const tryWrite = (p, mb) => { try { writeFileSync(p, Buffer.alloc(mb * 1024 * 1024, 1)); return 'ok'; } catch (e) { return e.code; } };
+const size = (p) => execFileSync('df', ['-k', '--output=size', p], { encoding: 'utf8' }).trim().split('\\n')[1].trim();
+console.log('tmp', tryWrite('/tmp/fill', 12), 'shm', tryWrite('/dev/shm/fill', 12), 'dev', tryWrite('/dev/evil', 1), 'sizes', size('/tmp'), size('/dev/shm'), size('/var/tmp'));
+writeFileSync('done.txt', 'done\\n');
+`);
+    writeFileSync(join(cfg, 'request.json'), JSON.stringify({ goal: 'fill' }));
+    const build = (limits: Record<string, unknown> | undefined) => {
+      writeFileSync(join(cfg, 'longbuild.config.json'), JSON.stringify({
+        planner: { command: ['node', join(cfg, 'planner.mjs')] }, worker: { command: ['node', join(cfg, 'worker.mjs')] },
+        verify: [['true']], maxAttempts: 1, sandbox: { mode: 'bwrap', ...(limits ? { limits } : {}) },
+      }));
+      const repo = tempDir();
+      cliJson(['init', '--request', join(cfg, 'request.json'), '--config', join(cfg, 'longbuild.config.json')], { cwd: repo });
+      expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
+      return cliJson(['evidence', 'fill.1'], { cwd: repo }).streams[0].text as string;
+    };
+    expect(build({ worker: { tmpfsMb: 8 } }).trim()).toBe('tmp ENOSPC shm ENOSPC dev EROFS sizes 8192 8192 8192');
+    expect(build(undefined).trim()).toBe('tmp ok shm ok dev EROFS sizes 1048576 1048576 1048576');
   });
 
   it('progress shows every call in flight with its elapsed time (ndjson: inFlight; lines: "in flight:")', () => {

@@ -93,7 +93,7 @@ export class InterruptedError extends LongbuildError {
 }
 
 /** What went wrong with a file the build keeps (issue 17). */
-export type StorageProblem = 'full' | 'io' | 'read-only' | 'unreachable';
+export type StorageProblem = 'full' | 'io' | 'read-only' | 'unreachable' | 'damaged';
 
 /**
  * A file of the build could not be read or written: the disk is full, an I/O error, a read-only
@@ -123,6 +123,8 @@ function storageMessage(path: string, problem: StorageProblem, detail: string, p
       return `no space left for ${path} (${detail}); ${intact}; free some space, then \`longbuild run\` resumes`;
     case 'read-only':
       return `${path} cannot be written (${detail}); ${intact}; make it writable, then \`longbuild run\` resumes`;
+    case 'damaged':
+      return `${path} is damaged (${detail}); nothing was changed; restore it from a copy (a backup, a \`longbuild export --to sqlite:FILE\` made earlier, or the log.ndjson of an audit bundle), then \`longbuild verify\` checks it`;
     case 'unreachable':
       return `the log at ${path} is unreachable (${detail}); ${intact}; once it is back, \`longbuild run\` resumes`;
     default:

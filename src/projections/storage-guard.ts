@@ -13,7 +13,8 @@ import { StorageError, type StorageProblem } from '../events/errors.js';
 const SQLITE_PROBLEMS: readonly [RegExp, StorageProblem][] = [
   [/^SQLITE_(FULL$|IOERR_SHMSIZE)/, 'full'],
   [/^SQLITE_READONLY/, 'read-only'],
-  [/^SQLITE_(IOERR|CANTOPEN|NOTADB|CORRUPT)/, 'io'],
+  [/^SQLITE_(NOTADB|CORRUPT)/, 'damaged'],
+  [/^SQLITE_(IOERR|CANTOPEN)/, 'io'],
 ];
 
 const ERRNO_PROBLEMS: Readonly<Record<string, StorageProblem>> = {

@@ -20,6 +20,7 @@ import { accessSync, chmodSync, constants, copyFileSync, existsSync, mkdirSync, 
 import { delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { ValidationError } from '../../events/errors.js';
+import { DEFAULT_TMPFS_MB } from './settings.js';
 import { runProcess, type ProcessResult, type RunProcessOptions } from '../process/run-process.js';
 
 export type SandboxMode = 'bwrap' | 'off';
@@ -48,8 +49,8 @@ export interface SandboxPolicy {
   readonly initPath: string;
   /** The bubblewrap executable. */
   readonly bwrap: string;
-  /** Resource limits of every process of the call (issue 16), applied by `prlimit` (below). */
-  readonly limits?: { readonly memoryMb?: number; readonly cpuSeconds?: number };
+  /** Resource limits of every process of the call (issue 16), applied by `prlimit` (below); `tmpfsMb` sizes its private mounts. */
+  readonly limits?: { readonly memoryMb?: number; readonly cpuSeconds?: number; readonly tmpfsMb?: number };
   /** The prlimit executable (util-linux), when there are limits. */
   readonly prlimit?: string;
 }
@@ -140,6 +141,9 @@ export function ensureSandboxInit(dir: string): string {
 
 /** The bubblewrap argv (before the command) for one call under `policy`. */
 export function bwrapArgs(policy: SandboxPolicy, run: Pick<SandboxedRun, 'cwd' | 'rw' | 'ro'>): string[] {
+  // Every private tmpfs is sized (issue 45: unsized, each may take half the machine's memory), and
+  // /dev is read-only but for its own sized /dev/shm.
+  const size = ['--size', String((policy.limits?.tmpfsMb ?? DEFAULT_TMPFS_MB) * 1024 * 1024)];
   const args = [
     '--die-with-parent', '--new-session', '--as-pid-1',
     '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
@@ -147,15 +151,17 @@ export function bwrapArgs(policy: SandboxPolicy, run: Pick<SandboxedRun, 'cwd' |
     '--cap-drop', 'ALL',
     '--ro-bind', '/', '/',
     '--dev', '/dev',
+    ...size, '--tmpfs', '/dev/shm',
+    '--remount-ro', '/dev',
     '--proc', '/proc',
-    ...PRIVATE_MOUNTS.flatMap((m) => ['--tmpfs', m]),
+    ...PRIVATE_MOUNTS.flatMap((m) => [...size, '--tmpfs', m]),
   ];
-  for (const h of uniqueRoots([...policy.hide, ...(policy.home ?? [])])) args.push('--tmpfs', h);
+  for (const h of uniqueRoots([...policy.hide, ...(policy.home ?? [])])) args.push(...size, '--tmpfs', h);
   for (const p of policy.expose ?? []) if (existsSync(p)) args.push('--ro-bind', p, p);
   for (const p of run.ro ?? []) args.push('--ro-bind', p, p);
   for (const p of run.rw ?? []) args.push('--bind', p, p);
   // Last, so that no bind above can show them again: a directory under an empty tmpfs, a file under /dev/null.
-  for (const p of secretMounts(policy.secret ?? [])) args.push(...(p.dir ? ['--tmpfs', p.path] : ['--ro-bind', '/dev/null', p.path]));
+  for (const p of secretMounts(policy.secret ?? [])) args.push(...(p.dir ? ['--size', '4096', '--tmpfs', p.path, '--remount-ro', p.path] : ['--ro-bind', '/dev/null', p.path]));
   args.push('--ro-bind', policy.initPath, '/run/longbuild-init');
   args.push('--chdir', run.cwd);
   return args;
@@ -299,7 +305,9 @@ function secretMounts(paths: readonly string[]): { path: string; dir: boolean }[
       }
     }
   }
-  return [...out].map(([path, dir]) => ({ path, dir }));
+  // One inside a hidden directory is hidden with it (and its directory is read-only: nothing to mount on).
+  const dirs = [...out].filter(([, dir]) => dir).map(([p]) => p);
+  return [...out].filter(([p]) => !dirs.some((d) => d !== p && isInside(p, d))).map(([path, dir]) => ({ path, dir }));
 }
 
 /** Hidden directories, without those inside another hidden one (mounting over a hidden path fails). */

@@ -20,7 +20,11 @@ const Network = z.strictObject({
 export const CallLimitsSchema = z.strictObject({
   memoryMb: z.number().int().min(16).max(1_048_576).optional().describe('address space of each process of the call, MiB (RLIMIT_AS): an allocation beyond it fails'),
   cpuSeconds: z.number().int().min(1).max(604_800).optional().describe('CPU time of each process of the call, seconds (RLIMIT_CPU): a process over it is killed'),
+  tmpfsMb: z.number().int().min(1).max(1_048_576).optional().describe(`size of each of the call's private tmpfs mounts (/tmp, /var/tmp, /run, /dev/shm, its home), MiB; default ${1024}`),
 });
+
+/** Size of each private tmpfs mount of a call when its limits name none, MiB. */
+export const DEFAULT_TMPFS_MB = 1024;
 export type CallLimits = z.infer<typeof CallLimitsSchema>;
 
 const Limits = z.strictObject({ planner: CallLimitsSchema.optional(), worker: CallLimitsSchema.optional(), verify: CallLimitsSchema.optional() })
