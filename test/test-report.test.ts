@@ -19,6 +19,7 @@ const bytes = (s: string) => Buffer.from(s, 'utf8');
 function suite(): string {
   const dir = tempDir('lb-reports-');
   mkdirSync(join(dir, 'test'));
+  // A project's tests, as runner input: its skipped test (test.it.skip) is what the report must name as skipped.
   writeFileSync(join(dir, 'test', 'a.test.js'), [
     "const test = require('node:test'); const assert = require('node:assert');",
     "test('adds', () => assert.strictEqual(1 + 1, 2));",
@@ -26,6 +27,7 @@ function suite(): string {
     "test('later', { todo: true }, () => {});",
     '',
   ].join('\n'));
+  // The same for mocha: it.skip('three') is the skipped test the reports must name.
   writeFileSync(join(dir, 'm.spec.js'), [
     "const assert = require('assert');",
     "describe('grp', () => { it('two', () => {}); it.skip('three', () => {}); it('four', () => { assert.ok(false); }); describe('inner', () => { it('five', () => {}); }); });",

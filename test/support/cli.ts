@@ -21,10 +21,15 @@ export interface CliRun {
 }
 
 /** Run the CLI (`bin`: another build of it, e.g. a mutated copy; `launch`: Node.js arguments that start it, e.g. a start-up snapshot's). */
-export function runCli(args: readonly string[], opts: { cwd: string; env?: Record<string, string | undefined>; timeoutMs?: number; bin?: string; launch?: readonly string[] }): CliRun {
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...opts.env };
+/** A child's environment: this process's, NO_COLOR, then `extra` (a key set to undefined is unset). */
+function childEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...extra };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
-  const r = spawnSync(process.execPath, [...(opts.launch ?? [opts.bin ?? BIN]), ...args], { cwd: opts.cwd, env: env as NodeJS.ProcessEnv, encoding: 'utf8', timeout: opts.timeoutMs ?? 120_000 });
+  return env as NodeJS.ProcessEnv;
+}
+
+export function runCli(args: readonly string[], opts: { cwd: string; env?: Record<string, string | undefined>; timeoutMs?: number; bin?: string; launch?: readonly string[] }): CliRun {
+  const r = spawnSync(process.execPath, [...(opts.launch ?? [opts.bin ?? BIN]), ...args], { cwd: opts.cwd, env: childEnv(opts.env), encoding: 'utf8', timeout: opts.timeoutMs ?? 120_000 });
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -66,10 +71,8 @@ const execFileP = promisify(execFile);
  * process (a test double) keeps answering while it runs. A SIGKILL is reported, not thrown.
  */
 export async function cliAsync(args: readonly string[], cwd: string, env: Record<string, string | undefined> = {}): Promise<{ signal: string | null; code: number | null; stdout: string; stderr: string }> {
-  const full: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...env };
-  for (const k of Object.keys(full)) if (full[k] === undefined) delete full[k]; // undefined: unset
   try {
-    const r = await execFileP(process.execPath, [BIN, ...args], { cwd, env: full as NodeJS.ProcessEnv, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
+    const r = await execFileP(process.execPath, [BIN, ...args], { cwd, env: childEnv(env), timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
     return { signal: null, code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { signal?: string | null; code?: number | null; stdout?: string; stderr?: string };

@@ -261,7 +261,7 @@ function utf8Name(name: Buffer): string | null {
 }
 
 /** A name's bytes shown safely: printable ASCII as is, every other byte as \xNN. */
-export function escapedName(name: Buffer): string {
+function escapedName(name: Buffer): string {
   let out = '';
   for (const b of name) out += b >= 0x20 && b < 0x7f && b !== 0x5c ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`;
   return out;
