@@ -11,22 +11,11 @@ import { realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HAVE_BWRAP } from './support/bwrap.js';
+import { events, git, onRef, promoted } from './support/outcomes.js';
 import { cliJson, ROOT, runCli, tempDir } from './support/cli.js';
 
 if (!HAVE_BWRAP) console.log('tests-authority tests skipped: bubblewrap is not installed or cannot create user namespaces here (apt-get install bubblewrap)');
 const maybe = HAVE_BWRAP || process.env.CI === 'true' ? describe : describe.skip;
-
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
-const REF = 'refs/heads/longbuild/integration';
-const onRef = (repo: string, path: string): string | null => {
-  try {
-    return git(repo, 'show', `${REF}:${path}`);
-  } catch {
-    return null;
-  }
-};
-const events = (repo: string): { type: string; data: any }[] =>
-  runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
 
 /** The user's project: `add` and its two tests, verified by `npm test`. */
 const ADD = 'module.exports = (a, b) => a + b;\n';
@@ -91,7 +80,6 @@ const attempts = (repo: string): Record<string, { outcome: string; reason?: stri
   Object.fromEntries(events(repo).filter((e) => e.type === 'AttemptFinished').map((e) => [e.data.nodeId, { outcome: e.data.outcome, reason: e.data.reason }]));
 const failures = (repo: string): Record<string, string> =>
   Object.fromEntries(events(repo).filter((e) => e.type === 'IntegrationFailed').map((e) => [e.data.nodeIds[0], e.data.reason]));
-const promoted = (repo: string): string[] => events(repo).filter((e) => e.type === 'IntegrationPromoted').flatMap((e) => e.data.receipt.nodeIds);
 
 maybe('the tests an agent is judged by are not the agent\'s to change (R-48..R-51)', () => {
   it('R-49 R-51 a hostile worker in an npm project (`npm test`, node --test): every attack leaves the integration ref as it was; the benign node is promoted', () => {

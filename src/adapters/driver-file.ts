@@ -34,8 +34,14 @@ function blueprintSettings(bp: Blueprint): BuildSettings {
     plannerRoute: 'scripted:blueprint',
     ...parallelSettings(bp.concurrency ?? 1, bp.speculation),
     ...(bp.acceptanceRepairs !== undefined ? { acceptanceRepairs: bp.acceptanceRepairs } : {}),
+    ...setupSetting(bp.setup ?? []),
+    // An install leaves node_modules/: allowed by default where there is setup (dirty, as before, where not).
+    ...((bp.ignoredFiles ?? ((bp.setup ?? []).length > 0 ? 'allowed' : 'dirty')) === 'allowed' ? { ignoredFiles: 'allowed' as const } : {}),
   };
 }
+
+/** The count of setup commands a build records, only when there are some. */
+const setupSetting = (setup: readonly unknown[]): Pick<BuildSettings, 'setup'> => (setup.length > 0 ? { setup: setup.length } : {});
 
 /**
  * Concurrency and speculation as a build records them: only when above 1, so a build of one
@@ -58,6 +64,7 @@ function configSettings(c: LongbuildConfig): BuildSettings {
     ignoredFiles: c.ignoredFiles,
     ...parallelSettings(c.concurrency, c.speculation),
     ...(c.acceptance.length > 0 ? { acceptanceRepairs: c.acceptanceRepairs } : {}),
+    ...setupSetting(c.setup),
   };
 }
 
@@ -75,7 +82,9 @@ export interface DriverRecord {
 export function driverRecord(driver: DriverFile): DriverRecord {
   if (driver.kind === 'blueprint') {
     const bp = driver.blueprint;
-    return withRepairs({ request: bp.request as JsonValue, verify: argvsOf(bp.verify), acceptance: bp.acceptance ?? [], settings: blueprintSettings(bp), tests: testPolicyInput(bp, 0, bp.verify) });
+    const setup = bp.setup ?? [];
+    const acceptance = (bp.acceptance ?? []).length > 0 ? [...setup, ...bp.acceptance!] : [];
+    return withRepairs({ request: bp.request as JsonValue, verify: [...setup, ...argvsOf(bp.verify)], acceptance, settings: blueprintSettings(bp), tests: testPolicyInput(bp, setup.length, bp.verify) });
   }
   const config = driver.config;
   // Acceptance runs after the same setup as verification (an install), in a workspace of its own.

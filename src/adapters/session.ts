@@ -1,3 +1,4 @@
+import { setupPhase, offlinePhases } from './sandbox/setup-phase.js';
 import { readFileSync } from 'node:fs';
 import type { JsonValue } from '../events/canonical.js';
 import { CorruptLogError, ValidationError } from '../events/errors.js';
@@ -146,6 +147,12 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     const cacheDir = cacheDirOf(paths, cacheSetting, env);
     const sandbox = sandboxPolicies(paths, initData.sandbox, env, cacheDir, secretPaths(env, opts.signingKey, opts.cwd));
     const redact = redactor(secrets);
+    // The setup phase (R-57): builds that record setup's network (new builds) tell npm when a phase is offline.
+    const net = initData.sandbox?.network;
+    const phaseNetwork = net?.setup !== undefined ? { setup: net.setup, verify: net.verify } : undefined;
+    const setupCount = (initData.settings as { setup?: number } | undefined)?.setup ?? 0;
+    const setup = setupCount > 0 ? setupPhase({ setup: setupCount, dir: paths.packages, sandboxed: initData.sandbox?.mode === 'bwrap', network: phaseNetwork ?? { setup: net?.verify ?? true, verify: net?.verify ?? true } }) : undefined;
+    const offline = setup === undefined && phaseNetwork !== undefined ? offlinePhases(phaseNetwork) : undefined;
     // Every untrusted process takes a slot while it runs (maxProcesses; git takes none).
     const cap = driver.kind === 'command' ? driver.config.maxProcesses : driver.blueprint.maxProcesses;
     const slots = cap === undefined ? null : new ProcessSlots(cap);
@@ -180,7 +187,8 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       git: gitBinding({
         repo: paths.repo, integratorRepo: paths.integrator, worktreesDir: paths.worktrees, workspacesDir: paths.workspaces, indexDir: paths.index,
         verifyEnv: trustedVerifyEnv(env, allow), verifyTimeoutMs: (driver.kind === 'command' ? driver.config.verifyTimeoutSeconds : 600) * 1000, cache: verificationCacheFor(cacheDir, env, cacheSetting),
-        runVerification: (o) => run(sandbox.verify)({ ...o, rw: [o.cwd] }), ignoredFiles: initData.settings?.ignoredFiles ?? 'dirty',
+        runVerification: ({ phase, ...o }) => run(phase === 'setup' ? sandbox.setup : sandbox.verify)({ ...o, rw: [o.cwd], mounts: setup?.mounts(phase) ?? [] }), ignoredFiles: initData.settings?.ignoredFiles ?? 'dirty',
+        ...(setup !== undefined ? { phases: setup.phases } : offline !== undefined ? { phases: offline } : {}),
         limits: { maxFileBytes: initData.sandbox?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, maxFiles: initData.sandbox?.maxFiles ?? DEFAULT_MAX_FILES, protectedPaths, verify: initData.verify },
       }),
       evidence,
@@ -283,7 +291,7 @@ type Runner = (o: SandboxedRun) => Promise<ProcessResult>;
  * made, so reading commands (`status`, `show`) work on a machine without it; a sandboxed call
  * there is refused with one line.
  */
-function sandboxPolicies(paths: BuildPaths, recorded: SandboxSettings | undefined, env: NodeJS.ProcessEnv, cacheDir: string, secret: readonly string[]): { planner: () => SandboxPolicy; worker: () => SandboxPolicy; verify: () => SandboxPolicy } {
+function sandboxPolicies(paths: BuildPaths, recorded: SandboxSettings | undefined, env: NodeJS.ProcessEnv, cacheDir: string, secret: readonly string[]): Record<'planner' | 'worker' | 'verify' | 'setup', () => SandboxPolicy> {
   const mode = recorded?.mode ?? 'off';
   const network = recorded?.network ?? { planner: true, worker: true, verify: true };
   const hide = [paths.repo, paths.dir, paths.cache, cacheDir];
@@ -304,11 +312,12 @@ function sandboxPolicies(paths: BuildPaths, recorded: SandboxSettings | undefine
     const p = findPrlimit(env);
     return p === null ? {} : { prlimit: p };
   };
-  const policy = (role: 'planner' | 'worker' | 'verify') => (): SandboxPolicy => {
+  const policy = (role: 'planner' | 'worker' | 'verify', net: boolean) => (): SandboxPolicy => {
     const limits = recorded?.limits?.[role];
-    return { mode, hide, home, secret, expose, network: network[role], ...resolve(), ...(limits !== undefined ? { limits, ...prlimit() } : {}) };
+    return { mode, hide, home, secret, expose, network: net, ...resolve(), ...(limits !== undefined ? { limits, ...prlimit() } : {}) };
   };
-  return { planner: policy('planner'), worker: policy('worker'), verify: policy('verify') };
+  // Setup runs under verification's limits, with its own network (absent, in builds from before: verification's).
+  return { planner: policy('planner', network.planner), worker: policy('worker', network.worker), verify: policy('verify', network.verify), setup: policy('verify', network.setup ?? network.verify) };
 }
 
 function plannerFor(driver: DriverFile, paths: BuildPaths, env: NodeJS.ProcessEnv, run: Runner): Planner {

@@ -197,6 +197,12 @@ const BuildSettingsSchema = z.strictObject({
   speculation: z.number().int().min(1).max(64).optional(),
   /** Repair windows the planner may plan for a failing acceptance once no coarse work remains (absent: 2). */
   acceptanceRepairs: z.number().int().min(0).max(10).optional(),
+  /**
+   * How many of the first verification (and acceptance) commands are setup (issue 45, R-57): they
+   * run in the setup phase (its own network, the build's package cache, no lifecycle scripts);
+   * absent: none.
+   */
+  setup: z.number().int().min(1).max(50).optional(),
 });
 export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
 
@@ -208,7 +214,8 @@ export const SandboxSettingsSchema = z.strictObject({
   mode: z.enum(['bwrap', 'off']),
   /** `bwrap --version` when the build was initialised; null when off. */
   bwrapVersion: z.string().nullable(),
-  network: z.strictObject({ planner: z.boolean(), worker: z.boolean(), verify: z.boolean() }),
+  /** The network of each role; `setup` (issue 45): of the setup commands, absent (builds from before) as `verify`. */
+  network: z.strictObject({ planner: z.boolean(), worker: z.boolean(), verify: z.boolean(), setup: z.boolean().optional() }),
   /** Why the sandbox is off (e.g. "blueprint build: bubblewrap not installed"), when it is. */
   reason: z.string().optional(),
   /** Largest file a candidate may add or change (R-31). */

@@ -600,6 +600,24 @@ export const MUTANTS = [
     edits: [{ file: 'src/adapters/session.ts', find: '...(opts.beforeRefMove ? { fence: opts.beforeRefMove } : {}),', replace: '' }],
     caughtBy: ['test/failover.test.ts'],
   },
+  {
+    name: 'setup-runs-scripts',
+    bug: 'setup runs package lifecycle scripts (a project .npmrc may turn them on): the candidate\'s code runs with the network (issue 45, R-57)',
+    edits: [{ file: 'src/adapters/sandbox/setup-phase.ts', find: "npm_config_ignore_scripts: 'true', ", replace: '' }],
+    caughtBy: ['test/setup-phase.test.ts'],
+  },
+  {
+    name: 'package-cache-writable',
+    bug: 'verification gets the build\'s package cache read-write: the code under test can poison the next install (issue 45, R-57)',
+    edits: [{ file: 'src/adapters/sandbox/setup-phase.ts', find: "rw: phase === 'setup' }", replace: 'rw: true }' }],
+    caughtBy: ['test/setup-phase.test.ts'],
+  },
+  {
+    name: 'verify-has-setup-network',
+    bug: 'verification runs with the setup phase\'s network: the code under test reaches the registry (issue 45, R-57)',
+    edits: [{ file: 'src/adapters/session.ts', find: "run(phase === 'setup' ? sandbox.setup : sandbox.verify)", replace: 'run(sandbox.setup)' }],
+    caughtBy: ['test/setup-phase.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

@@ -65,6 +65,10 @@ export type BlueprintMilestone = z.infer<typeof BlueprintMilestoneSchema>;
 
 export const BlueprintSchema = z.strictObject({
   request: z.record(z.string(), z.json()),
+  /** Trusted commands run before `verify` (and acceptance) in the setup phase (R-57): an install. */
+  setup: z.array(ArgvSchema).max(20).optional(),
+  /** Git-ignored files setup and verification leave: allowed (default with setup), or dirty (the default without). */
+  ignoredFiles: z.enum(['allowed', 'dirty']).optional(),
   verify: z.array(verifyEntrySchema(ArgvSchema)),
   ...testPolicyFields,
   /** System-level acceptance commands, run on the head of every checkpoint (issue 16). */

@@ -26,8 +26,35 @@ export interface CachedVerificationResult extends VerificationResult {
   readonly commands: readonly CachedCommandRun[];
 }
 
-/** Runs one trusted command in the workspace (sandboxed in production). */
-export type VerificationRunner = (o: { argv: readonly string[]; cwd: string; env: Readonly<Record<string, string>>; timeoutMs: number }) => Promise<ProcessResult>;
+/** The phase a verification command runs in (R-57): setup (an install) or the verification proper. */
+export type VerificationPhase = 'setup' | 'verify';
+
+/** Runs one trusted command in the workspace (sandboxed in production), in its phase's sandbox. */
+export type VerificationRunner = (o: { argv: readonly string[]; cwd: string; env: Readonly<Record<string, string>>; timeoutMs: number; phase: VerificationPhase }) => Promise<ProcessResult>;
+
+/**
+ * The setup phase of a command sequence (R-57): its first `count` commands are setup; each phase
+ * adds its own variables to the trusted environment (part of each command's cache key) and has
+ * the network or not (a command without it that fails on the network says so).
+ */
+export interface VerificationPhases {
+  readonly setup: number;
+  readonly env: Readonly<Record<VerificationPhase, Readonly<Record<string, string>>>>;
+  readonly network: Readonly<Record<VerificationPhase, boolean>>;
+}
+
+/** What a command prints when it wanted the network and had none (npm offline, DNS, a refused route). */
+const NO_NETWORK = /\b(ENOTCACHED|EAI_AGAIN|ENOTFOUND|ENETUNREACH|Temporary failure in name resolution|Network is unreachable|Could not resolve host|only-if-cached)\b/;
+
+/** The one line a failed command gets when its output says it needed the network its phase does not have. */
+export function networkHint(r: Pick<ProcessResult, 'stdout' | 'stderr'>, phase: VerificationPhase, phases: VerificationPhases | undefined): string {
+  if (phases === undefined || phases.network[phase]) return '';
+  const out = `${r.stdout.subarray(-65_536).toString('utf8')}\n${r.stderr.subarray(-65_536).toString('utf8')}`;
+  if (!NO_NETWORK.test(out)) return '';
+  return phase === 'setup'
+    ? ': it needs the network, and setup has none (sandbox.network.setup is false)'
+    : ': it needs the network, and verification has none (install dependencies in "setup", which has it; R-57)';
+}
 
 export interface CachedVerificationOptions {
   readonly workspace: string;
@@ -50,6 +77,8 @@ export interface CachedVerificationOptions {
    * exist before the command runs, and is read and removed after (a hit replays the cached bytes).
    */
   readonly reportFiles?: readonly (string | undefined)[];
+  /** The setup phase (R-57); absent: every command is verification, with `env` alone. */
+  readonly phases?: VerificationPhases;
 }
 
 /** The largest report file read (a JUnit XML of a very large suite). */
@@ -128,11 +157,12 @@ export async function verifyWithCache(o: CachedVerificationOptions): Promise<Cac
   if (before.length > 0) {
     return { passed: false, reason: `workspace not clean before verification: ${before.slice(0, 5).join('; ')}`, commands: [], cleanBefore: false, cleanAfter: false, dirty: before };
   }
-  const envSha256 = trustedEnvSha256(o.env);
+  const phaseOf = (i: number): VerificationPhase => (i < (o.phases?.setup ?? 0) ? 'setup' : 'verify');
+  const envOf = (i: number): Readonly<Record<string, string>> => (o.phases === undefined ? o.env : { ...o.env, ...o.phases.env[phaseOf(i)] });
   // Each command is known by its place in the whole sequence: a later one may need what an
   // earlier one made (an install, then the tests), so the sequence is replayed only whole.
   const identities = argvs.map((argv, index) => ({
-    tree: o.tree, argv, envSha256, argvFiles: argvFileDigests(argv), ...(argvs.length > 1 ? { sequence: { argvs, index } } : {}),
+    tree: o.tree, argv, envSha256: trustedEnvSha256(envOf(index)), argvFiles: argvFileDigests(argv), ...(argvs.length > 1 ? { sequence: { argvs, index } } : {}),
     ...(o.ignoredFiles === 'allowed' ? { ignoredFiles: 'allowed' as const } : {}),
     ...(o.reportFiles?.[index] !== undefined ? { reportFile: o.reportFiles[index] } : {}),
   }));
@@ -154,14 +184,15 @@ export async function verifyWithCache(o: CachedVerificationOptions): Promise<Cac
       reason = `the report file ${reportFile} of ${label} exists before the command runs (it must not be in the tree; R-51)`;
       break;
     }
-    const r = await o.run({ argv, cwd: o.workspace, env: o.env, timeoutMs: o.timeoutMs });
+    const phase = phaseOf(i);
+    const r = await o.run({ argv, cwd: o.workspace, env: envOf(i), timeoutMs: o.timeoutMs, phase });
     const taken = reportFile === undefined ? undefined : takeReportFile(o.workspace, reportFile);
     const report = taken instanceof Buffer ? taken : undefined;
     runs.push({ argv, exitCode: r.exitCode, signal: r.signal, stdout: r.stdout, stderr: r.stderr, durationMs: r.durationMs, timedOut: r.timedOut, leftover: r.leftover, cacheHit: false, ...(report !== undefined ? { report } : {}) });
     if (taken !== undefined && !(taken instanceof Buffer)) reason = `${label}: ${(taken as { problem: string }).problem}`;
     else if (r.spawnError !== undefined) reason = `${label} could not start: ${r.spawnError}`;
     else if (r.timedOut) reason = `${label} timed out after ${o.timeoutMs} ms`;
-    else if (r.exitCode !== 0) reason = `${label} exited with ${r.exitCode === null ? `signal ${r.signal}` : r.exitCode}`;
+    else if (r.exitCode !== 0) reason = `${label} exited with ${r.exitCode === null ? `signal ${r.signal}` : r.exitCode}${networkHint(r, phase, o.phases)}`;
     else if (r.leftover) reason = `${label} left processes behind (killed)`;
     if (reason !== undefined) break;
     // Clean between commands as well as after the last: what one leaves, the next one reads.

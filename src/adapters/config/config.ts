@@ -39,7 +39,7 @@ export const ConfigSchema = z.strictObject({
     rework: z.boolean().optional().describe("a retry of a candidate that failed verification starts from that candidate's changes, with the failure's output in the packet (default: on for an agent, off for a command)"),
     timeoutSeconds: z.number().int().positive().max(86_400).default(3600),
   }).refine(oneWay, ONE_WAY),
-  setup: z.array(Argv).default([]).describe('trusted commands run in the verification workspace before `verify` (e.g. ["npm", "ci"]); their output is evidence, a failure fails verification'),
+  setup: z.array(Argv).max(20).default([]).describe('trusted commands run in the verification workspace before `verify` (e.g. ["npm", "ci"]), in the setup phase (R-57): with the network (sandbox.network.setup), the build\'s package cache, and no lifecycle scripts; their output is evidence, a failure fails verification'),
   verify: z.array(verifyEntrySchema(Argv)).default([]).describe('trusted verification commands, each an argv array (no shell), or {"run": argv, "report": FORMAT} naming how its test report is read (R-51)'),
   ...testPolicyFields,
   acceptance: z.array(Argv).default([]).describe('trusted system-level acceptance commands (argv arrays), run on the integration head of every milestone checkpoint; the build completes only when they pass on its result'),

@@ -4,7 +4,7 @@ import {
   addDetachedWorkspace, ATTEMPT_BRANCH_PREFIX, candidateProblem, commitAttempt, findAttemptCommit, git, integrateCandidates, prepareAttemptWorktree, promote, publishRef, readRef,
   changedFilesOf, commitParents, gitCommonDir, listRefFiles, removeWorkspace, treeOf, workspaceGitDir, type CandidateLimits,
 } from '../git/git.js';
-import { verifyWithCache, type VerificationRunner } from '../cache/cached-verification.js';
+import { verifyWithCache, type VerificationPhases, type VerificationRunner } from '../cache/cached-verification.js';
 import { updateOwnRef } from '../git/own-refs.js';
 import { holdoutCommit } from '../git/holdout.js';
 import type { VerificationCache } from '../cache/verification-cache.js';
@@ -32,6 +32,8 @@ export interface GitBindingOptions {
   readonly cache?: VerificationCache | null;
   /** Git-ignored files verification leaves (recorded in the build's settings; absent: dirty). */
   readonly ignoredFiles?: 'allowed' | 'dirty';
+  /** The setup phase of every command sequence; absent: none. */
+  readonly phases?: VerificationPhases;
 }
 
 /** The controller's GitPort over real git: the integrator's private repository, a clone per attempt. */
@@ -91,7 +93,7 @@ export function gitBinding(o: GitBindingOptions): GitPort {
         try {
           const run = await verifyWithCache({
             workspace: applied.workspace, gitDir: applied.gitDir, tree: applied.tree, commands, env: o.verifyEnv, timeoutMs: o.verifyTimeoutMs,
-            cache: o.cache ?? null, run: o.runVerification, ignoredFiles: o.ignoredFiles ?? 'dirty', fresh: true, ...(opts.reportFiles !== undefined ? { reportFiles: opts.reportFiles } : {}),
+            cache: o.cache ?? null, run: o.runVerification, ignoredFiles: o.ignoredFiles ?? 'dirty', fresh: true, ...(o.phases !== undefined ? { phases: o.phases } : {}), ...(opts.reportFiles !== undefined ? { reportFiles: opts.reportFiles } : {}),
           });
           return { ok: true as const, resultCommit: applied.resultCommit, tree: applied.tree, under: applied.under, verification: run as VerificationRun };
         } finally {
@@ -122,7 +124,7 @@ export function gitBinding(o: GitBindingOptions): GitPort {
         const tree = await treeOf(I, head);
         const run = await verifyWithCache({
           workspace, gitDir: workspaceGitDir(workspace), tree, commands, env: o.verifyEnv, timeoutMs: o.verifyTimeoutMs,
-          cache: o.cache ?? null, run: o.runVerification, ignoredFiles: o.ignoredFiles ?? 'dirty', fresh: true, ...(reportFiles !== undefined ? { reportFiles } : {}),
+          cache: o.cache ?? null, run: o.runVerification, ignoredFiles: o.ignoredFiles ?? 'dirty', fresh: true, ...(o.phases !== undefined ? { phases: o.phases } : {}), ...(reportFiles !== undefined ? { reportFiles } : {}),
         });
         return { tree, verification: run as VerificationRun };
       } finally {

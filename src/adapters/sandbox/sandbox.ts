@@ -79,6 +79,8 @@ export interface SandboxedRun extends Omit<RunProcessOptions, 'argv'> {
   readonly rw?: readonly string[];
   /** Bound read-only (a planner's export). */
   readonly ro?: readonly string[];
+  /** Host directories bound at another path in the sandbox (the build's package cache, R-57); ignored when the sandbox is off. */
+  readonly mounts?: readonly { readonly src: string; readonly dest: string; readonly rw: boolean }[];
 }
 
 /** In-sandbox PID 1: run the command, count survivors, report on fd 3 (only this shell holds it). */
@@ -140,7 +142,7 @@ export function ensureSandboxInit(dir: string): string {
 }
 
 /** The bubblewrap argv (before the command) for one call under `policy`. */
-export function bwrapArgs(policy: SandboxPolicy, run: Pick<SandboxedRun, 'cwd' | 'rw' | 'ro'>): string[] {
+export function bwrapArgs(policy: SandboxPolicy, run: Pick<SandboxedRun, 'cwd' | 'rw' | 'ro' | 'mounts'>): string[] {
   // Every private tmpfs is sized (issue 45: unsized, each may take half the machine's memory), and
   // /dev is read-only but for its own sized /dev/shm.
   const size = ['--size', String((policy.limits?.tmpfsMb ?? DEFAULT_TMPFS_MB) * 1024 * 1024)];
@@ -160,6 +162,7 @@ export function bwrapArgs(policy: SandboxPolicy, run: Pick<SandboxedRun, 'cwd' |
   for (const p of policy.expose ?? []) if (existsSync(p)) args.push('--ro-bind', p, p);
   for (const p of run.ro ?? []) args.push('--ro-bind', p, p);
   for (const p of run.rw ?? []) args.push('--bind', p, p);
+  for (const m of run.mounts ?? []) args.push(m.rw ? '--bind' : '--ro-bind', m.src, m.dest);
   // Last, so that no bind above can show them again: a directory under an empty tmpfs, a file under /dev/null.
   for (const p of secretMounts(policy.secret ?? [])) args.push(...(p.dir ? ['--size', '4096', '--tmpfs', p.path, '--remount-ro', p.path] : ['--ro-bind', '/dev/null', p.path]));
   args.push('--ro-bind', policy.initPath, '/run/longbuild-init');
@@ -173,7 +176,7 @@ export function bwrapArgs(policy: SandboxPolicy, run: Pick<SandboxedRun, 'cwd' |
  * (killed when the sandbox ended), or a report that is missing or forged.
  */
 export async function runSandboxed(policy: SandboxPolicy, run: SandboxedRun): Promise<ProcessResult> {
-  const { rw, ro, argv, ...rest } = run;
+  const { rw, ro, mounts, argv, ...rest } = run;
   const missing = missingExecutable(argv[0] ?? '', run.env.PATH ?? '');
   if (missing !== null) {
     return { argv: [...argv], exitCode: null, signal: null, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), durationMs: 0, timedOut: false, leftover: false, spawnError: missing };
@@ -218,7 +221,7 @@ export async function runSandboxed(policy: SandboxPolicy, run: SandboxedRun): Pr
   }
   const r = await runProcess({
     ...rest,
-    argv: [policy.bwrap, ...bwrapArgs(policy, { cwd: run.cwd, rw: rw ?? [], ro: [...(ro ?? []), ...extraRo] }), '/run/longbuild-init', '-c', INIT_SCRIPT, 'longbuild-init', ...command],
+    argv: [policy.bwrap, ...bwrapArgs(policy, { cwd: run.cwd, rw: rw ?? [], ro: [...(ro ?? []), ...extraRo], mounts: mounts ?? [] }), '/run/longbuild-init', '-c', INIT_SCRIPT, 'longbuild-init', ...command],
     reportFd: true,
   });
   const report = REPORT.exec(r.report?.toString('latin1') ?? '');

@@ -14,6 +14,7 @@ const Network = z.strictObject({
   planner: z.boolean().default(true),
   worker: z.boolean().default(true),
   verify: z.boolean().default(false),
+  setup: z.boolean().default(true).describe('the network of the setup commands (an install from the registry); on by default: they run without lifecycle scripts, with the build\'s package cache (R-57)'),
 });
 
 /** Resource limits of every process of one call (issue 16): its address space, and its CPU time. */
@@ -34,27 +35,27 @@ export const SandboxSettingSchema = z.union([
   z.enum(['bwrap', 'off']),
   z.strictObject({
     mode: z.enum(['bwrap', 'off']).default('bwrap'),
-    network: Network.default({ planner: true, worker: true, verify: false }),
+    network: Network.default({ planner: true, worker: true, verify: false, setup: true }),
     limits: Limits.optional(),
     expose: z.array(z.string().min(1).refine((p) => p.startsWith('/') || p === '~' || p.startsWith('~/'), 'an absolute path, or one starting with ~/'))
       .max(64).optional()
       .describe('paths every role sees read-only on purpose (e.g. "~/.cargo/registry"); each role otherwise gets a private home, and no key or longbuild config is ever visible (R-53)'),
   }),
-]).describe('how planner, worker and verification processes are isolated (R-30): "bwrap" (bubblewrap, the default) or "off"; or { mode, network: { planner, worker, verify }, limits: { planner, worker, verify: { memoryMb, cpuSeconds } }, expose: [paths] }');
+]).describe('how planner, worker and verification processes are isolated (R-30): "bwrap" (bubblewrap, the default) or "off"; or { mode, network: { planner, worker, verify, setup }, limits: { planner, worker, verify: { memoryMb, cpuSeconds } }, expose: [paths] }');
 export type SandboxSetting = z.infer<typeof SandboxSettingSchema>;
 
 export type RoleLimits = z.infer<typeof Limits>;
 
 export interface NormalizedSandbox {
   readonly mode: 'bwrap' | 'off';
-  readonly network: { readonly planner: boolean; readonly worker: boolean; readonly verify: boolean };
+  readonly network: { readonly planner: boolean; readonly worker: boolean; readonly verify: boolean; readonly setup: boolean };
   readonly limits?: RoleLimits;
   readonly expose?: readonly string[];
 }
 
 /** The setting as mode + per-role network (+ per-role limits, when any). */
 export function normalizeSandbox(s: SandboxSetting | undefined): NormalizedSandbox {
-  if (s === undefined || typeof s === 'string') return { mode: s ?? 'bwrap', network: { planner: true, worker: true, verify: false } };
+  if (s === undefined || typeof s === 'string') return { mode: s ?? 'bwrap', network: { planner: true, worker: true, verify: false, setup: true } };
   const limits = s.limits !== undefined && Object.values(s.limits).some((l) => l !== undefined && Object.keys(l).length > 0) ? { limits: s.limits } : {};
   return { mode: s.mode, network: { ...s.network }, ...limits, ...(s.expose !== undefined && s.expose.length > 0 ? { expose: s.expose } : {}) };
 }

@@ -180,7 +180,7 @@ function sandboxLine(st: BuildState): string {
   if (!sb) return 'off (a build from before the sandbox)';
   const limits = limitsOf(sb.limits);
   if (sb.mode === 'off') return `off — planner, worker and verification run unsandboxed${sb.reason ? ` (${sb.reason})` : ''}${limits}`;
-  const net = (['planner', 'worker', 'verify'] as const).map((r) => `${r} ${sb.network[r] ? 'on' : 'off'}`).join(', ');
+  const net = [...(['planner', 'worker', 'verify'] as const).map((r) => `${r} ${sb.network[r] ? 'on' : 'off'}`), ...(sb.network.setup !== undefined ? [`setup ${sb.network.setup ? 'on' : 'off'}`] : [])].join(', ');
   return `bwrap (${sb.bwrapVersion ?? 'bubblewrap'}; network: ${net}${limits})`;
 }
 
