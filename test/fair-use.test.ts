@@ -125,6 +125,47 @@ writeFileSync('done.txt', 'done\\n');
     expect(build(undefined).trim()).toBe('tmp ok shm ok dev EROFS sizes 1048576 1048576 1048576');
   });
 
+  it.runIf(HAVE_BWRAP || process.env.CI === 'true')('issue 45 a worker that forks without end is stopped at sandbox.limits.worker.processes (a pids cgroup, which binds root too); the default cap lets 300 through; nothing is left alive', () => {
+    const cfg = tempDir('longbuild-cfg-');
+    const marker = `longbuild-fork-${process.pid}-${Date.now()}`;
+    writeFileSync(join(cfg, 'planner.mjs'), "import { readFileSync } from 'node:fs';\nreadFileSync(0, 'utf8');\nprocess.stdout.write(JSON.stringify({ detailed: [{ id: 'm1', title: 'one', nodes: [{ id: 'fork', kind: 'writable', deps: [] }] }], coarse: [] }));\n");
+    // The worker starts processes until the kernel refuses one (or it has 300), says how many and why, then ends them.
+    writeFileSync(join(cfg, 'worker.mjs'), `import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+const kids = [];
+let why = 'none';
+for (let i = 0; i < 300; i++) {
+  const k = spawn('sleep', ['60', ${JSON.stringify(marker)}], { stdio: 'ignore' });
+  const r = await new Promise((res) => { k.once('spawn', () => res(null)); k.once('error', (e) => res(e.code)); });
+  if (r !== null) { why = r; break; }
+  kids.push(k);
+}
+console.log('started', kids.length, 'refused', why);
+for (const k of kids) k.kill('SIGKILL');
+await Promise.all(kids.map((k) => new Promise((res) => (k.exitCode !== null || k.signalCode !== null ? res() : k.once('exit', res)))));
+writeFileSync('done.txt', 'done\\n');
+`);
+    writeFileSync(join(cfg, 'request.json'), JSON.stringify({ goal: 'fork' }));
+    const build = (limits: Record<string, unknown> | undefined) => {
+      writeFileSync(join(cfg, 'longbuild.config.json'), JSON.stringify({
+        planner: { command: ['node', join(cfg, 'planner.mjs')] }, worker: { command: ['node', join(cfg, 'worker.mjs')], timeoutSeconds: 120 },
+        verify: [['true']], maxAttempts: 1, sandbox: { mode: 'bwrap', ...(limits ? { limits } : {}) },
+      }));
+      const repo = tempDir();
+      cliJson(['init', '--request', join(cfg, 'request.json'), '--config', join(cfg, 'longbuild.config.json')], { cwd: repo });
+      expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
+      return cliJson(['evidence', 'fork.1'], { cwd: repo }).streams[0].text as string;
+    };
+    const capped = /started (\d+) refused (\S+)/.exec(build({ worker: { processes: 64 } }))!;
+    expect(capped[2]).toBe('EAGAIN');
+    // node's own threads count too: fewer than 64 children started.
+    expect(Number(capped[1])).toBeGreaterThan(10);
+    expect(Number(capped[1])).toBeLessThan(64);
+    expect(build(undefined).trim()).toBe('started 300 refused none');
+    const alive = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(marker));
+    expect(alive).toEqual([]);
+  });
+
   it('progress shows every call in flight with its elapsed time (ndjson: inFlight; lines: "in flight:")', () => {
     const dir = tempDir();
     const log = join(dir, 'probe.log');

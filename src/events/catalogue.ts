@@ -207,7 +207,7 @@ const BuildSettingsSchema = z.strictObject({
 export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
 
 /** Limits of every process of one call: address space (MiB) and CPU time (s). */
-const CallLimitsRecord = z.strictObject({ memoryMb: z.number().int().positive().optional(), cpuSeconds: z.number().int().positive().optional(), tmpfsMb: z.number().int().positive().optional() });
+const CallLimitsRecord = z.strictObject({ memoryMb: z.number().int().positive().optional(), cpuSeconds: z.number().int().positive().optional(), tmpfsMb: z.number().int().positive().optional(), processes: z.number().int().positive().optional() });
 
 /** The sandbox a build runs its planner, worker and verification processes in. */
 export const SandboxSettingsSchema = z.strictObject({

@@ -618,6 +618,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/adapters/session.ts', find: "run(phase === 'setup' ? sandbox.setup : sandbox.verify)", replace: 'run(sandbox.setup)' }],
     caughtBy: ['test/setup-phase.test.ts'],
   },
+  {
+    name: 'sandbox-uncapped',
+    bug: 'a sandboxed call never joins its pids cgroup: a fork bomb takes the machine (issue 45)',
+    edits: [{ file: 'src/adapters/sandbox/pids-cgroup.ts', find: `'echo $$ > "$0/cgroup.procs" && exec "$@"'`, replace: `'exec "$@"'` }],
+    caughtBy: ['test/fair-use.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

@@ -16,6 +16,7 @@
  * not. A missing, repeated or malformed report counts as a leftover: the call cannot pass.
  * `--die-with-parent` ends the whole sandbox when the host process dies.
  */
+import { callCgroup, DEFAULT_PROCESSES } from './pids-cgroup.js';
 import { accessSync, chmodSync, constants, copyFileSync, existsSync, mkdirSync, readdirSync, realpathSync, renameSync, statSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -50,7 +51,7 @@ export interface SandboxPolicy {
   /** The bubblewrap executable. */
   readonly bwrap: string;
   /** Resource limits of every process of the call (issue 16), applied by `prlimit` (below); `tmpfsMb` sizes its private mounts. */
-  readonly limits?: { readonly memoryMb?: number; readonly cpuSeconds?: number; readonly tmpfsMb?: number };
+  readonly limits?: { readonly memoryMb?: number; readonly cpuSeconds?: number; readonly tmpfsMb?: number; readonly processes?: number };
   /** The prlimit executable (util-linux), when there are limits. */
   readonly prlimit?: string;
 }
@@ -63,6 +64,17 @@ function limited(policy: SandboxPolicy, argv: readonly string[]): string[] {
   return [
     policy.prlimit, ...(l.memoryMb !== undefined ? [`--as=${l.memoryMb * 1024 * 1024}`] : []), ...(l.cpuSeconds !== undefined ? [`--cpu=${l.cpuSeconds}`] : []), '--', ...argv,
   ];
+}
+
+/** The one-line refusal when a build caps processes and no pids cgroup can be made. */
+export const PIDS_MISSING = 'this build caps the processes of a call (sandbox.limits.*.processes), which needs a writable pids cgroup (cgroup v1 pids or v2 with the pids controller), and there is none here: run as root or with a delegated cgroup, or remove the cap from the config';
+
+let uncappedSaid = false;
+/** Said once per process: the default cap cannot be enforced on this machine. */
+function noticeUncapped(): void {
+  if (uncappedSaid) return;
+  uncappedSaid = true;
+  process.stderr.write('longbuild: no writable pids cgroup here: sandboxed calls run without a process cap (issue 45; see decision 0038)\n');
 }
 
 /** The one-line refusal when a build has limits and prlimit is missing. */
@@ -219,11 +231,20 @@ export async function runSandboxed(policy: SandboxPolicy, run: SandboxedRun): Pr
     if (real !== resolve(d) && reexposable.some((m) => isInside(real, m))) extraRo.add(nodeModulesOf(`${real}${sep}`) ?? real);
     if (home.some((h) => isInside(d, h))) for (const target of linkTargets(real)) if (masked.some((h) => isInside(target, h))) extraRo.add(nodeModulesOf(target) ?? dirname(target));
   }
-  const r = await runProcess({
-    ...rest,
-    argv: [policy.bwrap, ...bwrapArgs(policy, { cwd: run.cwd, rw: rw ?? [], ro: [...(ro ?? []), ...extraRo], mounts: mounts ?? [] }), '/run/longbuild-init', '-c', INIT_SCRIPT, 'longbuild-init', ...command],
-    reportFd: true,
-  });
+  // Every process and thread of the call counts against its cap (a pids cgroup of its own).
+  const cap = policy.limits?.processes;
+  const cgroup = callCgroup(cap ?? DEFAULT_PROCESSES);
+  if (cgroup === null) {
+    if (cap !== undefined) return { argv: [...argv], exitCode: null, signal: null, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), durationMs: 0, timedOut: false, leftover: false, spawnError: PIDS_MISSING };
+    noticeUncapped();
+  }
+  const sandboxed = [policy.bwrap, ...bwrapArgs(policy, { cwd: run.cwd, rw: rw ?? [], ro: [...(ro ?? []), ...extraRo], mounts: mounts ?? [] }), '/run/longbuild-init', '-c', INIT_SCRIPT, 'longbuild-init', ...command];
+  let r: ProcessResult;
+  try {
+    r = await runProcess({ ...rest, argv: cgroup === null ? sandboxed : cgroup.wrap(sandboxed), reportFd: true });
+  } finally {
+    await cgroup?.remove();
+  }
   const report = REPORT.exec(r.report?.toString('latin1') ?? '');
   if (report === null) {
     if (r.timedOut) return { ...r, argv: [...argv] };

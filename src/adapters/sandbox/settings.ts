@@ -21,6 +21,7 @@ const Network = z.strictObject({
 export const CallLimitsSchema = z.strictObject({
   memoryMb: z.number().int().min(16).max(1_048_576).optional().describe('address space of each process of the call, MiB (RLIMIT_AS): an allocation beyond it fails'),
   cpuSeconds: z.number().int().min(1).max(604_800).optional().describe('CPU time of each process of the call, seconds (RLIMIT_CPU): a process over it is killed'),
+  processes: z.number().int().min(8).max(1_000_000).optional().describe('processes and threads of the call at once (a pids cgroup); a fork beyond fails; default 2048'),
   tmpfsMb: z.number().int().min(1).max(1_048_576).optional().describe(`size of each of the call's private tmpfs mounts (/tmp, /var/tmp, /run, /dev/shm, its home), MiB; default ${1024}`),
 });
 

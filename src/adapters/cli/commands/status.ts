@@ -190,7 +190,7 @@ function limitsOf(limits: SandboxSettings['limits']): string {
   const parts = (['planner', 'worker', 'verify'] as const).flatMap((role) => {
     const l = limits[role];
     if (l === undefined) return [];
-    const what = [...(l.memoryMb !== undefined ? [`memory ${l.memoryMb} MiB`] : []), ...(l.cpuSeconds !== undefined ? [`cpu ${l.cpuSeconds} s`] : [])];
+    const what = [...(l.memoryMb !== undefined ? [`memory ${l.memoryMb} MiB`] : []), ...(l.cpuSeconds !== undefined ? [`cpu ${l.cpuSeconds} s`] : []), ...(l.processes !== undefined ? [`processes ${l.processes}`] : [])];
     return what.length > 0 ? [`${role} ${what.join(' ')}`] : [];
   });
   return parts.length > 0 ? `; limits: ${parts.join(', ')}` : '';
