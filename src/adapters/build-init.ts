@@ -4,6 +4,7 @@
  * the driver file, the signing key, the first event (BuildInitialized) and the first signed
  * checkpoint.
  */
+import { FileCallMarks } from './controller/call-marks.js';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve as resolvePath } from 'node:path';
 import { buildIdOf } from '../commands/ids.js';
@@ -162,6 +163,8 @@ async function initBuild(driver: DriverFile, record: DriverRecord, clock: Clock,
       settings, driver: { kind: driver.kind, sourceSha256 }, sandbox: sandbox.settings, vkey, tests,
     });
     const result = await log.append(`build-${buildId}`, [{ type: first.type, data: first.data as JsonValue, metadata: { recordedAt: clock.now(1), correlationId: buildId } }], 'no-stream');
+    // The call journal from the start (BuildInitialized.callJournal): a missing one is then a lost one (issue 45).
+    FileCallMarks.create(paths.calls);
     const store = openBuildProjections(paths);
     try {
       await catchUpFromLog(store, log);

@@ -19,6 +19,7 @@ import { gitBinding } from './controller/git-binding.js';
 import { cacheDirOf, verificationCacheFor } from './cache/setting.js';
 import { FileEvidenceStore } from './evidence-store.js';
 import { ensureIntegratorRepo } from './git/git.js';
+import { integratorDamage, integratorRecovery } from './git/integrator-repo.js';
 import { BWRAP_MISSING, ensureSandboxInit, findBwrap, findPrlimit, runSandboxed, type SandboxPolicy } from './sandbox/sandbox.js';
 import { DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES } from './sandbox/settings.js';
 import { redactor } from './sandbox/redact.js';
@@ -177,7 +178,8 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     // tree store, and still read builds from before signed checkpoints.
     let notary: Notary | null = null;
     const evidence = new FileEvidenceStore(paths.evidence);
-    const calls = new FileCallMarks(paths.calls);
+    const calls = new FileCallMarks(paths.calls, (firstData as { callJournal?: number }).callJournal === 1,
+      (journal) => warn(`${journal} is missing or was emptied: a call that was in flight may have been made; it is counted as made again (EffectReinvoked, journal lost)`));
     // The controller starts from the state the projection store restored and caught up (R-1).
     const controller = await Controller.open({
       log,
@@ -217,6 +219,14 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
         try {
           opened.useKey(loadBuildKey(opts, env, initData));
           await opened.check();
+          // The integrator's repository holds the integration head whole, or the run stops before recording anything (issue 45).
+          const head = controller.current.integrationHead;
+          const damage = head ? await integratorDamage(paths.integrator, head) : null;
+          if (damage !== null) throw new ValidationError(`${paths.integrator} is damaged: ${damage}; ${integratorRecovery(paths.integrator)}`, 'R-31');
+          if (opened.restored !== null) warn(`${opened.restored} did not verify (damaged): written again from this machine's copy of the last signature`);
+          // Checkpoints a stopped run missed (an unwritable checkpoints/, a kill before the signature) are signed now (issue 45).
+          const missed = await opened.signMissed(SIGNED_AFTER);
+          if (missed.length > 0) warn(`signed ${missed.length} checkpoint${missed.length === 1 ? '' : 's'} an earlier run missed (at size${missed.length === 1 ? '' : 's'} ${missed.join(', ')})`);
         } catch (err) {
           opened.close();
           throw err;

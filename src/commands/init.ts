@@ -28,7 +28,7 @@ export function buildInitialized(i: BuildInputs): Extract<DomainEvent, { type: '
       buildId: i.buildId, request: i.request, requestSha256: canonicalSha256(i.request), integrationRef: i.integrationRef, baseHead: i.baseHead,
       verify: i.verify.map((c) => [...c]), ...((i.acceptance ?? []).length > 0 ? { acceptance: i.acceptance!.map((c) => [...c]) } : {}),
       settings: i.settings, driver: { ...i.driver }, sandbox: i.sandbox,
-      signing: { vkey: i.vkey }, ...(i.tests !== undefined ? { tests: i.tests } : {}),
+      signing: { vkey: i.vkey }, ...(i.tests !== undefined ? { tests: i.tests } : {}), callJournal: 1,
     },
   };
 }

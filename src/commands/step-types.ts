@@ -137,9 +137,9 @@ export interface EffectResults {
   'observe-refs': ObservedRefs;
   'delete-branches': null;
   'repair-refs': null;
-  'recall-planner': { readonly kept: JsonValue | null; readonly started: boolean };
+  'recall-planner': { readonly kept: JsonValue | null; readonly started: boolean; readonly journalLost?: true };
   planner: { readonly answer: unknown; readonly inputSha256?: string; readonly reused?: { readonly position: number; readonly hash: string } };
-  'recall-attempt': { readonly found: { readonly commit: string; readonly tree: string } | null; readonly kept: KeptWorkerOutcome | null; readonly clone: string | null; readonly started: boolean };
+  'recall-attempt': { readonly found: { readonly commit: string; readonly tree: string } | null; readonly kept: KeptWorkerOutcome | null; readonly clone: string | null; readonly started: boolean; readonly journalLost?: true };
   worker: { readonly kept: KeptWorkerOutcome; readonly worktree: string };
   'finish-clone': CloneCommit;
   'check-candidate': { readonly problem: { readonly rule: string; readonly reason: string } | null };

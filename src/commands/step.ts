@@ -187,7 +187,7 @@ export function settle<K extends keyof EffectResults>(state: BuildState, ctx: St
       if (recalled.kept !== null) return answered(state, ctx, r.callId, r.purpose, recalled.kept as EffectResults['planner']);
       // The call was made and left no result: make it again, same key (R-18). A call the crash came before is simply made now.
       const then: Focus = { kind: 'call-planner', callId: r.callId, purpose: r.purpose };
-      return recalled.started ? go(then, [{ type: 'EffectReinvoked', data: { effect: 'planner', key: r.callId } }], r.callId) : decideStep(state, ctx, then);
+      return recalled.started ? go(then, [{ type: 'EffectReinvoked', data: { effect: 'planner', key: r.callId, ...(recalled.journalLost ? { journal: 'lost' as const } : {}) } }], r.callId) : decideStep(state, ctx, then);
     }
     case 'planner':
       return answered(state, ctx, r.callId, r.purpose, result as EffectResults['planner']);
@@ -306,7 +306,7 @@ function recalled(state: BuildState, ctx: StepContext, a: AttemptRecord, r: Extr
     return alongside(state, runWorker(state, ctx, a, { kind: 'report', outcome: 'recovered', detail: `started the worker for ${a.attemptId} (the crash came before it started)`, nodeId }), a.attemptId);
   }
   const report: Outcome = { kind: 'report', outcome: 'recovered', detail: `re-invoked the worker for ${a.attemptId} (no outcome was observable)`, nodeId };
-  return alongside(state, go({ kind: 'run-worker', attemptId: a.attemptId, report }, [{ type: 'EffectReinvoked', data: { effect: 'worker', key: r.key } }], a.attemptId), a.attemptId);
+  return alongside(state, go({ kind: 'run-worker', attemptId: a.attemptId, report }, [{ type: 'EffectReinvoked', data: { effect: 'worker', key: r.key, ...(found.journalLost ? { journal: 'lost' as const } : {}) } }], a.attemptId), a.attemptId);
 }
 
 /** Record what a worker call returned: a read-only node's result, or a writable node's clone committed by the host (R-24). */

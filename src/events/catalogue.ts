@@ -251,6 +251,11 @@ export type TestPolicy = z.infer<typeof TestPolicySchema>;
 
 export const BuildInitialized = e('BuildInitialized', z.strictObject({
   buildId: z.string().min(1),
+  /**
+   * 1: the build keeps its call journal (calls/journal) from its start (issue 45), so a journal
+   * found missing was lost and calls in flight are in doubt. Absent: builds from before.
+   */
+  callJournal: z.literal(1).optional(),
   request: z.json(),
   requestSha256: Sha256Schema,
   integrationRef: z.string().regex(/^refs\/heads\/[A-Za-z0-9._/-]+$/),
@@ -468,6 +473,11 @@ export const MilestoneCompacted = e('MilestoneCompacted', z.strictObject({
 export const EffectReinvoked = e('EffectReinvoked', z.strictObject({
   effect: z.enum(['planner', 'worker']),
   key: z.string(),
+  /**
+   * `lost`: the call journal (calls/journal) was gone, so whether the call had started could not
+   * be known; it is counted as made (in doubt, issue 45). Absent: its mark said it had started.
+   */
+  journal: z.literal('lost').optional(),
 }));
 
 /**

@@ -624,6 +624,36 @@ export const MUTANTS = [
     edits: [{ file: 'src/adapters/sandbox/pids-cgroup.ts', find: `'echo $$ > "$0/cgroup.procs" && exec "$@"'`, replace: `'exec "$@"'` }],
     caughtBy: ['test/fair-use.test.ts'],
   },
+  {
+    name: 'prove-unchecked',
+    bug: 'prove hands out the proof tree.db gives without checking it: a damaged cache yields a proof that fails its own check (issue 45)',
+    edits: [{ file: 'src/adapters/cli/commands/prove.ts', find: 'checkProofFile(proof, key);', replace: 'void 0;' }],
+    caughtBy: ['test/tree-cache.test.ts'],
+  },
+  {
+    name: 'tree-cache-unverified',
+    bug: 'verify does not compare tree.db with the log (issue 45)',
+    edits: [{ file: 'src/adapters/cli/commands/verify.ts', find: 'if (!existsSync(paths.tree))', replace: 'if (true)' }],
+    caughtBy: ['test/tree-cache.test.ts'],
+  },
+  {
+    name: 'journal-loss-ignored',
+    bug: 'a lost call journal reads as "never started": a worker in flight is called again and no re-invocation is recorded (issue 45)',
+    edits: [{ file: 'src/adapters/controller/effects.ts', find: 'calls.lost?.() === true', replace: 'false' }],
+    caughtBy: ['test/call-journal-loss.test.ts'],
+  },
+  {
+    name: 'missed-checkpoints-unsigned',
+    bug: 'a run does not sign the checkpoints an earlier run missed: promotions stay without a signature made before the next (issue 45)',
+    edits: [{ file: 'src/adapters/session.ts', find: 'await opened.signMissed(SIGNED_AFTER)', replace: '[]' }],
+    caughtBy: ['test/missed-checkpoints.test.ts'],
+  },
+  {
+    name: 'integrator-damage-unchecked',
+    bug: 'a run does not check the integrator\'s repository first: it records work and stops on a raw git error (issue 45)',
+    edits: [{ file: 'src/adapters/session.ts', find: 'const damage = head ? await integratorDamage(paths.integrator, head) : null;', replace: 'const damage = null;' }],
+    caughtBy: ['test/integrator-damage.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

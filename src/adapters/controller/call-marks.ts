@@ -26,7 +26,15 @@ export interface CallMarks {
   flush(): void;
   /** What that invocation returned, if it was kept. */
   kept(key: string, invocation: number): JsonValue | null;
+  /**
+   * The journal the build keeps from its start is gone (deleted, emptied by hand): a call with no
+   * mark may have started, so it is in doubt (issue 45). Absent: never lost.
+   */
+  lost?(): boolean;
 }
+
+/** The first line of a journal a build keeps from its start (BuildInitialized.callJournal). */
+const HEADER = '{"journal":1}\n';
 
 /** One line of the journal: a call's invocation started, or what it returned. */
 interface JournalLine {
@@ -50,9 +58,36 @@ export class FileCallMarks implements CallMarks {
   private read: { started: Set<string>; kept: Map<string, JsonValue> } | null = null;
   private readonly journal: string;
 
-  constructor(private readonly dir: string) {
+  /** The journal was expected (the build records it) and found missing or without its first line. */
+  private missing = false;
+
+  /**
+   * `expected`: the build made its journal when it was initialised (BuildInitialized.callJournal),
+   * so a journal that is not there, or does not start with its first line, was lost.
+   */
+  constructor(private readonly dir: string, private readonly expected = false, private readonly onLost?: (journal: string) => void) {
     this.journal = join(dir, 'journal');
+    // Checked when opened, before this process writes to it (its first line is all that is read).
+    if (expected) this.missing = !startsWithHeader(this.journal);
   }
+
+  /** Make the journal of a new build (at init, before any call), durably. */
+  static create(dir: string): void {
+    const marks = new FileCallMarks(dir, true);
+    guarded(marks.journal, () => marks.open());
+    marks.close();
+  }
+
+  /** Asked about a call with no mark: said once (onLost) when the journal was lost. */
+  lost(): boolean {
+    if (this.missing && this.onLost !== undefined && !this.said) {
+      this.said = true;
+      this.onLost(this.journal);
+    }
+    return this.missing;
+  }
+
+  private said = false;
 
   mark(key: string, invocation: number): void {
     this.append({ key, invocation });
@@ -94,8 +129,9 @@ export class FileCallMarks implements CallMarks {
     if (!existsSync(this.journal)) return;
     guarded(this.journal, () => {
       const fd = this.open();
-      if (fstatSync(fd).size === 0) return;
-      ftruncateSync(fd, 0);
+      const keep = this.expected ? HEADER.length : 0;
+      if (fstatSync(fd).size <= keep) return;
+      ftruncateSync(fd, keep);
       fdatasyncSync(fd);
       this.unflushed = false;
     });
@@ -129,10 +165,21 @@ export class FileCallMarks implements CallMarks {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     const existed = existsSync(this.journal);
     const fd = openSync(this.journal, 'a+', 0o600);
-    if (existed) {
+    if (existed && this.expected && !startsWithHeader(this.journal)) {
+      // Emptied or rewritten by hand: started again with its first line (what it held is not relied on: this.missing).
+      ftruncateSync(fd, 0);
+      writeSync(fd, HEADER);
+      fdatasyncSync(fd);
+    } else if (existed) {
       const whole = wholeLinesLength(fd);
       if (whole < fstatSync(fd).size) ftruncateSync(fd, whole);
     } else {
+      // A build that keeps its journal from the start writes its first line, so that an emptied
+      // journal is told from a new one; the line is durable before anything relies on the file.
+      if (this.expected) {
+        writeSync(fd, HEADER);
+        fdatasyncSync(fd);
+      }
       fsyncDirectory(this.dir);
     }
     this.fd = fd;
@@ -191,4 +238,20 @@ function record(index: { started: Set<string>; kept: Map<string, JsonValue> }, l
   if (typeof line.key !== 'string' || typeof line.invocation !== 'number') return;
   if (line.outcome === undefined) index.started.add(id(line.key, line.invocation));
   else index.kept.set(id(line.key, line.invocation), line.outcome);
+}
+
+/** The journal's first bytes are its first line (false when it is missing or unreadable). */
+function startsWithHeader(path: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return false;
+  }
+  try {
+    const buf = Buffer.alloc(HEADER.length);
+    return readSync(fd, buf, 0, buf.length, 0) === buf.length && buf.toString('utf8') === HEADER;
+  } finally {
+    closeSync(fd);
+  }
 }

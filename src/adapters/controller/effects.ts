@@ -132,7 +132,7 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
         for (const x of r.repairs) await git.repairRef(x);
         return null;
       case 'recall-planner':
-        return { kept: calls?.kept(r.callId, r.invocation) ?? null, started: calls?.started(r.callId, r.invocation) ?? true };
+        return { kept: calls?.kept(r.callId, r.invocation) ?? null, ...startedOf(calls, r.callId, r.invocation) };
       case 'planner': {
         const input = withAcceptanceOutput(r.input, deps.evidence);
         const inputSha256 = await digest('planner', input, () => deps.drivers!.planner());
@@ -156,7 +156,7 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
         const found = r.writable ? await git.findAttemptCommit(r.branch, r.baseHead) : null;
         const kept = (calls?.kept(r.key, r.invocation) ?? null) as KeptWorkerOutcome | null;
         const clone = kept !== null && r.writable ? await git.keptAttemptWorktree(r.attemptId) : '';
-        return { found, kept, clone, started: calls?.started(r.key, r.invocation) ?? true };
+        return { found, kept, clone, ...startedOf(calls, r.key, r.invocation) };
       }
       case 'worker': {
         const { packet } = r;
@@ -279,4 +279,11 @@ function isCanonical(value: unknown): boolean {
   } catch {
     return false;
   }
+}
+
+/** Whether a call in doubt had started, from its mark; with the journal lost, it is in doubt and counted as made (issue 45). */
+function startedOf(calls: CallMarks | undefined, key: string, invocation: number): { started: boolean; journalLost?: true } {
+  if (calls === undefined) return { started: true };
+  if (calls.started(key, invocation)) return { started: true };
+  return calls.lost?.() === true ? { started: true, journalLost: true } : { started: false };
 }

@@ -82,6 +82,13 @@ export function gitBinding(o: GitBindingOptions): GitPort {
     candidateProblem: (base, commit, judged) => candidateProblem(I, base, commit, o.limits, judged),
     async integrateAndVerify(jobId, head, candidates, date, commands, opts = {}) {
       // One pass: apply onto head in a fresh detached workspace, verify there (cache first), clean up.
+      // A candidate the integrator no longer has (its repository was lost and made again from the
+      // published refs, issue 45) fails the job like a conflict: the node's next attempt makes it again.
+      const lost = await missingCommits(I, candidates);
+      if (lost.length > 0) {
+        const conflict = { argv: ['git', 'cat-file', '-e', lost[0]!], output: Buffer.from(`missing: ${lost.join(' ')}\n`), paths: [], durationMs: 0 };
+        return { ok: false as const, reason: `candidate ${lost[0]!.slice(0, 12)} is missing from the integrator's repository (lost with it; made again from the published refs): the node is attempted again`, conflict };
+      }
       const once = async () => {
         const applied = await integrateCandidates(I, o.workspacesDir, jobId, head, candidates, date, opts.layers ?? []);
         if (applied.kind === 'conflict') {
@@ -168,4 +175,11 @@ export async function observeRefs(userRepo: string, integratorRepo: string, ref:
   const attempts: Record<string, string> = {};
   for (const [name, sha] of listed) attempts[name.slice(ATTEMPT_BRANCH_PREFIX.length)] = sha;
   return { integration, published, attempts };
+}
+
+/** The commits of `shas` the repository does not have (one batch check). */
+async function missingCommits(repo: string, shas: readonly string[]): Promise<string[]> {
+  if (shas.length === 0) return [];
+  const r = await git(repo, ['cat-file', '--batch-check=%(objectname) %(objecttype)'], { input: `${shas.join('\n')}\n`, allowFail: true });
+  return r.stdout.split('\n').filter((l) => l.endsWith(' missing')).map((l) => l.split(' ')[0]!);
 }

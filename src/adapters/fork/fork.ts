@@ -6,6 +6,7 @@
  * the head as of POINT; its integrator repository holds that head and the attempt branches the log
  * expects there. The parent is only read.
  */
+import { FileCallMarks } from '../controller/call-marks.js';
 import type { KeyObject } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -134,6 +135,7 @@ async function createFork(
   try {
     await transferLog(log, target, { upTo: at.position });
     const appended = await target.append(at.streamId, [{ type: forked.type, data: forked.data as JsonValue, metadata: { recordedAt: new Date().toISOString(), causationId: 'fork', correlationId: build.buildId } }], at.revision);
+    FileCallMarks.create(paths.calls);
     const store = openBuildProjections(paths);
     try {
       await catchUpFromLog(store, target);

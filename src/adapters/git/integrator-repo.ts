@@ -26,3 +26,21 @@ export async function ensureIntegratorRepo(dir: string, userRepo: string, integr
   await git(tmp, ['fetch', '-q', '--no-tags', userRepo, `+${integrationRef}:${integrationRef}`, '+refs/heads/longbuild/attempts/*:refs/heads/longbuild/attempts/*']);
   renameSync(tmp, dir);
 }
+
+/**
+ * What the integrator's repository lacks of the integration head `commit` (issue 45): the
+ * commit, or any object of its tree (a deleted `objects/` directory, a pruned pack); null when it
+ * has all of it. One listing of the tree and one batch check: O(files of the head), not history.
+ */
+export async function integratorDamage(dir: string, commit: string): Promise<string | null> {
+  const listed = await git(dir, ['rev-list', '--objects', '--no-walk', commit], { allowFail: true });
+  if (listed.code !== 0) return `it lacks the integration head ${commit.slice(0, 12)} or objects of its tree`;
+  const ids = listed.stdout.split('\n').map((l) => l.split(' ')[0]!).filter((l) => l !== '');
+  const checked = await git(dir, ['cat-file', '--batch-check=%(objectname) %(objecttype)'], { input: `${ids.join('\n')}\n`, allowFail: true });
+  const missing = checked.stdout.split('\n').filter((l) => l.endsWith(' missing'));
+  return missing.length === 0 ? null : `it lacks ${missing.length} object${missing.length === 1 ? '' : 's'} of the integration head ${commit.slice(0, 12)} (${missing[0]!.split(' ')[0]!.slice(0, 12)}${missing.length > 1 ? ', …' : ''})`;
+}
+
+/** The way out when the integrator's repository is damaged: it is made again from the user's repository. */
+export const integratorRecovery = (dir: string): string =>
+  `it is the host's own copy: move it aside (mv ${dir} ${dir}.damaged) and run again, and it is made again from the repository's published refs (attempts not yet promoted are made again, recorded)`;

@@ -25,7 +25,7 @@ export interface SignedCheckpoint {
  * The log's leaves read synchronously, where the log can (the embedded SQLite log): the tree store
  * then keeps no second copy of a complete tile's leaves (decision 0034).
  */
-function logLeavesOf(log: EventLog): LogLeaves | undefined {
+export function logLeavesOf(log: EventLog): LogLeaves | undefined {
   const reader = log as Partial<{ readHashesSync(from: number, limit: number): string[] }>;
   if (typeof reader.readHashesSync !== 'function') return undefined;
   return (start, end) => reader.readHashesSync!(start + 1, end - start).map(eventLeafHash);
@@ -104,6 +104,32 @@ export class Notary {
     }
   }
 
+  /** The checkpoint file restored from this machine's copy of the last signature (issue 45), when check() did so. */
+  restored: string | null = null;
+
+  /**
+   * The latest checkpoint; a latest file that does not verify while this machine's copy of the
+   * last signature has the same size is damaged, not forged (the copy lives outside the build
+   * directory): it is written again from the copy. Otherwise the refusal names the way out.
+   */
+  private latestOrRestored(kept: SignedCheckpoint | null): SignedCheckpoint | null {
+    try {
+      return this.latest();
+    } catch (err) {
+      const files = checkpointFiles(this.paths);
+      const last = files[files.length - 1]!;
+      if (!(err instanceof CorruptLogError) || kept === null || kept.size !== last.size) {
+        if (err instanceof CorruptLogError) {
+          throw new CorruptLogError(last.size, `${err.message.replace(/^.*?: /, '')}; if only that file was damaged (the log checks out: \`longbuild verify\` names nothing else), move it aside (mv ${last.file} ${last.file}.damaged) and run again: the run signs that part of the log again`);
+        }
+        throw err;
+      }
+      writeAtomically(last.file, kept.note);
+      this.restored = last.file;
+      return this.latest();
+    }
+  }
+
   /** The checkpoint with the largest tree size, verified; null when none was signed. */
   latest(): SignedCheckpoint | null {
     const files = checkpointFiles(this.paths);
@@ -133,8 +159,8 @@ export class Notary {
     if (anchor !== null && (anchor.position !== at || anchor.hash !== head!.hash)) {
       throw new CorruptLogError(anchor.position + 1, `events after position ${anchor.position} were not appended by longbuild (the chain head anchor is at ${anchor.position}, the log ends at ${at}); refusing to append on a forged log`);
     }
-    const inBuild = this.latest();
     const kept = this.keptHead();
+    const inBuild = this.latestOrRestored(kept);
     if (kept !== null && kept.size > at) {
       throw new CorruptLogError(at + 1, `log truncated: this machine signed a checkpoint at size ${kept.size} (kept in ${this.headCopy}), but the log ends at ${at}; refusing to append`);
     }
@@ -170,10 +196,30 @@ export class Notary {
     return false;
   }
 
-  /** Sign a checkpoint at the log's head, if it grew since the last one (R-35). */
-  async sign(): Promise<SignedCheckpoint | null> {
+  /**
+   * Sign the checkpoints a run missed (issue 45): after the last signed checkpoint, at each event
+   * R-35 signs after (`signedAfter`), in order — what a run that stopped on an unwritable
+   * checkpoints/ directory, or was killed between an append and its signature, left unsigned. The
+   * head itself is signed at the end of the run as always. Returns the sizes signed.
+   */
+  async signMissed(signedAfter: ReadonlySet<string>): Promise<number[]> {
+    if (this.privateKey === null) return [];
+    const last = this.lastSigned ?? this.latest();
+    const sizes: number[] = [];
+    for (let from = (last?.size ?? 0) + 1; ;) {
+      const page = await this.log.readAll({ from, limit: 1024 });
+      if (page.length === 0) break;
+      for (const e of page) if (signedAfter.has(e.type)) sizes.push(e.position);
+      from = page[page.length - 1]!.position + 1;
+    }
+    for (const size of sizes) await this.sign(size);
+    return sizes;
+  }
+
+  /** Sign a checkpoint at the log's head (or at `at`), if it grew since the last one (R-35). */
+  async sign(at?: number): Promise<SignedCheckpoint | null> {
     if (this.privateKey === null) return null;
-    const size = (await this.log.head())?.position ?? 0;
+    const size = at ?? (await this.log.head())?.position ?? 0;
     const last = this.lastSigned ?? this.latest();
     if (size === 0 || (last !== null && last.size === size)) return last;
     if (last !== null && last.size > size) throw new CorruptLogError(size + 1, `log truncated: a checkpoint was signed at size ${last.size}, but the log ends at ${size}; refusing to sign`);
@@ -219,6 +265,15 @@ export class Notary {
       if (this.store.size() === base && (last === null || f.root().equals(last.root))) return (this.frontier = f);
     }
     throw new CorruptLogError(base, `the log is not an extension of the checkpoint signed at size ${base} (rewritten?); refusing to sign`);
+  }
+
+  /** The tree store built again from the log up to `size` (its cache was found wrong). */
+  async rebuildTree(size: number): Promise<TreeStore> {
+    this.flush();
+    this.store.truncate(0);
+    this.frontier = null;
+    await this.store.catchUp(this.log, size);
+    return this.store;
   }
 
   /** The tree store, caught up to `size` (for proofs). */

@@ -37,12 +37,14 @@ export class TreeStore {
   private readonly stmts;
   private leafCount: number;
 
-  private constructor(path: string, private readonly logLeaves?: LogLeaves) {
-    this.db = path === ':memory:' ? new Database(path) : openDatabase(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
+  private constructor(path: string, private readonly logLeaves?: LogLeaves, readonly = false) {
+    this.db = path === ':memory:' ? new Database(path) : openDatabase(path, readonly ? { readonly: true, fileMustExist: true } : undefined);
     this.db.pragma('busy_timeout = 10000');
-    this.db.exec(SCHEMA);
+    if (!readonly) {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+      this.db.exec(SCHEMA);
+    }
     this.stmts = {
       last: this.db.prepare('SELECT idx, length(hashes) AS bytes FROM tiles ORDER BY idx DESC LIMIT 1'),
       tiles: this.db.prepare('SELECT idx, hashes FROM tiles WHERE idx >= ? AND idx <= ? ORDER BY idx'),
@@ -58,6 +60,41 @@ export class TreeStore {
 
   static open(path: string, logLeaves?: LogLeaves): TreeStore {
     return new TreeStore(path, logLeaves);
+  }
+
+  /** Open an existing store only to read it (`verify`: nothing is written, a full disk does not matter). */
+  static openReadOnly(path: string, logLeaves?: LogLeaves): TreeStore {
+    return new TreeStore(path, logLeaves, true);
+  }
+
+  /**
+   * Where the store disagrees with the log's leaf hashes, or null (issue 45: a flipped byte in
+   * tree.db would otherwise go into proofs). Every leaf it holds and every subtree hash it keeps
+   * is compared with one computed from `leaves`; a store holding more leaves than the log is a
+   * disagreement too. O(n): the subtree hashes are computed level by level.
+   */
+  disagreement(leaves: readonly Hash[]): { leaf: number; what: string } | null {
+    if (this.leafCount > leaves.length) return { leaf: leaves.length, what: `it holds ${this.leafCount} leaves, the log has ${leaves.length} events` };
+    for (const row of this.db.prepare('SELECT idx, hashes FROM tiles ORDER BY idx').all() as { idx: number; hashes: Buffer }[]) {
+      for (let k = 0; k < row.hashes.length / HASH; k++) {
+        const at = row.idx * TILE + k;
+        if (!row.hashes.subarray(k * HASH, (k + 1) * HASH).equals(leaves[at]!)) return { leaf: at, what: `its leaf ${at} is not the hash of event ${at + 1}` };
+      }
+    }
+    const expected = new Map<string, Hash>();
+    let level: Hash[] = [];
+    for (let t = 0; (t + 1) * TILE <= this.leafCount; t++) level.push(hashLeaves(leaves.slice(t * TILE, (t + 1) * TILE)));
+    for (let l = TILE_LEVEL; level.length > 0; l++) {
+      level.forEach((h, i) => expected.set(`${l}:${i}`, h));
+      const up: Hash[] = [];
+      for (let i = 0; i + 1 < level.length; i += 2) up.push(nodeHash(level[i]!, level[i + 1]!));
+      level = up;
+    }
+    for (const row of this.db.prepare('SELECT level, idx, hash FROM nodes ORDER BY level, idx').all() as { level: number; idx: number; hash: Buffer }[]) {
+      const want = expected.get(`${row.level}:${row.idx}`);
+      if (want === undefined || !want.equals(row.hash)) return { leaf: row.idx * 2 ** row.level, what: `its hash of leaves ${row.idx * 2 ** row.level}..${(row.idx + 1) * 2 ** row.level - 1} is not the log's` };
+    }
+    return null;
   }
 
   /** Leaves stored so far (the tree size it can prove at). */

@@ -2,6 +2,8 @@ import { CorruptLogError } from '../../../events/errors.js';
 import { existsSync } from 'node:fs';
 import { readEventsFrom } from '../../log/paging.js';
 import { eventLeafHash } from '../../../events/merkle.js';
+import { logLeavesOf } from '../../transparency/notary.js';
+import { TreeStore } from '../../transparency/tree-store.js';
 import { checkCheckpoints, readCheckpointNotes, readKeptHead, schemaProblems, storedPosition } from './verify.js';
 import { openBuildLog, openBuildProjections, pathsOf } from '../open-build.js';
 import type { CommandContext } from '../types.js';
@@ -10,6 +12,8 @@ import { withLease } from '../with-control.js';
 export interface RebuildOutput {
   readonly events: number;
   readonly projectionsSha256: string;
+  /** Leaves of the Merkle tree cache (tree.db) built again from the log. */
+  readonly treeLeaves: number;
 }
 
 /** Verify the chain, then drop and refold every projection (one transaction: all or nothing). */
@@ -42,7 +46,16 @@ async function rebuild(ctx: CommandContext): Promise<RebuildOutput> {
     try {
       // One transaction, all or nothing: the whole log is read before the projections are dropped.
       const events = store.rebuild(all);
-      return { events, projectionsSha256: store.dumpSha256() };
+      // The Merkle tree cache too (issue 45): proofs are made from it.
+      const tree = TreeStore.open(paths.tree, logLeavesOf(log));
+      let treeLeaves: number;
+      try {
+        tree.truncate(0);
+        treeLeaves = await tree.catchUp(log, all.length);
+      } finally {
+        tree.close();
+      }
+      return { events, projectionsSha256: store.dumpSha256(), treeLeaves };
     } finally {
       store.close();
     }
@@ -52,5 +65,5 @@ async function rebuild(ctx: CommandContext): Promise<RebuildOutput> {
 }
 
 export function render(data: RebuildOutput): string {
-  return `rebuilt projections from ${data.events} events\nprojections sha256 ${data.projectionsSha256}\n`;
+  return `rebuilt projections from ${data.events} events\nprojections sha256 ${data.projectionsSha256}\nrebuilt the Merkle tree cache (tree.db): ${data.treeLeaves} leaves\n`;
 }

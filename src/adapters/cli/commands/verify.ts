@@ -27,6 +27,8 @@ import { UsageError, ValidationError } from '../../../events/errors.js';
 import { domainCatalogue } from '../../../events/catalogue.js';
 import { sha256Hex } from '../../../events/hash.js';
 import { eventLeafHash, hashLeaves, memoryTree, treeRoot } from '../../../events/merkle.js';
+import { TreeStore } from '../../transparency/tree-store.js';
+import { integratorDamage, integratorRecovery } from '../../git/integrator-repo.js';
 import { formatVerifierKey, parseVerifierKey, type VerifierKey } from '../../../events/signed-note.js';
 import { checkpointFiles, readCheckpoint } from '../../transparency/notary.js';
 import { signedHeadPath } from '../../transparency/keys.js';
@@ -95,7 +97,7 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
       checkpoints = signed.checked;
       problems.push(...signed.problems);
       if (seenBefore > headPosition) problems.push({ position: headPosition + 1, problem: `log truncated: the projections have seen position ${seenBefore}, but the log ends at ${headPosition}` });
-      problems.push(...driverProblems(paths, events), ...evidenceProblems(paths, events), ...testsProblems(paths, events));
+      problems.push(...driverProblems(paths, events), ...evidenceProblems(paths, events), ...testsProblems(paths, events), ...treeProblems(paths, leaves));
       const linked = await forkLinks(events);
       if (linked.links.length > 0) forks = linked.links;
       problems.push(...linked.problems);
@@ -136,8 +138,8 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
     }
     problems.sort((a, b) => a.position - b.position);
     // Rebuilding is the remedy only when the log itself passed every check (R-36).
-    if (problems.length > 0 && problems.every((p) => p.problem.startsWith('stored projections differ') || p.problem.startsWith('time-travel snapshot'))) {
-      problems[0] = { ...problems[0]!, problem: `${problems[0]!.problem}; the log checks out, so \`longbuild rebuild\` refolds the projections (and snapshots) from it` };
+    if (problems.length > 0 && problems.every((p) => p.problem.startsWith('stored projections differ') || p.problem.startsWith('time-travel snapshot') || p.problem.startsWith(TREE_PROBLEM))) {
+      problems[0] = { ...problems[0]!, problem: `${problems[0]!.problem}; the log checks out, so \`longbuild rebuild\` refolds the projections (and snapshots, and the Merkle tree) from it` };
     }
     return { ok: problems.length === 0, events: chain.events, headHash: chain.headHash, projectionsSha256, problems, checkpoints, treeRoot, snapshots, live, ...(forks !== undefined ? { forks } : {}) };
   } finally {
@@ -232,7 +234,8 @@ export function checkCheckpoints(
     try {
       cp = readCheckpoint(note, key, init.buildId, file);
     } catch (err) {
-      problems.push({ position: 1, problem: `checkpoint ${file} does not verify: ${(err as Error).message}` });
+      // A damaged file, not a rewritten log, when the log checks out otherwise: the way out is named (issue 45).
+      problems.push({ position: 1, problem: `checkpoint ${file} does not verify: ${(err as Error).message}; if only the file was damaged, \`longbuild run\` writes it again from this machine's copy of the last signature when it has one, else move it aside (mv ${file} ${file}.damaged) and run again` });
       return;
     }
     if (cp.size > leaves.length) problems.push({ position: leaves.length + 1, problem: `log truncated: ${file} was signed at size ${cp.size}, but the log ends at ${leaves.length}` });
@@ -318,9 +321,34 @@ function testsProblems(paths: BuildPaths, events: readonly StoredEvent[]): Verif
   return r.problem === null ? [] : [{ position: r.problem.position, problem: `tests (R-52): ${r.problem.message}` }];
 }
 
-/** R-33: the integration ref (integrator's and published) and the attempt branches agree with the log. */
+const TREE_PROBLEM = 'the Merkle tree cache';
+
+/**
+ * The Merkle tree cache (tree.db) against the log's leaves (issue 45): a flipped byte there would
+ * go into the proofs `prove` hands out. Read only; a store behind the log is fine (it catches up).
+ */
+function treeProblems(paths: BuildPaths, leaves: readonly Buffer[]): VerifyProblem[] {
+  if (!existsSync(paths.tree)) return [];
+  let store: TreeStore | null = null;
+  try {
+    store = TreeStore.openReadOnly(paths.tree);
+    const d = store.disagreement(leaves);
+    return d === null ? [] : [{ position: d.leaf + 1, problem: `${TREE_PROBLEM} ${paths.tree} disagrees with the log: ${d.what}` }];
+  } catch (err) {
+    return [{ position: 1, problem: `${TREE_PROBLEM} ${paths.tree} cannot be read (${(err as Error).message.split('\n')[0]})` }];
+  } finally {
+    store?.close();
+  }
+}
+
+/**
+ * R-33: the integration ref (integrator's and published) and the attempt branches agree with the
+ * log; and the integrator holds every object of the integration head (issue 45).
+ */
 async function refsProblems(paths: BuildPaths, state: BuildState, headPosition: number): Promise<VerifyProblem[]> {
   if (!state.build || !existsSync(join(paths.integrator, 'HEAD'))) return [];
+  const damage = state.integrationHead ? await integratorDamage(paths.integrator, state.integrationHead) : null;
+  if (damage !== null) return [{ position: headPosition, problem: `${paths.integrator} is damaged: ${damage}; ${integratorRecovery(paths.integrator)}` }];
   const observed = await observeRefs(paths.repo, paths.integrator, state.build.integrationRef, true);
   return decideRefRepairs(state, observed).map((r) => ({
     position: headPosition,
