@@ -113,6 +113,30 @@ describe('a full disk (issue 17, fault 2)', () => {
   }, 120_000);
 });
 
+describe('reading a build on a full disk (issue 45)', () => {
+  it.skipIf(!canMount)('status, show, log, evidence and diff answer as before the disk filled (no byte left); run says which file, in one line', () => {
+    const fs = tmpfs(4)!;
+    const repo = tempDir();
+    const dir = join(fs, 'build');
+    cliJson(['init', '--blueprint', HELIOS, '--dir', dir], { cwd: repo });
+    for (let i = 0; i < 8; i++) cliJson(['step', '--dir', dir], { cwd: repo });
+    const reads = [['status'], ['status', '--json'], ['show'], ['log'], ['log', '--json'], ['evidence', 'job-1'], ['diff', '3', '9']];
+    const before = reads.map((args) => runCli([...args, '--dir', dir], { cwd: repo }));
+    for (const [i, r] of before.entries()) expect(r.code, `${reads[i]!.join(' ')}: ${r.stderr}`).toBe(0);
+    const filler = fill(fs, 0);
+    for (const [i, args] of reads.entries()) {
+      const r = runCli([...args, '--dir', dir], { cwd: repo });
+      expect(r.code, `${args.join(' ')} on a full disk: ${r.stderr}`).toBe(0);
+      expect(r.stdout, args.join(' ')).toBe(before[i]!.stdout);
+    }
+    const run = runCli(['run', '--dir', dir, '--progress', 'off'], { cwd: repo });
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim().split('\n').at(-1)).toMatch(new RegExp(`^longbuild: no space left for ${fs}/`));
+    rmSync(filler);
+    expect(runCli(['run', '--dir', dir, '--progress', 'off'], { cwd: repo }).code).toBe(0);
+  }, 120_000);
+});
+
 describe('files made unwritable mid-run (issue 17, fault 5)', () => {
   const chattrWorks = (() => {
     const f = join(tempDir(), 'probe');

@@ -7,7 +7,7 @@ import type { StoredEvent } from '../events/envelope.js';
 import { FOLD_RUN_EVENTS, evolveRun, ownedCopyOf, type Projection } from './projection.js';
 import { makeSnapshot, openSnapshot, type SnapshotStore } from './snapshots.js';
 import { SqliteSnapshotStore } from './snapshot-store.js';
-import { assertWritable, closeDatabase, openDatabase } from './storage-guard.js';
+import { assertWritable, closeDatabase, openDatabase, openDatabaseToRead } from './storage-guard.js';
 import { createTableSql, dumpTable, quoteIdent, TableWriter } from './tables.js';
 
 /** Older snapshots are kept every SNAPSHOT_STRIDE × snapshotEvery events (time travel replays at most that many). */
@@ -128,7 +128,7 @@ export class ProjectionStore {
    */
   static snapshotsOf(path: string, projection: Projection<unknown>): { readonly db: Database.Database; readonly snapshots: SnapshotStore } | null {
     if (!existsSync(path)) return null;
-    const db = openDatabase(path);
+    const db = openDatabaseToRead(path);
     let current = false;
     try {
       db.pragma('busy_timeout = 10000');

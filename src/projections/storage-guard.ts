@@ -1,7 +1,9 @@
-import { accessSync, constants, statfsSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { accessSync, constants } from 'node:fs';
 import Database from 'better-sqlite3';
-import { StorageError, type StorageProblem } from '../events/errors.js';
+import { StorageError } from '../events/errors.js';
+import { storageErrorOf } from './storage-errors.js';
+
+export { asStorageError, formatBytes, freeBytes, freeSpace, storageErrorOf } from './storage-errors.js';
 
 /**
  * I/O failures on the build's files, named (issue 17). SQLite reports "database or disk is full"
@@ -9,55 +11,6 @@ import { StorageError, type StorageProblem } from '../events/errors.js';
  * internal error. Every file the build keeps is opened through these guards, so a full disk, an
  * I/O error or a read-only file ends in one line naming the file (StorageError, exit 1).
  */
-
-const SQLITE_PROBLEMS: readonly [RegExp, StorageProblem][] = [
-  [/^SQLITE_(FULL$|IOERR_SHMSIZE)/, 'full'],
-  [/^SQLITE_READONLY/, 'read-only'],
-  [/^SQLITE_(NOTADB|CORRUPT)/, 'damaged'],
-  [/^SQLITE_(IOERR|CANTOPEN)/, 'io'],
-];
-
-const ERRNO_PROBLEMS: Readonly<Record<string, StorageProblem>> = {
-  ENOSPC: 'full', EDQUOT: 'full', EFBIG: 'full',
-  EROFS: 'read-only', EACCES: 'read-only', EPERM: 'read-only',
-  EIO: 'io', ENXIO: 'io', ESTALE: 'io',
-};
-
-/** The StorageError an error from reading or writing `path` stands for, or null when it is something else. */
-export function storageErrorOf(err: unknown, path: string): StorageError | null {
-  if (err instanceof StorageError) return err;
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string') return null;
-  const problem = ERRNO_PROBLEMS[code] ?? SQLITE_PROBLEMS.find(([re]) => re.test(code))?.[1];
-  if (problem === undefined) return null;
-  const message = (err as Error).message.replace(/^[A-Z]+: /, '').split('\n')[0]!;
-  const detail = problem === 'full' ? `${message}; ${freeSpace(path)}` : `${code}: ${message}`;
-  return new StorageError(path, problem, detail);
-}
-
-/** Bytes free to this user on the filesystem holding `path` (or its nearest existing parent), or null when unknown. */
-export function freeBytes(path: string): number | null {
-  for (let p = path; ; p = dirname(p)) {
-    try {
-      const s = statfsSync(p);
-      return Number(s.bavail) * Number(s.bsize);
-    } catch {
-      if (dirname(p) === p) return null;
-    }
-  }
-}
-
-/** "N KiB free on its filesystem", or that it could not be found out. */
-export function freeSpace(path: string): string {
-  const n = freeBytes(path);
-  return n === null ? 'free space unknown' : `${formatBytes(n)} free on its filesystem`;
-}
-
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} bytes`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
-}
 
 /**
  * Refuse to write a SQLite database whose file, WAL or shared-memory index cannot be written
@@ -109,6 +62,30 @@ export function guarded<T>(path: string, fn: () => T): T {
   return result;
 }
 
+/**
+ * Open a SQLite database to read it, also on a full disk (issue 45): WAL's shared-memory index
+ * (`-shm`) must grow when a connection first reads, which a full filesystem refuses; the database
+ * is then opened again with the index in this process's memory (exclusive locking mode, set before
+ * the first read), which writes nothing. A writer waits meanwhile (it could not write anyway).
+ */
+export function openDatabaseToRead(path: string): Database.Database {
+  const db = openDatabase(path);
+  try {
+    db.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get();
+    return db;
+  } catch (err) {
+    if (!(err instanceof StorageError) || (err.problem !== 'full' && err.problem !== 'io')) {
+      closeDatabase(db);
+      throw err;
+    }
+    closeDatabase(db);
+    const memory = openDatabase(path);
+    memory.pragma('locking_mode = EXCLUSIVE');
+    memory.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get();
+    return memory;
+  }
+}
+
 /** Open a SQLite database whose every failure names `path` (see guardDatabase). */
 export function openDatabase(path: string, options?: Database.Options): Database.Database {
   return guardDatabase(guarded(path, () => new Database(path, options)), path);
@@ -125,7 +102,7 @@ export function guardDatabase(db: Database.Database, path: string): Database.Dat
   const wrap = <F extends (...args: any[]) => any>(f: F): F => ((...args: any[]) => guarded(path, () => f(...args))) as F;
   const prepare = db.prepare.bind(db);
   db.prepare = ((sql: string) => {
-    const stmt = prepare(sql) as unknown as Record<string, unknown>;
+    const stmt = guarded(path, () => prepare(sql)) as unknown as Record<string, unknown>;
     for (const m of STATEMENT_METHODS) {
       const original = stmt[m] as (...args: any[]) => any;
       stmt[m] = m === 'iterate'

@@ -654,6 +654,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/adapters/session.ts', find: 'const damage = head ? await integratorDamage(paths.integrator, head) : null;', replace: 'const damage = null;' }],
     caughtBy: ['test/integrator-damage.test.ts'],
   },
+  {
+    name: 'reading-needs-disk',
+    bug: 'a reading command opens SQLite only the usual way: on a full disk WAL\'s index cannot grow and status, show, log fail (issue 45)',
+    edits: [{ file: 'src/projections/storage-guard.ts', find: "memory.pragma('locking_mode = EXCLUSIVE');", replace: 'throw err;' }],
+    caughtBy: ['test/storage-faults.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

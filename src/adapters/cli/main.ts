@@ -4,6 +4,7 @@ import { COMMANDS } from './registry.js';
 import type { CommandContext } from './types.js';
 import { packageVersion } from '../package-files.js';
 import { escapeTerminal } from './terminal-text.js';
+import { asStorageError } from '../../projections/storage-errors.js';
 
 /** Where the CLI writes and what it sees; tests pass their own. */
 export interface CliIo {
@@ -43,7 +44,9 @@ export async function main(argv: string[], io: Partial<CliIo> = {}): Promise<num
   const verbose = argv.includes('--verbose');
   try {
     return await dispatch(argv, out);
-  } catch (err) {
+  } catch (thrown) {
+    // An I/O failure on a named file is said as one (issue 45), wherever it came from.
+    const err = asStorageError(thrown);
     const code = exitCodeFor(err);
     const message = err instanceof Error ? err.message : String(err);
     const prefix = err instanceof LongbuildError ? '' : 'internal error: ';

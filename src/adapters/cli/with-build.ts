@@ -1,5 +1,6 @@
 import { InterruptedError, StorageError } from '../../events/errors.js';
 import { openBuild, type BuildSession, type OpenOptions } from '../session.js';
+import { asStorageError } from '../../projections/storage-errors.js';
 import { sessionOptions } from './session-options.js';
 import type { CommandContext } from './types.js';
 
@@ -9,8 +10,10 @@ import type { CommandContext } from './types.js';
  */
 export async function withBuild<T>(ctx: CommandContext, fn: (s: BuildSession) => Promise<T>, extra: Partial<OpenOptions> = {}): Promise<T> {
   const session = await openBuild({ ...sessionOptions(ctx), ...extra });
-  const positioned = (err: unknown): unknown =>
-    (err instanceof InterruptedError || err instanceof StorageError) && err.position === undefined ? err.at(session.controller.current.position) : err;
+  const positioned = (e: unknown): unknown => {
+    const err = asStorageError(e);
+    return (err instanceof InterruptedError || err instanceof StorageError) && err.position === undefined ? err.at(session.controller.current.position) : err;
+  };
   let failure: { readonly err: unknown } | null = null;
   try {
     return await fn(session);

@@ -14,7 +14,7 @@ import type { RawEventRow } from './chain.js';
 import type { TransferableEventLog } from './verbatim.js';
 import { decodeTexts, hexOf, hexSql, readTexts } from './row-codec.js';
 import { RowNames } from './row-names.js';
-import { closeDatabase, openDatabase } from '../../projections/storage-guard.js';
+import { closeDatabase, openDatabase, openDatabaseToRead } from '../../projections/storage-guard.js';
 
 export interface SqliteReaderOptions {
   /** File path, or ':memory:'. */
@@ -45,7 +45,7 @@ export class SqliteLogReader implements TransferableEventLog {
   /** Opens the file as it is (a reader changes nothing: no schema, no journal mode). */
   constructor(options: SqliteReaderOptions, prepare?: (db: Database.Database) => void) {
     const inMemory = options.path === ':memory:' || options.path === '';
-    this.db = inMemory ? new Database(options.path) : openDatabase(options.path, { readonly: options.readonly ?? false });
+    this.db = inMemory ? new Database(options.path) : options.readonly === true ? openDatabase(options.path, { readonly: true }) : openDatabaseToRead(options.path);
     this.busyTimeoutMs = options.busyTimeoutMs ?? 10_000;
     this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
     if (prepare !== undefined) prepare(this.db);

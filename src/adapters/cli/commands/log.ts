@@ -3,8 +3,9 @@ import { SCHEMA_VERSIONS } from '../../../events/catalogue.js';
 import { UsageError } from '../../../events/errors.js';
 import type { StoredEvent } from '../../../events/envelope.js';
 import { readPages } from '../../log/paging.js';
-import { SqliteEventLog } from '../../log/sqlite-log.js';
-import { openBuildLog, pathsOf } from '../open-build.js';
+import { SqliteLogReader } from '../../log/sqlite-log-reader.js';
+import { openBuildLog } from '../../build-dir.js';
+import { pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import type { EventLog } from '../../../events/log.js';
 import { pause } from '../../interrupt.js';
@@ -24,10 +25,11 @@ export async function run(ctx: CommandContext): Promise<LogOutput> {
   // A type the catalogue does not know can match nothing: say so rather than print nothing.
   const unknown = [...(types ?? [])].filter((t) => !(t in SCHEMA_VERSIONS));
   if (unknown.length > 0) throw new UsageError(`log: unknown event type '${unknown[0]}' (known: ${Object.keys(SCHEMA_VERSIONS).sort().join(', ')})`);
-  const log = await openBuildLog(pathsOf(ctx));
+  // Opened for reading: `log` changes nothing, and works on a full disk (issue 45).
+  const log = await openBuildLog(pathsOf(ctx), { reading: true });
   const from = typeof ctx.flags.from === 'number' ? Math.max(1, ctx.flags.from) : 1;
   if (ctx.flags.follow === true) return follow(ctx, log, from, types);
-  if (!(log instanceof SqliteEventLog)) {
+  if (!(log instanceof SqliteLogReader)) {
     // Renderers are synchronous: a remote log is read through the port, page by page, up front.
     const events: StoredEvent[] = [];
     try {
