@@ -12,7 +12,7 @@ import type { PlannerPurpose } from './ids.js';
 export type NextAction =
   | { kind: 'uninitialized' }
   | { kind: 'completed' }
-  | { kind: 'blocked'; reason: string }
+  | { kind: 'blocked'; reason: string; planning?: { purpose: PlannerPurpose; horizonRevision: number; callId: string } }
   | { kind: 'plan'; purpose: PlannerPurpose; callId: string; inDoubt: boolean }
   | { kind: 'checkpoint'; milestoneId: string }
   | { kind: 'compact'; milestoneId: string }
@@ -96,7 +96,7 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
     const round = planningRound(state, 'seal', 0);
     if (round.refused) {
       const r = round.refused;
-      return { kind: 'blocked', reason: `${r.rejection?.reason ?? 'proposal rejected'}${refusedTimes(round.asks)}` };
+      return { kind: 'blocked', reason: `${r.rejection?.reason ?? 'proposal rejected'}${refusedTimes(round.asks)}${REPLAN}`, planning: { purpose: 'seal', horizonRevision: 0, callId: r.callId } };
     }
     return { kind: 'plan', purpose: 'seal', callId: round.callId, inDoubt: round.inDoubt };
   }
@@ -159,7 +159,7 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
       const round = planningRound(state, 'renew', revision);
       if (round.refused) {
         const r = round.refused.rejection;
-        return { kind: 'blocked', reason: `${r ? `renewal refused (${r.rule}): ${r.reason}` : 'renewal refused'}${refusedTimes(round.asks)}` };
+        return { kind: 'blocked', reason: `${r ? `renewal refused (${r.rule}): ${r.reason}` : 'renewal refused'}${refusedTimes(round.asks)}${REPLAN}`, planning: { purpose: 'renew', horizonRevision: revision, callId: round.refused.callId } };
       }
       return { kind: 'plan', purpose: 'renew', callId: round.callId, inDoubt: round.inDoubt };
     }
@@ -198,7 +198,7 @@ function repairOrBlock(state: BuildState, run: AcceptanceRun, revision: number):
   const round = planningRound(state, 'repair', revision);
   if (round.refused) {
     const r = round.refused.rejection;
-    return { kind: 'blocked', reason: `${failed}; the repair proposal was refused (${r?.rule ?? '?'}): ${r?.reason ?? ''}${refusedTimes(round.asks)}; ${next}` };
+    return { kind: 'blocked', reason: `${failed}; the repair proposal was refused (${r?.rule ?? '?'}): ${r?.reason ?? ''}${refusedTimes(round.asks)}; ${next}${REPLAN}`, planning: { purpose: 'repair', horizonRevision: revision, callId: round.refused.callId } };
   }
   return { kind: 'plan', purpose: 'repair', callId: round.callId, inDoubt: round.inDoubt };
 }
@@ -207,6 +207,9 @@ function repairOrBlock(state: BuildState, run: AcceptanceRun, revision: number):
 export function refusedTimes(asks: number): string {
   return asks > 1 ? ` (refused ${asks} times; the planner was asked again with the reasons each time)` : '';
 }
+
+/** What a build blocked in planning is told it can do. */
+export const REPLAN = '; `longbuild replan [--reason TEXT]` asks the planner again';
 
 /** How many times a round may ask (settings.plannerAsks; builds from before re-asks: once). */
 export function plannerAsks(state: Pick<BuildState, 'build'>): number {
@@ -219,12 +222,14 @@ export function plannerAsks(state: Pick<BuildState, 'build'>): number {
  */
 export function planningRound(state: BuildState, purpose: PlannerPurpose, horizonRevision: number):
   { callId: string; inDoubt: boolean; asks: number; refused?: undefined } | { asks: number; refused: PlannerCallRecord } {
-  const asks = plannerAsks(state);
+  // An operator's replan adds asks after the refused one it reopened (PlanningReopened).
+  let asks = plannerAsks(state);
   let last: PlannerCallRecord | undefined;
   for (let k = 1; k <= asks; k++) {
     const callId = plannerAskId(purpose, horizonRevision, k);
     const call = state.plannerCalls[callId];
     if (call?.status !== 'rejected') return { callId, inDoubt: call?.status === 'invoked', asks };
+    asks += call.reopened ?? 0;
     last = call;
   }
   return { asks, refused: last! };
@@ -233,11 +238,14 @@ export function planningRound(state: BuildState, purpose: PlannerPurpose, horizo
 /** The refusals of the asks before `callId` in its round, oldest first (what the planner is told). */
 export function earlierRefusals(state: BuildState, purpose: PlannerPurpose, horizonRevision: number, callId: string): { callId: string; rule: string; reason: string }[] {
   const out: { callId: string; rule: string; reason: string }[] = [];
-  for (let k = 1; k <= plannerAsks(state); k++) {
+  for (let k = 1; ; k++) {
     const id = plannerAskId(purpose, horizonRevision, k);
-    if (id === callId) break;
-    const r = state.plannerCalls[id]?.rejection;
+    const call = state.plannerCalls[id];
+    if (id === callId || call === undefined) break;
+    const r = call.rejection;
     if (r) out.push({ callId: id, rule: r.rule, reason: r.reason });
+    // The operator's reason for asking again is said to the planner like a refusal it must answer.
+    if (call.reopenReason !== undefined) out.push({ callId: id, rule: 'operator', reason: `asked again by an operator: ${call.reopenReason}` });
   }
   return out;
 }

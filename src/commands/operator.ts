@@ -3,6 +3,7 @@ import type { DomainEvent } from '../events/catalogue.js';
 import type { BuildState } from '../projections/build-state.js';
 import { compactedInto } from '../projections/summaries.js';
 import { hasAcceptance } from './acceptance.js';
+import { nextAction, plannerAsks } from './next-action.js';
 
 /** What an operator asked for, and what the host made of it (pure; the CLI records the event). */
 export type OperatorVerdict = { ok: true; event: DomainEvent } | { ok: false; reason: string };
@@ -28,6 +29,31 @@ export function decideRetry(state: BuildState, nodeId: string, attempts: number 
     event: {
       type: 'NodeRetried',
       data: { nodeId, attempts: more, attemptLimit: node.attempts + more, operator: { action: 'retry', ...(user ? { user } : {}) }, graphRevision: state.graphRevision },
+    },
+  };
+}
+
+/**
+ * `longbuild replan [--reason TEXT] [--asks N]` (issue 46): a build blocked in planning — every ask of
+ * a round (the first plan, a renewal, a repair window) refused — gets N more asks of that round
+ * (default: the build's planner.asks). The planner is asked again with every refusal so far and
+ * the operator's reason. Refused when the build is not blocked in planning.
+ */
+export function decideReplan(state: BuildState, reason: string | undefined, asks: number | undefined, user: string | undefined): OperatorVerdict {
+  if (!state.build) return { ok: false, reason: 'the build is not initialised' };
+  if (state.completed) return { ok: false, reason: 'the build is complete' };
+  const next = nextAction(state);
+  if (next.kind !== 'blocked' || next.planning === undefined) {
+    return { ok: false, reason: `the build is not blocked in planning${next.kind === 'blocked' ? ` (it is blocked: ${next.reason})` : ''}: replan asks the planner again only after every ask of a round was refused` };
+  }
+  const more = asks ?? plannerAsks(state);
+  if (!Number.isInteger(more) || more < 1 || more > 10) return { ok: false, reason: `--asks must be a whole number from 1 to 10, got ${String(more)}` };
+  const p = next.planning;
+  return {
+    ok: true,
+    event: {
+      type: 'PlanningReopened',
+      data: { purpose: p.purpose, horizonRevision: p.horizonRevision, callId: p.callId, asks: more, ...(reason !== undefined ? { reason } : {}), operator: { action: 'replan', ...(user ? { user } : {}) }, graphRevision: state.graphRevision },
     },
   };
 }

@@ -20,7 +20,7 @@ import { compactMilestone } from './compaction.js';
 import { plannerInputOf, reworkOf, workPacketOf } from './effect-inputs.js';
 import { decideRenewal, decideRepair, validateProposal } from './horizon.js';
 import { horizonIdOf, workerCallKey } from './ids.js';
-import { concurrencyOf, jobsBelow, nextAction, plannerAsks, refusedTimes, sunkBelow, type NextAction } from './next-action.js';
+import { concurrencyOf, jobsBelow, nextAction, plannerAsks, planningRound, refusedTimes, REPLAN, sunkBelow, type NextAction } from './next-action.js';
 import { ATTEMPT_REF_PREFIX, attemptIdsOfNode, decideRefRepairs, finishedAttemptBranches, withoutAttempts } from './refs.js';
 import { refuse, type Refusal } from './refusal.js';
 import {
@@ -501,7 +501,7 @@ export function describe(state: BuildState, outcome: Outcome): StepResult {
       // A round with asks left returns the proposal to the planner with the reasons (next step).
       const next = nextAction(state);
       if (next.kind === 'plan') return { ...at, outcome: 'refused', detail: `${outcome.rule}: ${outcome.reason}; asking the planner again (${next.callId})` };
-      return { ...at, outcome: 'blocked', detail: `${outcome.rule}: ${outcome.reason}`, reason: `proposal refused (${outcome.rule}): ${outcome.reason}${refusedTimes(plannerAsks(state))}` };
+      return { ...at, outcome: 'blocked', detail: `${outcome.rule}: ${outcome.reason}`, reason: `proposal refused (${outcome.rule}): ${outcome.reason}${refusedTimes(next.kind === 'blocked' && next.planning ? planningRound(state, next.planning.purpose, next.planning.horizonRevision).asks : plannerAsks(state))}${REPLAN}` };
     }
   }
 }

@@ -508,6 +508,21 @@ export const NodeRetried = e('NodeRetried', z.strictObject({
 }));
 
 /**
+ * An operator's `longbuild replan` (issue 46): a planning round whose every ask was refused (the
+ * build blocked in planning) gets `asks` more asks — the planner is asked again, told the
+ * refusals so far and the operator's reason. `callId` is the last refused ask the round had.
+ */
+export const PlanningReopened = e('PlanningReopened', z.strictObject({
+  purpose: z.enum(['seal', 'renew', 'repair']),
+  horizonRevision: z.number().int().nonnegative(),
+  callId: z.string().min(1),
+  asks: z.number().int().min(1).max(10),
+  reason: z.string().max(2000).optional(),
+  operator: z.strictObject({ action: z.literal('replan'), user: z.string().optional() }),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+/**
  * An operator canceled work (`longbuild cancel NODE`): the node and every node that depends on
  * it, transitively, that was not accepted yet (first the one named, then the rest sorted). They
  * are never dispatched again; a milestone whose nodes are all accepted or canceled is complete,
@@ -601,6 +616,7 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   MilestoneCompacted,
   RefRepaired,
   NodeRetried,
+  PlanningReopened,
   NodeCanceled,
   AcceptanceStarted,
   AcceptanceFinished,
@@ -635,6 +651,7 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   EffectReinvoked: 1,
   MilestoneCompacted: 1,
   NodeRetried: 1,
+  PlanningReopened: 1,
   NodeCanceled: 1,
   AcceptanceStarted: 1,
   AcceptanceFinished: 1,

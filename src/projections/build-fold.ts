@@ -292,6 +292,13 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
       draft.blocked = null;
       return;
     }
+    case 'PlanningReopened': {
+      const call = draft.plannerCalls[event.data.callId];
+      if (!call || call.status !== 'rejected') return; // only a refused round is reopened (the decider says so)
+      call.reopened = (call.reopened ?? 0) + event.data.asks;
+      if (event.data.reason !== undefined) call.reopenReason = event.data.reason;
+      return;
+    }
     case 'NodeCanceled': {
       for (const id of event.data.nodeIds) {
         const node = draft.nodes[id];

@@ -115,6 +115,10 @@ export interface PlannerCallRecord {
   readonly status: 'invoked' | 'returned' | 'rejected';
   readonly invocations: number;
   readonly rejection: { rule: string; reason: string } | null;
+  /** Asks an operator added to the round after this, its last refused ask (`longbuild replan`, PlanningReopened). */
+  readonly reopened?: number;
+  /** The operator's reason for reopening, told to the planner with the refusals. */
+  readonly reopenReason?: string;
 }
 
 export interface BuildInfo {

@@ -660,6 +660,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/projections/storage-guard.ts', find: "memory.pragma('locking_mode = EXCLUSIVE');", replace: 'throw err;' }],
     caughtBy: ['test/storage-faults.test.ts'],
   },
+  {
+    name: 'replan-adds-no-asks',
+    bug: 'a PlanningReopened event gives the round no more asks: replan records and the build stays blocked (issue 46)',
+    edits: [{ file: 'src/commands/next-action.ts', find: 'asks += call.reopened ?? 0;', replace: 'asks += 0;' }],
+    caughtBy: ['test/replan.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

@@ -59,6 +59,11 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     help: 'longbuild retry NODE [--attempts N]\n  A node that used up its attempts gets N more (default: the build\'s maxAttempts), recorded as a\n  NodeRetried event naming the operator; a build it blocked goes on with `longbuild run`. Its next\n  attempt is told why the last one failed. Holds the controller lease (exit 3 while a run runs).\nexample: longbuild retry api --attempts 2',
     load: () => import('./commands/retry.js'),
   },
+  replan: {
+    summary: 'ask the planner again when every proposal of a round was refused (unblocks the build)',
+    help: 'longbuild replan [--reason TEXT] [--asks N]\n  A build blocked in planning (the first plan, a renewal or a repair window: every ask refused)\n  asks its planner N more times (default: the build\'s planner.asks), recorded as a PlanningReopened\n  event naming the operator; the planner is told every refusal so far and the reason. Holds the\n  controller lease (exit 3 while a run runs).\nexample: longbuild replan --reason "keep the API milestone to three nodes"',
+    load: () => import('./commands/replan.js'),
+  },
   cancel: {
     summary: 'cancel a node and the nodes that depend on it (and unblock the build)',
     help: 'longbuild cancel NODE [--reason TEXT]\n  The node and every node that depends on it and is not accepted yet are never worked on again,\n  recorded as one NodeCanceled event naming the operator. A milestone whose nodes are all accepted\n  or canceled is complete (its checkpoint lists the accepted ones); a build they blocked goes on\n  with `longbuild run`. Refused for accepted work and while the node is in flight. Holds the\n  controller lease (exit 3 while a run runs).\nexample: longbuild cancel flaky-e2e --reason "out of scope for this release"',

@@ -72,7 +72,8 @@ export class CommandPlanner implements Planner {
         // Not JSON at all, or JSON the host refuses to read (R-55): hand the host a note it refuses
         // with the reason (recorded as a rejected proposal, returned to the planner, R-39).
         const read = jsonInMessage(message);
-        if (read === null) return { invalid: `${label}'s answer is not JSON`, rule: 'R-28', stdout: message.trim().slice(0, 2000) };
+        // The real reason, with how the answer began (issue 46): what a person needs to see why.
+        if (read === null) return { invalid: `${label}'s answer is not JSON; it began: ${JSON.stringify(beginning(message))}`, rule: 'R-28', stdout: message.trim().slice(0, 2000) };
         if (!read.ok) return { invalid: `${label}'s answer is refused: ${read.problem}`, rule: 'R-55', stdout: message.trim().slice(0, 2000) };
         return read.value;
       } finally {
@@ -137,3 +138,8 @@ function firstLine(s: string): string {
   return s.trim().split('\n')[0]?.slice(0, 300) ?? '';
 }
 
+/** The first words of an answer, on one line (at most 60 characters, cut with an ellipsis). */
+function beginning(message: string): string {
+  const flat = message.trim().replace(/\s+/g, ' ');
+  return flat.length > 60 ? `${flat.slice(0, 60)}…` : flat;
+}
