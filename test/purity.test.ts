@@ -3,7 +3,7 @@
  * `src/projections` — and everything they import, transitively — uses no I/O module (fs,
  * child_process, net, SQLite, PostgreSQL, anything under src/adapters), no clock and no
  * randomness. The SQLite read-model writer of src/projections (engine, tables, the snapshot store, the
- * storage guard) is the one place there allowed to touch files; no pure file may import it.
+ * storage guard and its error naming) is the one place there allowed to touch files; no pure file may import it.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -12,7 +12,7 @@ import { ROOT } from './support/cli.js';
 
 const SRC = join(ROOT, 'src');
 /** src/projections files that write the read model to SQLite (ARCHITECTURE: "SQLite read-model writer"). */
-const WRITERS = new Set(['projections/engine.ts', 'projections/tables.ts', 'projections/snapshot-store.ts', 'projections/storage-guard.ts']);
+const WRITERS = new Set(['projections/engine.ts', 'projections/tables.ts', 'projections/snapshot-store.ts', 'projections/storage-guard.ts', 'projections/storage-errors.ts']);
 // picomatch (glob matching) and saxes (an XML parser) are pure functions of their input too.
 const ALLOWED_MODULES = new Set(['node:crypto', 'zod', 'immer', 'picomatch/posix.js', 'saxes']);
 /** Randomness and clocks, whatever module they come from. */
