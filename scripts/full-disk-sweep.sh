@@ -1,6 +1,11 @@
 #!/bin/bash
-# Full-disk sweep: a HELIOS build on a 4 MiB tmpfs, stopped after N steps, the disk filled to K KiB left; run; then space back, run.
-L=/work/main/bin/longbuild.js; H=/work/main/test/fixtures/helios.json
+# Full-disk sweep (issue 45; root, it mounts tmpfs): a HELIOS build on a 4 MiB tmpfs, stopped after
+# N steps (0..12), the disk filled to K KiB left (0, 8, 24, 60, 120); `run` must fail in one line
+# naming a file of the build (never "internal error"), and with the space back `run` must end at
+# the tree an undamaged build ends at. Prints the failures and "sweep: OK ok, BAD bad".
+#   npm run build && bash scripts/full-disk-sweep.sh
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+L=$ROOT/bin/longbuild.js; H=$ROOT/test/fixtures/helios.json
 clean=$(mktemp -d); cd $clean; node $L init --blueprint $H >/dev/null 2>&1; node $L run >/dev/null 2>&1; CT=$(git rev-parse refs/heads/longbuild/integration^{tree})
 ok=0; bad=0
 for steps in 0 1 2 3 4 5 6 7 8 9 10 11 12; do for leave in 0 8 24 60 120; do
