@@ -41,7 +41,7 @@ describe('R-17 controller decision order', () => {
       { type: 'PlannerReturned', data: { callId: 'plan.seal.0', proposal: { detailed: [] }, proposalSha256: sha256Of('p'), graphRevision: 0 } },
       { type: 'ProposalRejected', data: { callId: 'plan.seal.0', rule: 'R-13', reason: 'a horizon holds one or two detailed milestones, the proposal has 0', graphRevision: 0 } },
     );
-    expect(nextAction(rejected.state)).toEqual({ kind: 'blocked', reason: 'a horizon holds one or two detailed milestones, the proposal has 0' });
+    expect(nextAction(rejected.state)).toEqual({ kind: 'blocked', reason: 'a horizon holds one or two detailed milestones, the proposal has 0; `longbuild replan [--reason TEXT]` asks the planner again', planning: { purpose: 'seal', horizonRevision: 0, callId: 'plan.seal.0' } });
   });
 
   it('R-28 (property) for every ask limit A and every k refusals so far, the round asks again (ask k+1, its own id) while k < A, settles an in-doubt ask under the same id, and blocks at k = A naming the count (the same on the build\'s view)', () => {
@@ -65,7 +65,7 @@ describe('R-17 controller decision order', () => {
         expect(nextAction(state)).toEqual({ kind: 'plan', purpose: 'seal', callId: id(k + 1), inDoubt: pendingAsk });
         expect(plannerInputOf(state, 'seal', id(k + 1)).feedback ?? []).toEqual(Array.from({ length: k }, (_, i) => ({ callId: id(i + 1), rule: 'R-28', reason: `bad ${i + 1}` })));
       } else {
-        expect(nextAction(state)).toEqual({ kind: 'blocked', reason: `bad ${asks}${asks > 1 ? ` (refused ${asks} times; the planner was asked again with the reasons each time)` : ''}` });
+        expect(nextAction(state)).toEqual({ kind: 'blocked', reason: `bad ${asks}${asks > 1 ? ` (refused ${asks} times; the planner was asked again with the reasons each time)` : ''}; \`longbuild replan [--reason TEXT]\` asks the planner again`, planning: { purpose: 'seal', horizonRevision: 0, callId: id(asks) } });
       }
     }), { numRuns: 200 });
   });
