@@ -42,7 +42,7 @@ import type { StepResult } from './controller/controller.js';
 import { callsInDoubt, type BuildState } from '../projections/build-state.js';
 import type { OperatorVerdict } from '../commands/operator.js';
 import { parseVerifierKey } from '../events/signed-note.js';
-import { Notary } from './transparency/notary.js';
+import { Notary, SIGNED_AFTER } from './transparency/notary.js';
 import { buildKeyFrom, homePaths, loadSigningKey, secretPaths, signedHeadPath, signingKeyPath } from './transparency/keys.js';
 
 export const INTEGRATION_REF = 'refs/heads/longbuild/integration';
@@ -225,7 +225,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
           if (damage !== null) throw new ValidationError(`${paths.integrator} is damaged: ${damage}; ${integratorRecovery(paths.integrator)}`, 'R-31');
           if (opened.restored !== null) warn(`${opened.restored} did not verify (damaged): written again from this machine's copy of the last signature`);
           // Checkpoints a stopped run missed (an unwritable checkpoints/, a kill before the signature) are signed now (issue 45).
-          const missed = await opened.signMissed(SIGNED_AFTER);
+          const missed = await opened.signMissed();
           if (missed.length > 0) warn(`signed ${missed.length} checkpoint${missed.length === 1 ? '' : 's'} an earlier run missed (at size${missed.length === 1 ? '' : 's'} ${missed.join(', ')})`);
         } catch (err) {
           opened.close();
@@ -274,7 +274,6 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
 }
 
 /** Events after which a checkpoint is signed (R-35): promotions, milestone checkpoints, the end. */
-const SIGNED_AFTER = new Set(['IntegrationPromoted', 'CheckpointWritten', 'BuildCompleted', 'BuildBlocked']);
 
 function openNotary(paths: BuildPaths, log: TransferableEventLog, initData: { buildId: string; signing?: { vkey: string } }, env: NodeJS.ProcessEnv): Notary {
   if (initData.signing === undefined) {

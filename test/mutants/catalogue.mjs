@@ -627,13 +627,13 @@ export const MUTANTS = [
   {
     name: 'prove-unchecked',
     bug: 'prove hands out the proof tree.db gives without checking it: a damaged cache yields a proof that fails its own check (issue 45)',
-    edits: [{ file: 'src/adapters/cli/commands/prove.ts', find: 'checkProofFile(proof, key);', replace: 'void 0;' }],
+    edits: [{ file: 'src/adapters/cli/commands/prove.ts', find: 'void checkProofFile(text, key)', replace: 'void text' }],
     caughtBy: ['test/tree-cache.test.ts'],
   },
   {
     name: 'tree-cache-unverified',
     bug: 'verify does not compare tree.db with the log (issue 45)',
-    edits: [{ file: 'src/adapters/cli/commands/verify.ts', find: 'if (!existsSync(paths.tree))', replace: 'if (true)' }],
+    edits: [{ file: 'src/adapters/transparency/tree-store.ts', find: 'if (!existsSync(path))', replace: 'if (true)' }],
     caughtBy: ['test/tree-cache.test.ts'],
   },
   {
@@ -645,7 +645,7 @@ export const MUTANTS = [
   {
     name: 'missed-checkpoints-unsigned',
     bug: 'a run does not sign the checkpoints an earlier run missed: promotions stay without a signature made before the next (issue 45)',
-    edits: [{ file: 'src/adapters/session.ts', find: 'await opened.signMissed(SIGNED_AFTER)', replace: '[]' }],
+    edits: [{ file: 'src/adapters/session.ts', find: 'await opened.signMissed()', replace: '[]' }],
     caughtBy: ['test/missed-checkpoints.test.ts'],
   },
   {

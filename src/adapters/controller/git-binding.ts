@@ -7,6 +7,7 @@ import {
 import { verifyWithCache, type VerificationPhases, type VerificationRunner } from '../cache/cached-verification.js';
 import { updateOwnRef } from '../git/own-refs.js';
 import { holdoutCommit } from '../git/holdout.js';
+import { missingObjects } from '../git/integrator-repo.js';
 import type { VerificationCache } from '../cache/verification-cache.js';
 import type { GitPort, VerificationRun } from './ports.js';
 import type { ObservedRefs } from '../../commands/refs.js';
@@ -84,7 +85,7 @@ export function gitBinding(o: GitBindingOptions): GitPort {
       // One pass: apply onto head in a fresh detached workspace, verify there (cache first), clean up.
       // A candidate the integrator no longer has (its repository was lost and made again from the
       // published refs, issue 45) fails the job like a conflict: the node's next attempt makes it again.
-      const lost = await missingCommits(I, candidates);
+      const lost = await missingObjects(I, candidates);
       if (lost.length > 0) {
         const conflict = { argv: ['git', 'cat-file', '-e', lost[0]!], output: Buffer.from(`missing: ${lost.join(' ')}\n`), paths: [], durationMs: 0 };
         return { ok: false as const, reason: `candidate ${lost[0]!.slice(0, 12)} is missing from the integrator's repository (lost with it; made again from the published refs): the node is attempted again`, conflict };
@@ -177,9 +178,3 @@ export async function observeRefs(userRepo: string, integratorRepo: string, ref:
   return { integration, published, attempts };
 }
 
-/** The commits of `shas` the repository does not have (one batch check). */
-async function missingCommits(repo: string, shas: readonly string[]): Promise<string[]> {
-  if (shas.length === 0) return [];
-  const r = await git(repo, ['cat-file', '--batch-check=%(objectname) %(objecttype)'], { input: `${shas.join('\n')}\n`, allowFail: true });
-  return r.stdout.split('\n').filter((l) => l.endsWith(' missing')).map((l) => l.split(' ')[0]!);
-}

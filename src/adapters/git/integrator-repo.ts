@@ -35,10 +35,15 @@ export async function ensureIntegratorRepo(dir: string, userRepo: string, integr
 export async function integratorDamage(dir: string, commit: string): Promise<string | null> {
   const listed = await git(dir, ['rev-list', '--objects', '--no-walk', commit], { allowFail: true });
   if (listed.code !== 0) return `it lacks the integration head ${commit.slice(0, 12)} or objects of its tree`;
-  const ids = listed.stdout.split('\n').map((l) => l.split(' ')[0]!).filter((l) => l !== '');
-  const checked = await git(dir, ['cat-file', '--batch-check=%(objectname) %(objecttype)'], { input: `${ids.join('\n')}\n`, allowFail: true });
-  const missing = checked.stdout.split('\n').filter((l) => l.endsWith(' missing'));
-  return missing.length === 0 ? null : `it lacks ${missing.length} object${missing.length === 1 ? '' : 's'} of the integration head ${commit.slice(0, 12)} (${missing[0]!.split(' ')[0]!.slice(0, 12)}${missing.length > 1 ? ', …' : ''})`;
+  const missing = await missingObjects(dir, listed.stdout.split('\n').map((l) => l.split(' ')[0]!).filter((l) => l !== ''));
+  return missing.length === 0 ? null : `it lacks ${missing.length} object${missing.length === 1 ? '' : 's'} of the integration head ${commit.slice(0, 12)} (${missing[0]!.slice(0, 12)}${missing.length > 1 ? ', …' : ''})`;
+}
+
+/** The objects of `ids` the repository does not have (one `cat-file --batch-check`). */
+export async function missingObjects(repo: string, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const r = await git(repo, ['cat-file', '--batch-check=%(objectname) %(objecttype)'], { input: `${ids.join('\n')}\n`, allowFail: true });
+  return r.stdout.split('\n').filter((l) => l.endsWith(' missing')).map((l) => l.split(' ')[0]!);
 }
 
 /** The way out when the integrator's repository is damaged: it is made again from the user's repository. */

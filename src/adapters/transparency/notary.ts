@@ -31,6 +31,9 @@ export function logLeavesOf(log: EventLog): LogLeaves | undefined {
   return (start, end) => reader.readHashesSync!(start + 1, end - start).map(eventLeafHash);
 }
 
+/** The events a checkpoint is signed after (R-35): every promotion, milestone checkpoint and end. */
+export const SIGNED_AFTER: ReadonlySet<string> = new Set(['IntegrationPromoted', 'CheckpointWritten', 'BuildCompleted', 'BuildBlocked']);
+
 /** Signed checkpoint files of a build, smallest tree size first. */
 export function checkpointFiles(paths: BuildPaths): { size: number; file: string }[] {
   if (!existsSync(paths.checkpoints)) return [];
@@ -173,14 +176,20 @@ export class Notary {
     this.lastSigned = cp; // the next checkpoint extends this one (the newest, in the build or kept outside)
     // Events after the last checkpoint (a crash between an append and its signature) vouch for
     // nothing yet: each must at least be one the catalogue accepts (R-28).
+    // The same read finds the checkpoints a stopped run missed (signMissed signs them).
+    this.missed = [];
     for (const e of await this.log.readAll({ from: cp.size + 1 })) {
       try {
         domainCatalogue.validate(e.type, e.schemaVersion, e.data);
       } catch (err) {
         throw new CorruptLogError(e.position, `an event after the last signed checkpoint fails the catalogue (${(err as Error).message}); refusing to append`);
       }
+      if (SIGNED_AFTER.has(e.type)) this.missed.push(e.position);
     }
   }
+
+  /** Positions after the last signed checkpoint of events R-35 signs after, found by check(). */
+  private missed: number[] = [];
 
   /** The event at `cp.size` is leaf size-1 of the signed tree (the tree store rebuilt once if it disagrees). */
   private async includesHeadOf(cp: SignedCheckpoint): Promise<boolean> {
@@ -198,20 +207,14 @@ export class Notary {
 
   /**
    * Sign the checkpoints a run missed (issue 45): after the last signed checkpoint, at each event
-   * R-35 signs after (`signedAfter`), in order — what a run that stopped on an unwritable
+   * R-35 signs after (SIGNED_AFTER, found by check()), in order — what a run that stopped on an unwritable
    * checkpoints/ directory, or was killed between an append and its signature, left unsigned. The
    * head itself is signed at the end of the run as always. Returns the sizes signed.
    */
-  async signMissed(signedAfter: ReadonlySet<string>): Promise<number[]> {
+  async signMissed(): Promise<number[]> {
     if (this.privateKey === null) return [];
-    const last = this.lastSigned ?? this.latest();
-    const sizes: number[] = [];
-    for (let from = (last?.size ?? 0) + 1; ;) {
-      const page = await this.log.readAll({ from, limit: 1024 });
-      if (page.length === 0) break;
-      for (const e of page) if (signedAfter.has(e.type)) sizes.push(e.position);
-      from = page[page.length - 1]!.position + 1;
-    }
+    const sizes = this.missed;
+    this.missed = [];
     for (const size of sizes) await this.sign(size);
     return sizes;
   }

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { closeDatabase, openDatabase } from '../../projections/storage-guard.js';
 import type { EventLog } from '../../events/log.js';
@@ -192,5 +193,26 @@ export class TreeStore {
 
   close(): void {
     closeDatabase(this.db);
+  }
+}
+
+/** How `verify` names a problem of the tree cache (and knows `rebuild` is its remedy). */
+export const TREE_PROBLEM = 'the Merkle tree cache';
+
+/**
+ * The Merkle tree cache at `path` against the log's leaves (issue 45): a flipped byte there would
+ * go into the proofs `prove` hands out. Read only; a store behind the log is fine (it catches up).
+ */
+export function treeCacheProblems(path: string, leaves: readonly Hash[]): { position: number; problem: string }[] {
+  if (!existsSync(path)) return [];
+  let store: TreeStore | null = null;
+  try {
+    store = TreeStore.openReadOnly(path);
+    const d = store.disagreement(leaves);
+    return d === null ? [] : [{ position: d.leaf + 1, problem: `${TREE_PROBLEM} ${path} disagrees with the log: ${d.what}` }];
+  } catch (err) {
+    return [{ position: 1, problem: `${TREE_PROBLEM} ${path} cannot be read (${(err as Error).message.split('\n')[0]})` }];
+  } finally {
+    store?.close();
   }
 }

@@ -3,11 +3,11 @@ import { resolve } from 'node:path';
 import { canonicalJson } from '../../../events/canonical.js';
 import { hashedPart } from '../../../events/envelope.js';
 import { CorruptLogError, NotFoundError, UsageError, ValidationError } from '../../../events/errors.js';
-import { consistencyProof, inclusionProof } from '../../../events/merkle.js';
+import { consistencyProof, inclusionProof, type TreeSource } from '../../../events/merkle.js';
 import { checkProofFile, formatConsistencyProof, formatInclusionProof, type CheckedProof } from '../../../events/proof-file.js';
 import { NoteError, parseVerifierKey, type VerifierKey } from '../../../events/signed-note.js';
 import { buildExists } from '../../build-dir.js';
-import { Notary, readCheckpoint } from '../../transparency/notary.js';
+import { Notary, readCheckpoint, type SignedCheckpoint } from '../../transparency/notary.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
@@ -40,37 +40,43 @@ export async function run(ctx: CommandContext): Promise<ProveOutput> {
     try {
       const cp = notary.latest();
       if (cp === null) throw new NotFoundError(`prove: no signed checkpoint in ${paths.checkpoints}`);
-      let proof = '';
-      let extra: { kind: 'inclusion' | 'consistency'; from?: number; position?: number } = { kind: 'inclusion' };
-      // A proof is handed out only once it checks, as \`prove --check\` would check it: a tree.db
-      // damaged on disk (a cache) is built again from the log first (issue 45).
-      for (let tries = 0; ; tries++) {
-        const tree = (await (tries === 0 ? notary.tree(cp.size) : notary.rebuildTree(cp.size))).source();
-        if (typeof position === 'number') {
-          if (position < 1 || position > cp.size) throw new UsageError(`prove: --position must be in 1..${cp.size} (the last signed checkpoint's size)`);
-          const [e] = await log.readAll({ from: position, limit: 1 });
-          proof = formatInclusionProof(position - 1, canonicalJson(hashedPart(e!)), inclusionProof(tree, position - 1, cp.size), cp.note);
-          extra = { kind: 'inclusion', position };
-        } else {
-          const file = resolve(ctx.cwd, String(since));
-          if (!existsSync(file)) throw new NotFoundError(`prove: --since ${file} does not exist`);
-          let held;
-          try {
-            held = readCheckpoint(readFileSync(file, 'utf8'), key, init.buildId, file);
-          } catch (err) {
-            throw new ValidationError(`prove: ${file} is not a checkpoint of this build: ${(err as Error).message}`);
-          }
-          if (held.size > cp.size) throw new ValidationError(`prove: ${file} (size ${held.size}) is newer than the last signed checkpoint (size ${cp.size}): the log was cut`);
-          proof = formatConsistencyProof(held.size, held.root, consistencyProof(tree, held.size, cp.size), cp.note);
-          extra = { kind: 'consistency', from: held.size };
-        }
+      // What is asked is read and checked once; only the proof is made again when it does not check.
+      let make: (tree: TreeSource) => string;
+      let extra: { kind: 'inclusion' | 'consistency'; from?: number; position?: number };
+      if (typeof position === 'number') {
+        if (position < 1 || position > cp.size) throw new UsageError(`prove: --position must be in 1..${cp.size} (the last signed checkpoint's size)`);
+        const [e] = await log.readAll({ from: position, limit: 1 });
+        const leaf = canonicalJson(hashedPart(e!));
+        make = (tree) => formatInclusionProof(position - 1, leaf, inclusionProof(tree, position - 1, cp.size), cp.note);
+        extra = { kind: 'inclusion', position };
+      } else {
+        const file = resolve(ctx.cwd, String(since));
+        if (!existsSync(file)) throw new NotFoundError(`prove: --since ${file} does not exist`);
+        let held: SignedCheckpoint;
         try {
-          checkProofFile(proof, key);
-          break;
+          held = readCheckpoint(readFileSync(file, 'utf8'), key, init.buildId, file);
         } catch (err) {
-          if (!(err instanceof NoteError)) throw err;
-          if (tries > 0) throw new CorruptLogError(cp.size, `prove: no proof from this log checks against the checkpoint signed at size ${cp.size} (${err.message}); run \`longbuild verify\``);
-          ctx.stderr(`longbuild: ${paths.tree} gave a proof that does not check: building it again from the log (it is a cache)\n`);
+          throw new ValidationError(`prove: ${file} is not a checkpoint of this build: ${(err as Error).message}`);
+        }
+        if (held.size > cp.size) throw new ValidationError(`prove: ${file} (size ${held.size}) is newer than the last signed checkpoint (size ${cp.size}): the log was cut`);
+        make = (tree) => formatConsistencyProof(held.size, held.root, consistencyProof(tree, held.size, cp.size), cp.note);
+        extra = { kind: 'consistency', from: held.size };
+      }
+      // A proof is handed out only once it checks, as `prove --check` would check it: a tree.db
+      // damaged on disk (a cache) is built again from the log first (issue 45).
+      const checks = (text: string): void => void checkProofFile(text, key);
+      let proof = make((await notary.tree(cp.size)).source());
+      try {
+        checks(proof);
+      } catch (err) {
+        if (!(err instanceof NoteError)) throw err;
+        ctx.stderr(`longbuild: ${paths.tree} gave a proof that does not check: building it again from the log (it is a cache)\n`);
+        proof = make((await notary.rebuildTree(cp.size)).source());
+        try {
+          checks(proof);
+        } catch (again) {
+          if (!(again instanceof NoteError)) throw again;
+          throw new CorruptLogError(cp.size, `prove: no proof from this log checks against the checkpoint signed at size ${cp.size} (${again.message}); run \`longbuild verify\``);
         }
       }
       const target = typeof out === 'string' ? resolve(ctx.cwd, out) : null;

@@ -27,7 +27,7 @@ import { UsageError, ValidationError } from '../../../events/errors.js';
 import { domainCatalogue } from '../../../events/catalogue.js';
 import { sha256Hex } from '../../../events/hash.js';
 import { eventLeafHash, hashLeaves, memoryTree, treeRoot } from '../../../events/merkle.js';
-import { TreeStore } from '../../transparency/tree-store.js';
+import { TREE_PROBLEM, treeCacheProblems } from '../../transparency/tree-store.js';
 import { integratorDamage, integratorRecovery } from '../../git/integrator-repo.js';
 import { formatVerifierKey, parseVerifierKey, type VerifierKey } from '../../../events/signed-note.js';
 import { checkpointFiles, readCheckpoint } from '../../transparency/notary.js';
@@ -97,7 +97,7 @@ export async function run(ctx: CommandContext): Promise<VerifyOutput> {
       checkpoints = signed.checked;
       problems.push(...signed.problems);
       if (seenBefore > headPosition) problems.push({ position: headPosition + 1, problem: `log truncated: the projections have seen position ${seenBefore}, but the log ends at ${headPosition}` });
-      problems.push(...driverProblems(paths, events), ...evidenceProblems(paths, events), ...testsProblems(paths, events), ...treeProblems(paths, leaves));
+      problems.push(...driverProblems(paths, events), ...evidenceProblems(paths, events), ...testsProblems(paths, events), ...treeCacheProblems(paths.tree, leaves));
       const linked = await forkLinks(events);
       if (linked.links.length > 0) forks = linked.links;
       problems.push(...linked.problems);
@@ -319,26 +319,6 @@ function testsProblems(paths: BuildPaths, events: readonly StoredEvent[]): Verif
     return /^[0-9a-f]{64}$/.test(sha) && existsSync(file) ? readFileSync(file) : null;
   });
   return r.problem === null ? [] : [{ position: r.problem.position, problem: `tests (R-52): ${r.problem.message}` }];
-}
-
-const TREE_PROBLEM = 'the Merkle tree cache';
-
-/**
- * The Merkle tree cache (tree.db) against the log's leaves (issue 45): a flipped byte there would
- * go into the proofs `prove` hands out. Read only; a store behind the log is fine (it catches up).
- */
-function treeProblems(paths: BuildPaths, leaves: readonly Buffer[]): VerifyProblem[] {
-  if (!existsSync(paths.tree)) return [];
-  let store: TreeStore | null = null;
-  try {
-    store = TreeStore.openReadOnly(paths.tree);
-    const d = store.disagreement(leaves);
-    return d === null ? [] : [{ position: d.leaf + 1, problem: `${TREE_PROBLEM} ${paths.tree} disagrees with the log: ${d.what}` }];
-  } catch (err) {
-    return [{ position: 1, problem: `${TREE_PROBLEM} ${paths.tree} cannot be read (${(err as Error).message.split('\n')[0]})` }];
-  } finally {
-    store?.close();
-  }
 }
 
 /**
