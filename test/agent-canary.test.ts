@@ -143,6 +143,16 @@ describe.each(AGENTS)('live canary: the real $agent binary plans and implements 
     const repeats = [...server.repeats().values()];
     const repeatedCalls = new Set(repeats.map((es) => es[0]!.callId));
     expect(repeatedCalls).toEqual(new Set([`${log[0]!.data.buildId}:add.1`]));
+    // R-58: each preset reads what its agent reported. The scripted provider reports 1 output token a
+    // request, so a call's recorded output tokens are its model requests (the interrupted call's aside).
+    const buildId = log[0]!.data.buildId as string;
+    const usages = log.filter((e) => e.type === 'AttemptFinished' && !reinvoked.has(`${buildId}:${e.data.attemptId}`)).map((e) => ({ key: `${buildId}:${e.data.attemptId}`, usage: e.data.usage }));
+    console.log(`canary ${agent} usage: ${JSON.stringify(usages)} requests ${JSON.stringify(usages.map((u) => server.ledger.filter((x) => x.callId === u.key && !x.held).length))}`);
+    for (const u of usages) {
+      expect(u.usage, `${agent} ${u.key}`).toMatchObject({ model: 'scripted-model', outputTokens: server.ledger.filter((x) => x.callId === u.key && !x.held).length });
+      expect(u.usage.inputTokens, `${agent} ${u.key}`).toBeGreaterThan(0);
+    }
+    expect(cliJson(['status'], { cwd: repo }).spend.reported).toBeGreaterThanOrEqual(usages.length);
     const calls = new Set(server.ledger.filter((e) => e.callId !== '').map((e) => e.callId));
     const nodes = 2;
     // The controller's overhead per worker call: the time between its intent and its result that the

@@ -33,10 +33,34 @@ describe('agent presets', () => {
     expect(codex.join(' ')).toContain('base_url="http://127.0.0.1:9/v1"');
     expect(PRESETS.codex.env(call)).toMatchObject({ HOME: '/h', CODEX_HOME: '/h/.codex' });
     // opencode re-quotes an argv message: its prompt goes on stdin.
-    expect([PRESETS.opencode.args(call), PRESETS.opencode.promptOnStdin]).toEqual([['run', '--model', 'longbuild/M'], true]);
-    expect(PRESETS.opencode.args({ ...call, baseUrl: undefined } as never)).toEqual(['run', '--model', 'M']);
+    expect([PRESETS.opencode.args(call), PRESETS.opencode.promptOnStdin]).toEqual([['run', '--format', 'json', '--model', 'longbuild/M'], true]);
+    expect(PRESETS.opencode.args({ ...call, baseUrl: undefined } as never)).toEqual(['run', '--format', 'json', '--model', 'M']);
     // Claude Code's final message is the `result` of its JSON output.
     expect(claude.finalMessage('{"type":"result","result":"the answer"}\n', call)).toBe('the answer');
+  });
+
+  it('each preset reads what its agent reported (R-58): Claude Code\'s JSON result, Codex\'s turn.completed events, opencode\'s step_finish events', () => {
+    const call = { role: 'worker', prompt: 'p', cwd: '/w', home: '/h', model: 'M' } as const;
+    // Claude Code: input excludes cache reads and writes; its own cost; the models it used.
+    const claude = '{"type":"result","result":"ok","total_cost_usd":0.0123,"usage":{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":50},"modelUsage":{"claude-x":{},"claude-haiku":{}}}\n';
+    expect(PRESETS.claude.usage(claude, call)).toEqual({ model: 'claude-haiku+claude-x', inputTokens: 1110, outputTokens: 50, cachedTokens: 1000, costUsd: 0.0123 });
+    // A cost of 0 for tokens used is an agent that does not know the model's price: unknown, for `prices`.
+    expect(PRESETS.claude.usage('{"type":"result","result":"ok","total_cost_usd":0,"usage":{"input_tokens":3,"output_tokens":4}}', call)).toEqual({ model: 'M', inputTokens: 3, outputTokens: 4 });
+    expect(PRESETS.claude.usage('plain text', call)).toBeUndefined();
+    // Codex: every turn.completed usage, summed; input includes cached input.
+    const codex = ['{"type":"thread.started","thread_id":"t"}', '{"type":"turn.completed","usage":{"input_tokens":500,"cached_input_tokens":200,"output_tokens":30}}', 'not json', '{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":0,"output_tokens":7}}'].join('\n');
+    expect(PRESETS.codex.usage(codex, call)).toEqual({ model: 'M', inputTokens: 600, outputTokens: 37, cachedTokens: 200 });
+    // opencode: step_finish tokens (reasoning as output, cache reads and writes as input) and costs, summed; the final message is the last message's text.
+    const opencode = [
+      '{"type":"step_start","part":{"type":"step-start"}}',
+      '{"type":"text","part":{"type":"text","messageID":"m1","text":"looking"}}',
+      '{"type":"step_finish","part":{"type":"step-finish","cost":0.01,"tokens":{"input":40,"output":5,"reasoning":2,"cache":{"read":8,"write":1}}}}',
+      '{"type":"text","part":{"type":"text","messageID":"m2","text":"{\\"done\\": true}"}}',
+      '{"type":"step_finish","part":{"type":"step-finish","cost":0.02,"tokens":{"input":10,"output":1,"reasoning":0,"cache":{"read":0,"write":0}}}}',
+    ].join('\n');
+    expect(PRESETS.opencode.usage(opencode, call)).toEqual({ model: 'M', inputTokens: 59, outputTokens: 8, cachedTokens: 8, costUsd: 0.03 });
+    expect(PRESETS.opencode.finalMessage(opencode, call)).toBe('{"done": true}');
+    expect(PRESETS.opencode.finalMessage('a plain answer', call)).toBe('a plain answer');
   });
 
   it("the agent's environment is explicit: PATH, its credentials and the allowlist; nothing else of the host's", () => {

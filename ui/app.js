@@ -43,7 +43,27 @@ function drawMarks() {
     const x = ((m.position / max) * w).toFixed(1);
     const [y1, y2] = rows[m.kind];
     return `<line x1="${x}" x2="${x}" y1="${y1}" y2="${y2}" stroke="${MARK_COLOURS[m.kind]}" stroke-width="${m.kind === 'revision' ? 1 : 2.5}" data-kind="${m.kind}"><title>${esc(`${m.position}: ${m.label}`)}</title></line>`;
-  }).join('');
+  }).join('') + spendLine(w, max);
+}
+
+/** The cumulative spend over the log (R-58): USD when any call's cost is known, else tokens. */
+function spendLine(w, max) {
+  const pts = ui.meta.spend ?? [];
+  if (pts.length === 0) return '';
+  const last = pts.at(-1);
+  const unit = last.usd > 0 ? 'usd' : 'tokens';
+  const top = Math.max(last[unit], 1e-9);
+  const xy = [[0, 14], ...pts.map((p) => [(p.position / max) * w, 14 - (p[unit] / top) * 13])].map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`);
+  xy.push(`${w},${(14 - 13).toFixed(1)}`);
+  const said = unit === 'usd' ? `$${last.usd.toFixed(2)}` : `${last.tokens.toLocaleString('en-US')} tokens`;
+  return `<polyline points="${xy.join(' ')}" fill="none" stroke="#b8860b" stroke-width="1.5" data-testid="spend-line"><title>${esc(`spend: ${said} by position ${last.position}`)}</title></polyline>`;
+}
+
+/** What the calls used, readably: `$1.23 · 45,600 tokens`. */
+function spendText(s) {
+  if (!s || s.calls === 0) return '';
+  if (s.reported === 0) return 'usage not reported';
+  return `${s.usd !== null ? `$${s.usd.toFixed(2)}` : 'cost unknown'} · ${(s.inputTokens + s.outputTokens).toLocaleString('en-US')} tokens`;
 }
 
 function setWhere() {
@@ -101,7 +121,7 @@ function drawGraph(v) {
     : `<svg width="${L.width}" height="${L.height}" data-testid="graph-svg"><defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#9a9a92"/></marker></defs>${edges}${nodes}</svg>`;
   const counts = {};
   for (const n of v.nodes) counts[n.state] = (counts[n.state] ?? 0) + 1;
-  $('graph-meta').textContent = `revision ${v.graphRevision} · ${v.nodes.length} nodes · ${Object.entries(counts).map(([s, k]) => `${k} ${s}`).join(', ')}${v.completed ? ' · completed' : v.blocked ? ` · blocked: ${v.blocked}` : ''}`;
+  $('graph-meta').textContent = `revision ${v.graphRevision} · ${v.nodes.length} nodes · ${Object.entries(counts).map(([s, k]) => `${k} ${s}`).join(', ')}${v.spend && v.spend.calls > 0 ? ` · spend ${spendText(v.spend)}` : ''}${v.completed ? ' · completed' : v.blocked ? ` · blocked: ${v.blocked}` : ''}`;
   const cp = v.criticalPath;
   $('critical').textContent = cp && cp.nodes.length ? `critical path: ${cp.nodes.length} node${cp.nodes.length === 1 ? '' : 's'}${cp.remainingMs !== null ? `, about ${duration(cp.remainingMs)} left (from recorded call durations)` : ''} — outlined in red` : '';
   for (const g of $('graph').querySelectorAll('.node')) g.addEventListener('click', () => selectNode(g.dataset.id));
@@ -127,7 +147,9 @@ function selectNode(id) {
       <span>milestone</span><span>${esc(n.milestone)}</span><span>attempts</span><span>${n.attempts}</span><span>depends on</span><span>${esc(n.deps.join(', ') || '-')}</span>
       ${n.title ? `<span>title</span><span>${esc(n.title)}</span>` : ''}
       ${n.changes ? `<span>may change</span><span data-testid="node-changes">${esc(n.changes.join(', '))}</span>` : ''}
-      ${n.retires ? `<span>retires</span><span data-testid="node-retires">${esc(n.retires.join(', '))}</span>` : ''}</div>
+      ${n.retires ? `<span>retires</span><span data-testid="node-retires">${esc(n.retires.join(', '))}</span>` : ''}
+      ${n.spent ? `<span>spent</span><span data-testid="node-spent">${esc(spendText(n.spent))} in ${n.spent.calls} call${n.spent.calls === 1 ? '' : 's'}</span>` : ''}
+      ${ui.view.spend?.milestones?.[n.milestone] ? `<span>milestone spent</span><span data-testid="milestone-spent">${esc(spendText(ui.view.spend.milestones[n.milestone]))}</span>` : ''}</div>
       ${n.summary ? `<p><b>summary of ${esc(n.summary.milestoneId)}</b>, stands for ${n.summary.holds.length}:</p><ul data-testid="summary-holds">${n.summary.holds.map((x) => `<li>${esc(x)}</li>`).join('')}</ul>` : ''}
       <p class="muted">The event list shows this node's events.</p>`;
   }

@@ -37,6 +37,8 @@ export interface BuildPaths {
   readonly answers: string;
   /** Marks of planner and worker calls about to start (a crash before one records no re-invocation). */
   readonly calls: string;
+  /** Where command planners and workers report what each call used, a directory per invocation. */
+  readonly usage: string;
   /** The build's package cache: read-write for setup, read-only for verification, never shared with another build. */
   readonly packages: string;
 }
@@ -66,6 +68,7 @@ export function buildPaths(optsOrDir: string | { repo?: string; dir?: string; cw
     checkpoints: join(dir, 'checkpoints'),
     answers: join(dir, 'answers'),
     calls: join(dir, 'calls'),
+    usage: join(dir, 'usage'),
     packages: join(dir, 'packages'),
   };
 }

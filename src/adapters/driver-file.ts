@@ -65,6 +65,7 @@ function configSettings(c: LongbuildConfig): BuildSettings {
     ...parallelSettings(c.concurrency, c.speculation),
     ...(c.acceptance.length > 0 ? { acceptanceRepairs: c.acceptanceRepairs } : {}),
     ...setupSetting(c.setup),
+    ...(c.budget !== undefined ? { budget: c.budget } : {}),
   };
 }
 

@@ -1,3 +1,4 @@
+import { UsageFiles } from './controller/usage-files.js';
 import { setupPhase, offlinePhases } from './sandbox/setup-phase.js';
 import { readFileSync } from 'node:fs';
 import type { JsonValue } from '../events/canonical.js';
@@ -196,6 +197,8 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       evidence,
       calls,
       drivers: callDrivers(driver),
+      // Only a command build's calls report usage; a blueprint's scripted ones use nothing.
+      ...(driver.kind === 'command' ? { usage: new UsageFiles(paths.usage, driver.config.prices), warn } : {}),
       ...(folded?.fork !== undefined ? { reuse: parentResults(folded.fork, evidence, warn) } : {}),
       faults: opts.faults ?? faultsFromEnv(env),
       ...(opts.beforeAppend ? { beforeAppend: opts.beforeAppend } : {}),

@@ -1,4 +1,6 @@
 import { compareCodePoints } from '../events/canonical.js';
+import type { Budget, DataOf } from '../events/catalogue.js';
+import { describeReached, NO_SPEND, reachedLimit } from './spend.js';
 import { attemptOf, jobOf, type AcceptanceRun, type BuildState, type JobRecord, type PlannerCallRecord } from '../projections/build-state.js';
 import { acceptanceDue, acceptanceRepairsOf, hasAcceptance, latestAcceptance, repairsPlanned } from './acceptance.js';
 import { activeMilestone, firstReady } from '../projections/graph.js';
@@ -26,7 +28,11 @@ export type NextAction =
   | { kind: 'settle-acceptance'; runId: string }
   | { kind: 'stuck'; reason: string; nodeIds: string[] }
   /** Nothing to decide until a call in flight returns (several workers, issue 16). */
-  | { kind: 'wait' };
+  | { kind: 'wait' }
+  /** The next call would start past the budget (R-59); `reached`: the BudgetReached to record (absent: already recorded). */
+  | { kind: 'paused'; reason: string; reached?: DataOf<'BudgetReached'> }
+  /** The node to dispatch spent its own limit (perNode, R-59): it is blocked, not dispatched. */
+  | { kind: 'over-budget'; nodeId: string; reached: DataOf<'BudgetReached'> };
 
 /** No calls in flight: the one-at-a-time controller. */
 const NONE: ReadonlySet<string> = new Set();
@@ -98,7 +104,7 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
       const r = round.refused;
       return { kind: 'blocked', reason: `${r.rejection?.reason ?? 'proposal rejected'}${refusedTimes(round.asks)}${REPLAN}`, planning: { purpose: 'seal', horizonRevision: 0, callId: r.callId } };
     }
-    return { kind: 'plan', purpose: 'seal', callId: round.callId, inDoubt: round.inDoubt };
+    return planOrPause(state, running, { kind: 'plan', purpose: 'seal', callId: round.callId, inDoubt: round.inDoubt });
   }
 
   for (const m of horizon.detailed) {
@@ -161,10 +167,13 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
         const r = round.refused.rejection;
         return { kind: 'blocked', reason: `${r ? `renewal refused (${r.rule}): ${r.reason}` : 'renewal refused'}${refusedTimes(round.asks)}${REPLAN}`, planning: { purpose: 'renew', horizonRevision: revision, callId: round.refused.callId } };
       }
-      return { kind: 'plan', purpose: 'renew', callId: round.callId, inDoubt: round.inDoubt };
+      return planOrPause(state, running, { kind: 'plan', purpose: 'renew', callId: round.callId, inDoubt: round.inDoubt });
     }
     const last = latestAcceptance(state);
-    if (hasAcceptance(state) && last !== null && last.status === 'failed') return repairOrBlock(state, last, revision);
+    if (hasAcceptance(state) && last !== null && last.status === 'failed') {
+      const next = repairOrBlock(state, last, revision);
+      return next.kind === 'plan' ? planOrPause(state, running, next) : next;
+    }
     return { kind: 'complete' };
   }
 
@@ -175,6 +184,14 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
   const next = revising[0] ?? firstReady(state);
   if (next === undefined && running.size > 0) return { kind: 'wait' };
   if (next !== undefined) {
+    // R-59: no new call starts past the budget; a node that alone spent its own limit is blocked.
+    const over = overBudget(state, state.nodes[next]!.milestone);
+    if (over !== null) return paused(state, running, over);
+    const own = reachedLimit(state.nodes[next]!.spent ?? NO_SPEND, budgetOf(state)?.perNode);
+    if (own !== null) {
+      const reason = `${describeReached(own, "the node's")} (perNode); \`longbuild budget --per-node-usd N\` (or --per-node-tokens) and \`longbuild retry ${next}\` let it go on`;
+      return { kind: 'over-budget', nodeId: next, reached: { scope: 'node', nodeId: next, ...own, reason, graphRevision: state.graphRevision } };
+    }
     const attempt = state.nodes[next]!.attempts + 1;
     return { kind: 'dispatch', nodeId: next, attempt, attemptId: attemptIdOf(next, attempt) };
   }
@@ -182,6 +199,39 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
     .filter((id) => state.nodes[id]!.milestone === active && state.nodes[id]!.state !== 'accepted' && state.nodes[id]!.state !== 'canceled')
     .sort(compareCodePoints);
   return { kind: 'stuck', reason: `milestone '${active}' cannot progress: ${stuck.map((id) => stuckNode(state, id)).join(', ')}`, nodeIds: stuck };
+}
+
+/** The budget in force (R-59): the last one an operator set, else the one the build started with. */
+export function budgetOf(state: Pick<BuildState, 'budget' | 'build'>): Budget | undefined {
+  return state.budget ?? state.build?.settings.budget;
+}
+
+/** The build's or (for a worker call) the milestone's limit the spend has reached, or null. */
+export function overBudget(state: BuildState, milestoneId: string | null): DataOf<'BudgetReached'> | null {
+  const budget = budgetOf(state);
+  if (budget === undefined) return null;
+  const build = reachedLimit(state.spend?.total ?? NO_SPEND, budget);
+  if (build !== null) return { scope: 'build', ...build, reason: describeReached(build, "the build's"), graphRevision: state.graphRevision };
+  const mine = milestoneId === null ? null : reachedLimit(state.spend?.milestones[milestoneId] ?? NO_SPEND, budget.perMilestone);
+  if (mine !== null) return { scope: 'milestone', milestoneId: milestoneId!, ...mine, reason: describeReached(mine, `milestone '${milestoneId}'s`), graphRevision: state.graphRevision };
+  return null;
+}
+
+/** A planner call, unless it would start past the build's budget (a call in doubt is settled whatever the budget). */
+function planOrPause(state: BuildState, running: ReadonlySet<string>, plan: Extract<NextAction, { kind: 'plan' }>): NextAction {
+  if (plan.inDoubt) return plan;
+  const over = overBudget(state, null);
+  return over === null ? plan : paused(state, running, over);
+}
+
+/** Paused on `reached` once the calls in flight have returned; recorded once per pause. */
+function paused(state: BuildState, running: ReadonlySet<string>, reached: DataOf<'BudgetReached'>): NextAction {
+  if (running.size > 0) return { kind: 'wait' };
+  const raise = reached.unit === 'usd' ? (reached.scope === 'build' ? '--usd N' : '--per-milestone-usd N') : (reached.scope === 'build' ? '--tokens N' : '--per-milestone-tokens N');
+  const reason = `${reached.reason}; \`longbuild budget ${raise}\` raises it, then \`longbuild run\` goes on`;
+  const p = state.budgetPause;
+  const recorded = p !== undefined && p.scope === reached.scope && p.unit === reached.unit && p.limit === reached.limit && p.milestoneId === reached.milestoneId;
+  return { kind: 'paused', reason, ...(recorded ? {} : { reached }) };
 }
 
 /**

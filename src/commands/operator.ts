@@ -1,9 +1,10 @@
 import { compareCodePoints } from '../events/canonical.js';
-import type { DomainEvent } from '../events/catalogue.js';
+import { BudgetSchema, formatZodError, type Budget, type DomainEvent } from '../events/catalogue.js';
 import type { BuildState } from '../projections/build-state.js';
 import { compactedInto } from '../projections/summaries.js';
 import { hasAcceptance } from './acceptance.js';
-import { nextAction, plannerAsks } from './next-action.js';
+import { budgetOf, nextAction, plannerAsks } from './next-action.js';
+import { changedBudget } from './spend.js';
 
 /** What an operator asked for, and what the host made of it (pure; the CLI records the event). */
 export type OperatorVerdict = { ok: true; event: DomainEvent } | { ok: false; reason: string };
@@ -115,5 +116,25 @@ export function decideAcceptanceRun(state: BuildState, reason: string | undefine
   return {
     ok: true,
     event: { type: 'AcceptanceRequested', data: { ...(reason !== undefined ? { reason } : {}), operator: { action: 'accept', ...(user ? { user } : {}) }, graphRevision: state.graphRevision } },
+  };
+}
+
+/**
+ * `longbuild budget [--usd N] [--tokens N] [--per-node-usd N] …` (issue 46, R-59): the limits given
+ * replace those of the budget in force, the others stay. A build paused on its budget goes on at
+ * the next `run` when the new limits allow the next call.
+ */
+export function decideBudget(state: BuildState, change: Budget, reason: string | undefined, user: string | undefined): OperatorVerdict {
+  if (!state.build) return { ok: false, reason: 'the build is not initialised' };
+  if (state.completed) return { ok: false, reason: 'the build is complete' };
+  const parsed = BudgetSchema.safeParse(change);
+  if (!parsed.success) return { ok: false, reason: `invalid budget: ${formatZodError(parsed.error)}` };
+  if (Object.keys(parsed.data).length === 0) return { ok: false, reason: 'no limit given' };
+  return {
+    ok: true,
+    event: {
+      type: 'BudgetChanged',
+      data: { budget: changedBudget(budgetOf(state), parsed.data), ...(reason !== undefined ? { reason } : {}), operator: { action: 'budget', ...(user ? { user } : {}) }, graphRevision: state.graphRevision },
+    },
   };
 }

@@ -2,6 +2,7 @@
  * Ports the controller drives. Types only: implementations live in src/adapters.
  * Everything a port returns is untrusted input and is validated by the host (R-28).
  */
+import type { Usage } from '../events/catalogue.js';
 import type { JsonValue } from '../events/canonical.js';
 import type { Checkpoint, MilestoneRef, NodeKind, NodeState, PlannedNode } from '../events/catalogue.js';
 import type { PlannerPurpose } from './ids.js';
@@ -77,6 +78,25 @@ export interface Planner {
   readonly route: string;
   /** Returns the raw proposal; the host validates it. Throws only for transport failures. */
   propose(input: PlannerInput): Promise<unknown>;
+  /**
+   * The proposal with what the call used (R-58), for a planner that can tell; `propose` stands
+   * for it otherwise. `call.usageFile`: where a command may report its usage.
+   */
+  answer?(input: PlannerInput, call: CallOptions): Promise<PlannerAnswer>;
+}
+
+/** What the host gives one planner or worker call besides its input. */
+export interface CallOptions {
+  /** The file a command reports its usage in (LONGBUILD_USAGE_FILE, R-58); its directory exists and is the call's to write. */
+  readonly usageFile?: string;
+}
+
+export interface PlannerAnswer {
+  readonly proposal: unknown;
+  /** What the call used, as its agent reported it (a command's usage file is read by the host). */
+  readonly usage?: Usage;
+  /** The answer was kept from an invocation a crash interrupted: this one asked no model. */
+  readonly replayed?: boolean;
 }
 
 /** The work packet a worker gets: one node, from the integration head it names (R-24). */
@@ -142,6 +162,8 @@ export interface WorkerResult {
   readonly stderr: string;
   /** How long the worker's process ran (absent for longbuild's own scripted worker). */
   readonly durationMs?: number;
+  /** What the call used, as its agent reported it (R-58; a command's usage file is read by the host). */
+  readonly usage?: Usage;
 }
 
 export interface Worker {
@@ -152,5 +174,5 @@ export interface Worker {
    */
   readonly reworks?: boolean;
   /** Implement the packet inside `worktree` (the attempt's own checkout). */
-  implement(packet: WorkPacket, worktree: string): Promise<WorkerResult>;
+  implement(packet: WorkPacket, worktree: string, call?: CallOptions): Promise<WorkerResult>;
 }

@@ -3,7 +3,7 @@
  * effects it may request and what each returns, and the decisions it makes.
  */
 import type { JsonValue } from '../events/canonical.js';
-import type { CommandEvidence, DataOf, DomainEvent, JobTests, ReportSetting, TestCounts } from '../events/catalogue.js';
+import type { CommandEvidence, Usage, DataOf, DomainEvent, JobTests, ReportSetting, TestCounts } from '../events/catalogue.js';
 import type { PlannerInput, WorkPacket } from './ports.js';
 import type { ObservedRefs, RefRepair } from './refs.js';
 import type { PlannerPurpose } from './ids.js';
@@ -15,7 +15,16 @@ export type StepOutcome =
   /** A speculative job was verified on top of jobs still open (promoted or blamed once they are), or discarded because one of them did not promote. */
   | 'verified' | 'discarded'
   /** An acceptance run ended (passed or failed), issue 16. */
-  | 'acceptance';
+  | 'acceptance'
+  /** The next call would start past the budget (R-59): nothing starts until `longbuild budget` raises it. */
+  | 'paused'
+  /** A node spent its own limit (perNode, R-59) and is blocked; the build goes on with the rest. */
+  | 'over-budget';
+
+/** Outcomes after which a run stops: the build is complete, blocked, or paused on its budget (R-59). */
+export function endsRun(outcome: StepOutcome): boolean {
+  return outcome === 'horizon_complete' || outcome === 'blocked' || outcome === 'paused';
+}
 
 /** What a step did, for the one reporting it (the CLI's progress lines, `step --json`). */
 export interface StepResult {
@@ -54,6 +63,8 @@ export interface KeptWorkerOutcome {
   readonly inputSha256?: string;
   /** Adopted from a fork's parent instead of calling the worker (R-41): the parent's event. */
   readonly reused?: { readonly position: number; readonly hash: string };
+  /** What the call used, as the worker reported it and priced (R-58). */
+  readonly usage?: Usage;
 }
 
 /** A verification as the runner reports it: applied and verified (evidence stored), or not applicable (the conflict's evidence stored). */
@@ -137,9 +148,9 @@ export interface EffectResults {
   'observe-refs': ObservedRefs;
   'delete-branches': null;
   'repair-refs': null;
-  'recall-planner': { readonly kept: JsonValue | null; readonly started: boolean; readonly journalLost?: true };
-  planner: { readonly answer: unknown; readonly inputSha256?: string; readonly reused?: { readonly position: number; readonly hash: string } };
-  'recall-attempt': { readonly found: { readonly commit: string; readonly tree: string } | null; readonly kept: KeptWorkerOutcome | null; readonly clone: string | null; readonly started: boolean; readonly journalLost?: true };
+  'recall-planner': { readonly kept: JsonValue | null; readonly started: boolean; readonly journalLost?: true; readonly lostUsage?: Usage };
+  planner: { readonly answer: unknown; readonly inputSha256?: string; readonly reused?: { readonly position: number; readonly hash: string }; readonly usage?: Usage };
+  'recall-attempt': { readonly found: { readonly commit: string; readonly tree: string } | null; readonly kept: KeptWorkerOutcome | null; readonly clone: string | null; readonly started: boolean; readonly journalLost?: true; readonly lostUsage?: Usage };
   worker: { readonly kept: KeptWorkerOutcome; readonly worktree: string };
   'finish-clone': CloneCommit;
   'check-candidate': { readonly problem: { readonly rule: string; readonly reason: string } | null };

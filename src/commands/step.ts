@@ -11,7 +11,7 @@
  */
 import { canonicalJson, type JsonValue } from '../events/canonical.js';
 import { canonicalSha256, sha256Hex } from '../events/hash.js';
-import type { CommandEvidence, DataOf, DomainEvent, Receipt } from '../events/catalogue.js';
+import type { CommandEvidence, DataOf, DomainEvent, Receipt, Usage } from '../events/catalogue.js';
 import { attemptOf, jobOf, type AttemptRecord, type BuildState, type JobRecord } from '../projections/build-state.js';
 import { horizonConflict } from '../projections/build-fold.js';
 import { isBatchMode, shouldSplit, splitData } from './batch.js';
@@ -82,6 +82,10 @@ function choose(state: BuildState, ctx: StepContext, action: NextAction): Decisi
       return go(done('horizon_complete', 'the build is complete'));
     case 'blocked':
       return go(done('blocked', action.reason, { reason: action.reason }));
+    case 'paused':
+      return go(done('paused', action.reason, { reason: action.reason }), action.reached !== undefined ? [{ type: 'BudgetReached', data: action.reached }] : [], 'budget');
+    case 'over-budget':
+      return go(done('over-budget', `${action.nodeId} is blocked: ${action.reached.reason}`, { nodeId: action.nodeId, reason: action.reached.reason }), [{ type: 'BudgetReached', data: action.reached }], `budget.${action.nodeId}`);
     case 'plan': {
       const { callId, purpose } = action;
       if (action.inDoubt) return go({ kind: 'recall-planner', callId, purpose, invocation: state.plannerCalls[callId]?.invocations ?? 1 });
@@ -187,7 +191,7 @@ export function settle<K extends keyof EffectResults>(state: BuildState, ctx: St
       if (recalled.kept !== null) return answered(state, ctx, r.callId, r.purpose, recalled.kept as EffectResults['planner']);
       // The call was made and left no result: make it again, same key (R-18). A call the crash came before is simply made now.
       const then: Focus = { kind: 'call-planner', callId: r.callId, purpose: r.purpose };
-      return recalled.started ? go(then, [{ type: 'EffectReinvoked', data: { effect: 'planner', key: r.callId, ...(recalled.journalLost ? { journal: 'lost' as const } : {}) } }], r.callId) : decideStep(state, ctx, then);
+      return recalled.started ? go(then, [reinvoked('planner', r.callId, recalled)], r.callId) : decideStep(state, ctx, then);
     }
     case 'planner':
       return answered(state, ctx, r.callId, r.purpose, result as EffectResults['planner']);
@@ -249,7 +253,10 @@ function answered(state: BuildState, ctx: StepContext, callId: string, purpose: 
     canonical = refuse('R-28', `proposal is not canonical JSON: ${(err as Error).message}`);
   }
   const graphRevision = state.graphRevision;
-  const reuse = { ...(call.inputSha256 !== undefined ? { inputSha256: call.inputSha256 } : {}), ...(call.reused !== undefined ? { reused: call.reused } : {}) };
+  const reuse = {
+    ...(call.inputSha256 !== undefined ? { inputSha256: call.inputSha256 } : {}), ...(call.reused !== undefined ? { reused: call.reused } : {}),
+    ...(call.usage !== undefined ? { usage: call.usage } : {}),
+  };
   const returned: DomainEvent = { type: 'PlannerReturned', data: { callId, proposal, proposalSha256, ...reuse, graphRevision } };
   const reject = (no: Refusal): Decision =>
     go({ kind: 'done', outcome: { kind: 'rejected', rule: no.rule, reason: no.reason } }, [returned, { type: 'ProposalRejected', data: { callId, rule: no.rule, reason: no.reason, graphRevision } }], callId);
@@ -290,7 +297,8 @@ function recalled(state: BuildState, ctx: StepContext, a: AttemptRecord, r: Extr
   if (r.writable && found.found) {
     // The evidence is the worker's output when its outcome was kept (the host committed it, then
     // crashed): the adopted result is then the uninterrupted one, summaries and all (R-19).
-    const evidence = found.kept ? evidenceOf(found.kept) : { evidenceSha256: canonicalSha256({ adoptedCommit: found.found.commit }) };
+    // Without a kept outcome, what the call used is what it reported in its usage file (R-58).
+    const evidence = found.kept ? evidenceOf(found.kept) : { evidenceSha256: canonicalSha256({ adoptedCommit: found.found.commit }), ...(found.lostUsage !== undefined ? { usage: found.lostUsage } : {}) };
     const draft: FinishDraft = { attemptId: a.attemptId, nodeId, ...evidence, adopted: true, graphRevision: state.graphRevision };
     const report: Outcome = { kind: 'report', outcome: 'recovered', detail: `adopted ${nodeId}'s commit ${found.found.commit.slice(0, 12)} from ${a.branch}`, nodeId };
     return go({ kind: 'check-candidate', base: a.baseHead, commit: found.found.commit, tree: found.found.tree, removeClone: a.attemptId, draft, report, ...judgedOf(state, nodeId) });
@@ -306,7 +314,12 @@ function recalled(state: BuildState, ctx: StepContext, a: AttemptRecord, r: Extr
     return alongside(state, runWorker(state, ctx, a, { kind: 'report', outcome: 'recovered', detail: `started the worker for ${a.attemptId} (the crash came before it started)`, nodeId }), a.attemptId);
   }
   const report: Outcome = { kind: 'report', outcome: 'recovered', detail: `re-invoked the worker for ${a.attemptId} (no outcome was observable)`, nodeId };
-  return alongside(state, go({ kind: 'run-worker', attemptId: a.attemptId, report }, [{ type: 'EffectReinvoked', data: { effect: 'worker', key: r.key, ...(found.journalLost ? { journal: 'lost' as const } : {}) } }], a.attemptId), a.attemptId);
+  return alongside(state, go({ kind: 'run-worker', attemptId: a.attemptId, report }, [reinvoked('worker', r.key, found)], a.attemptId), a.attemptId);
+}
+
+/** A call made again (R-18): whether its journal was lost, and what the lost invocation used when it reported it (R-58). */
+function reinvoked(effect: 'planner' | 'worker', key: string, found: { readonly journalLost?: true; readonly lostUsage?: Usage }): DomainEvent {
+  return { type: 'EffectReinvoked', data: { effect, key, ...(found.journalLost ? { journal: 'lost' as const } : {}), ...(found.lostUsage !== undefined ? { usage: found.lostUsage } : {}) } };
 }
 
 /** Record what a worker call returned: a read-only node's result, or a writable node's clone committed by the host (R-24). */
@@ -322,11 +335,12 @@ function finishAttempt(state: BuildState, a: AttemptRecord, out: KeptWorkerOutco
 }
 
 /** The evidence fields of an AttemptFinished for what a worker call returned (its input digest and reuse too, R-41). */
-function evidenceOf(out: KeptWorkerOutcome): Pick<FinishDraft, 'evidenceSha256' | 'stdoutSha256' | 'stderrSha256' | 'durationMs' | 'inputSha256' | 'reused'> {
+function evidenceOf(out: KeptWorkerOutcome): Pick<FinishDraft, 'evidenceSha256' | 'stdoutSha256' | 'stderrSha256' | 'durationMs' | 'inputSha256' | 'reused' | 'usage'> {
   return {
     evidenceSha256: canonicalSha256({ stdout: out.stdoutSha256, stderr: out.stderrSha256 }), stdoutSha256: out.stdoutSha256, stderrSha256: out.stderrSha256,
     ...(out.durationMs !== undefined ? { durationMs: out.durationMs } : {}),
     ...(out.inputSha256 !== undefined ? { inputSha256: out.inputSha256 } : {}), ...(out.reused !== undefined ? { reused: out.reused } : {}),
+    ...(out.usage !== undefined ? { usage: out.usage } : {}),
   };
 }
 

@@ -177,6 +177,36 @@ export type Checkpoint = z.infer<typeof CheckpointSchema>;
 
 // ---- events ----------------------------------------------------------------
 
+/**
+ * What one planner or worker call used, as its agent or command reported it (issue 46, R-58):
+ * tokens, the model, and its cost in USD — from the report when it gives one (`costFrom`
+ * "agent"), else priced from the config's `prices` ("prices"); absent: unknown.
+ */
+export const UsageSchema = z.strictObject({
+  model: z.string().min(1).max(200).optional(),
+  inputTokens: z.number().int().nonnegative().max(1e12),
+  outputTokens: z.number().int().nonnegative().max(1e12),
+  cachedTokens: z.number().int().nonnegative().max(1e12).optional(),
+  costUsd: z.number().nonnegative().max(1e9).optional(),
+  costFrom: z.enum(['agent', 'prices']).optional(),
+});
+export type Usage = z.infer<typeof UsageSchema>;
+
+/** A spending limit (issue 46, R-59): USD, tokens (input + output), or both. */
+export const SpendLimitSchema = z.strictObject({
+  usd: z.number().positive().max(1e9).optional(),
+  tokens: z.number().int().positive().max(1e15).optional(),
+});
+export type SpendLimit = z.infer<typeof SpendLimitSchema>;
+
+/** A build's budget (R-59): the whole build's limit, and optionally each node's and each milestone's. */
+export const BudgetSchema = z.strictObject({
+  ...SpendLimitSchema.shape,
+  perNode: SpendLimitSchema.optional(),
+  perMilestone: SpendLimitSchema.optional(),
+});
+export type Budget = z.infer<typeof BudgetSchema>;
+
 const BuildSettingsSchema = z.strictObject({
   detailedWindow: z.union([z.literal(1), z.literal(2)]),
   coarseWindow: z.number().int().min(0).max(64),
@@ -203,6 +233,8 @@ const BuildSettingsSchema = z.strictObject({
    * absent: none.
    */
   setup: z.number().int().min(1).max(50).optional(),
+  /** The budget the build starts with (issue 46, R-59); absent: none. `longbuild budget` changes it (BudgetChanged). */
+  budget: BudgetSchema.optional(),
 });
 export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
 
@@ -306,6 +338,8 @@ export const PlannerReturned = e('PlannerReturned', z.strictObject({
   proposalSha256: Sha256Schema,
   inputSha256: InputSha256Schema,
   reused: ReusedSchema.optional(),
+  /** What the call used (R-58), when its planner reported it. */
+  usage: UsageSchema.optional(),
   graphRevision: z.number().int().nonnegative(),
 }));
 
@@ -356,6 +390,8 @@ export const AttemptFinished = e('AttemptFinished', z.strictObject({
   adopted: z.boolean(),
   inputSha256: InputSha256Schema,
   reused: ReusedSchema.optional(),
+  /** What the worker call used (R-58), when its worker reported it. */
+  usage: UsageSchema.optional(),
   graphRevision: z.number().int().nonnegative(),
 }));
 
@@ -478,6 +514,39 @@ export const EffectReinvoked = e('EffectReinvoked', z.strictObject({
    * be known; it is counted as made (in doubt, issue 45). Absent: its mark said it had started.
    */
   journal: z.literal('lost').optional(),
+  /**
+   * What the invocation that left no result used, when it reported it before the crash (its usage
+   * file survives, R-58); absent: unknown. The call is counted as made either way.
+   */
+  usage: UsageSchema.optional(),
+}));
+
+/**
+ * An operator's `longbuild budget` (issue 46, R-59): the build's budget from now on (the limits
+ * given replace those of the budget in force; the others stay).
+ */
+export const BudgetChanged = e('BudgetChanged', z.strictObject({
+  budget: BudgetSchema,
+  reason: z.string().max(2000).optional(),
+  operator: z.strictObject({ action: z.literal('budget'), user: z.string().optional() }),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+/**
+ * The build paused on its budget (R-59): the next call would start past `limit`. Recorded once per
+ * pause; `longbuild budget` raising the limit lets `run` go on.
+ */
+export const BudgetReached = e('BudgetReached', z.strictObject({
+  /** node: the node alone spent its `perNode` limit; it is blocked (not the build paused). */
+  scope: z.enum(['build', 'milestone', 'node']),
+  milestoneId: z.string().optional(),
+  nodeId: SafeIdSchema.optional(),
+  /** One line naming what was spent and the limit (a node's block reason). */
+  reason: z.string().max(2000).optional(),
+  unit: z.enum(['usd', 'tokens']),
+  limit: z.number().nonnegative(),
+  spent: z.number().nonnegative(),
+  graphRevision: z.number().int().nonnegative(),
 }));
 
 /**
@@ -617,6 +686,8 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   RefRepaired,
   NodeRetried,
   PlanningReopened,
+  BudgetChanged,
+  BudgetReached,
   NodeCanceled,
   AcceptanceStarted,
   AcceptanceFinished,
@@ -652,6 +723,8 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   MilestoneCompacted: 1,
   NodeRetried: 1,
   PlanningReopened: 1,
+  BudgetChanged: 1,
+  BudgetReached: 1,
   NodeCanceled: 1,
   AcceptanceStarted: 1,
   AcceptanceFinished: 1,

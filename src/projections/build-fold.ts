@@ -5,13 +5,14 @@
  */
 import { isDraft, original, type Draft } from 'immer';
 import type { JsonValue } from '../events/canonical.js';
-import type { DataOf, DomainEvent, NodeState } from '../events/catalogue.js';
+import type { DataOf, DomainEvent, NodeState, Usage } from '../events/catalogue.js';
 import { CorruptLogError } from '../events/errors.js';
 import { checkpointHeadOf, revisionKey, type CheckpointHead, type HorizonRecord, type JobRecord, type NodeRecord } from './build-records.js';
 import type { BuildState } from './build-state.js';
 import { planOrder } from './graph.js';
 import { shardDraft, shardGet, shardSet, type Sharded } from './sharded.js';
 import { applyCompaction, summaryLookups } from './summaries.js';
+import { EMPTY_LEDGER, NO_SPEND, withCall, type SpendLedger, type SpendTotals } from './spend-ledger.js';
 
 /**
  * Whether the event being folded has already made a graph revision. Reset at the start of every
@@ -44,6 +45,25 @@ function failedNodeState(draft: Draft<BuildState>, nodeId: string): NodeState {
   const node = draft.nodes[nodeId];
   const max = node?.attemptLimit ?? draft.build?.settings.maxAttempts ?? 3;
   return node && node.attempts >= max ? 'blocked' : 'revising';
+}
+
+/**
+ * One call recorded in the ledger (R-58): the build's total, and the planner's (`nodeId` null) or
+ * the node's and its milestone's. `reinvoked`: a call made again after a crash, whose first
+ * invocation's usage is unknown unless it reported it.
+ */
+function spent(draft: Draft<BuildState>, nodeId: string | null, usage: Usage | undefined, reinvoked: boolean): void {
+  const ledger = (draft.spend ??= { ...EMPTY_LEDGER, milestones: {} as Record<string, SpendTotals> }) as Draft<SpendLedger>;
+  ledger.total = withCall(ledger.total, usage);
+  if (reinvoked && usage === undefined) ledger.unknownReinvocations += 1;
+  if (nodeId === null) {
+    ledger.planner = withCall(ledger.planner, usage);
+    return;
+  }
+  const node = draft.nodes[nodeId];
+  if (!node) return;
+  node.spent = withCall(node.spent ?? NO_SPEND, usage);
+  ledger.milestones[node.milestone] = withCall(ledger.milestones[node.milestone] ?? NO_SPEND, usage);
 }
 
 /**
@@ -83,13 +103,17 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
         const attemptId = event.data.key.startsWith(prefix) ? event.data.key.slice(prefix.length) : event.data.key;
         const attempt = shardDraft(draft.attempts, attemptId);
         if (attempt) attempt.invocations = (attempt.invocations ?? 1) + 1;
+        spent(draft, attempt?.nodeId ?? null, event.data.usage, true);
+        return;
       }
+      spent(draft, null, event.data.usage, true);
       return;
     }
     case 'PlannerReturned': {
       const call = draft.plannerCalls[event.data.callId];
       if (call) call.status = 'returned';
       if (event.data.reused !== undefined) (draft.reused ??= { planner: 0, worker: 0 }).planner += 1;
+      else spent(draft, null, event.data.usage, false);
       return;
     }
     case 'ProposalRejected': {
@@ -134,6 +158,7 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
         attempt.evidenceSha256 = d.evidenceSha256;
       }
       if (d.reused !== undefined) (draft.reused ??= { planner: 0, worker: 0 }).worker += 1;
+      else spent(draft, d.nodeId, d.usage, false);
       if (d.durationMs !== undefined) {
         draft.durations ??= { worker: { calls: 0, ms: 0 }, verify: { jobs: 0, ms: 0 } };
         draft.durations.worker.calls += 1;
@@ -297,6 +322,22 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
       if (!call || call.status !== 'rejected') return; // only a refused round is reopened (the decider says so)
       call.reopened = (call.reopened ?? 0) + event.data.asks;
       if (event.data.reason !== undefined) call.reopenReason = event.data.reason;
+      return;
+    }
+    case 'BudgetChanged':
+      draft.budget = event.data.budget;
+      delete draft.budgetPause;
+      return;
+    case 'BudgetReached': {
+      const d = event.data;
+      if (d.scope !== 'node') {
+        draft.budgetPause = d;
+        return;
+      }
+      const node = draft.nodes[d.nodeId ?? ''];
+      if (!node || node.state === 'accepted' || node.state === 'canceled') return;
+      node.lastFailure = { reason: d.reason ?? 'its budget is spent' };
+      setNodeState(draft, d.nodeId!, 'blocked');
       return;
     }
     case 'NodeCanceled': {

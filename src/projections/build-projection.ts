@@ -138,8 +138,9 @@ export const buildProjection: Projection<BuildState> = {
    * 7: the state itself does, for checkpoints outside the horizon's window and absorbed summaries,
    *    and the view keeps what the state keeps (decision 0032).
    * 8: the bucket levels of sharded collections are arrays, not objects (decision 0035).
+   * 9: the spend ledger (R-58: `spend`, each node's `spent`) and the budget (R-59: `budget`, `budgetPause`).
    */
-  stateVersion: 8,
+  stateVersion: 9,
   evolve: evolveBuild,
   evolveInPlace: (state, event) => evolveBuildInPlace(state as Draft<BuildState>, event),
   ownedCopy: (state) => ownedCopy(state),

@@ -1,4 +1,5 @@
 /** The records a build's state holds (plain data; see build-state.ts for the fold). */
+import type { SpendTotals } from './spend-ledger.js';
 import type { JsonValue } from '../events/canonical.js';
 import type {
   BuildSettings, Checkpoint, CommandEvidence, HorizonPins, JobTests, SandboxSettings, MilestoneRef, NodeKind, NodeState, Receipt, TestCounts, TestPolicy,
@@ -44,6 +45,8 @@ export interface NodeRecord {
   readonly jobIds?: readonly string[];
   /** Set on the read-only node that stands for compacted work (R-21); its record is in `summaries`. */
   readonly summary?: true;
+  /** What its worker calls used (R-58), once one was made. */
+  readonly spent?: SpendTotals;
 }
 
 /** A node's last failure: its reason, the output that shows it, and the candidate a retry reworks. */

@@ -5,7 +5,8 @@
  * each event changes is build-fold.ts.
  */
 import { Immer, type Draft } from 'immer';
-import type { DomainEvent } from '../events/catalogue.js';
+import type { Budget, DataOf, DomainEvent } from '../events/catalogue.js';
+import type { SpendLedger } from './spend-ledger.js';
 import type { StoredEvent } from '../events/envelope.js';
 import { applyDomainEvent } from './build-fold.js';
 import { attemptIdOf, revisionKey, type HeadTests, type AcceptanceState, type AttemptRecord, type BuildInfo, type CheckpointRecord, type HorizonRecord, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-records.js';
@@ -85,6 +86,12 @@ export interface BuildState {
   readonly fork?: ForkRecord;
   /** Planner and worker results adopted from a fork's parent instead of calling; absent: none. */
   readonly reused?: { readonly planner: number; readonly worker: number };
+  /** What the build's calls used; absent until the first call is recorded. */
+  readonly spend?: SpendLedger;
+  /** The budget an operator set (BudgetChanged, R-59); absent: the one the build started with (settings.budget). */
+  readonly budget?: Budget;
+  /** The build is paused on its budget (the last BudgetReached since the budget last changed); absent: not paused. */
+  readonly budgetPause?: DataOf<'BudgetReached'>;
 }
 
 export interface ForkRecord {

@@ -4,6 +4,7 @@
  * the three never disagree. Nothing here reads the log or the clock; the state comes from
  * `stateAt` (R-6).
  */
+import { ledgerJson, spendJson, type LedgerJson, type SpendJson } from './spend-ledger.js';
 import { compareCodePoints } from '../events/canonical.js';
 import type { BuildState } from './build-state.js';
 import { activeMilestone, graphSha256, rankReadyWave } from './graph.js';
@@ -20,6 +21,8 @@ export interface NodeView {
   /** What of the verification surface its plan lets it change, and the tests it may retire (R-49, R-50). */
   readonly changes?: readonly string[];
   readonly retires?: readonly string[];
+  /** What its worker calls used (R-58), once one was made. */
+  readonly spent?: SpendJson;
   /**
    * A summary node: the milestone it compacted, the nodes it compacted, the earlier summaries it
    * absorbed, and everything it stands for now (those, and what the absorbed ones stood for).
@@ -50,6 +53,8 @@ export interface GraphView {
   readonly checkpoints: readonly string[];
   readonly completed: boolean;
   readonly blocked: string | null;
+  /** What the build's calls used up to this point (R-58). */
+  readonly spend: LedgerJson;
 }
 
 /**
@@ -113,6 +118,7 @@ export function viewOf(st: BuildState): GraphView {
         ...(n.title !== undefined ? { title: n.title } : {}),
         ...(n.changes !== undefined ? { changes: [...n.changes] } : {}),
         ...(n.retires !== undefined ? { retires: [...n.retires] } : {}),
+        ...(n.spent !== undefined ? { spent: spendJson(n.spent) } : {}),
         ...(s !== undefined ? { summary: { milestoneId: s.milestoneId, compacted: [...s.compactedNodeIds], absorbed: [...s.absorbedSummaryIds], holds: [...new Set(holdings(st, id))].sort(compareCodePoints) } } : {}),
       };
     }),
@@ -126,6 +132,7 @@ export function viewOf(st: BuildState): GraphView {
     checkpoints: Object.entries(st.checkpoints).sort(([, a], [, b]) => a.position - b.position).map(([id]) => id),
     completed: st.completed,
     blocked: st.blocked?.reason ?? null,
+    spend: ledgerJson(st.spend),
   };
 }
 

@@ -393,19 +393,19 @@ export const MUTANTS = [
   {
     name: 'state-version-unchanged',
     bug: "the build state's layout changed (bucket names and revision keys no longer integer-like, decision 0017) but its state version did not: a projections.db written by the earlier longbuild has its snapshots restored and misread, every attempt and revision missing from them",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 8,', replace: 'stateVersion: 4,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 9,', replace: 'stateVersion: 4,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
     name: 'state-version-kept-at-6',
     bug: "the build state changed (checkpoints outside the window and absorbed summaries as heads, decision 0032) but its version did not: a projections.db written by the earlier longbuild is restored with every checkpoint whole, and verify calls its snapshots forged or stale",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 8,', replace: 'stateVersion: 6,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 9,', replace: 'stateVersion: 6,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
     name: 'state-version-kept-at-7',
     bug: "the sharded collections' bucket levels became arrays (decision 0035) but the state version did not change: a projections.db written by the earlier longbuild has its snapshots, buckets as named objects, restored and misread — no attempt or revision found in them, and the next fold writes beside them",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 8,', replace: 'stateVersion: 7,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 9,', replace: 'stateVersion: 7,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
@@ -665,6 +665,31 @@ export const MUTANTS = [
     bug: 'a PlanningReopened event gives the round no more asks: replan records and the build stays blocked (issue 46)',
     edits: [{ file: 'src/commands/next-action.ts', find: 'asks += call.reopened ?? 0;', replace: 'asks += 0;' }],
     caughtBy: ['test/replan.test.ts'],
+  },
+  {
+    name: 'budget-ignored',
+    bug: 'a dispatch starts past the budget: the build never pauses (issue 46, R-59)',
+    edits: [{ file: 'src/commands/next-action.ts', find: 'if (over !== null) return paused(state, running, over);', replace: 'if (over !== null && over.limit < 0) return paused(state, running, over);',
+      js: { find: 'if (over !== null)\n            return paused(state, running, over);', replace: 'if (over !== null && over.limit < 0)\n            return paused(state, running, over);' } }],
+    caughtBy: ['test/spend.test.ts'],
+  },
+  {
+    name: 'planner-budget-ignored',
+    bug: 'a planner call starts past the budget (issue 46, R-59)',
+    edits: [{ file: 'src/commands/next-action.ts', find: 'return over === null ? plan : paused(state, running, over);', replace: 'return plan;' }],
+    caughtBy: ['test/spend-budget-pure.test.ts'],
+  },
+  {
+    name: 'lost-usage-ignored',
+    bug: 'a call made again after a crash forgets what the lost invocation reported: the ledger falls short of what was billed (issue 46, R-58)',
+    edits: [{ file: 'src/adapters/controller/effects.ts', find: "return read.usage !== undefined ? { lostUsage: read.usage } : {};", replace: 'return {};' }],
+    caughtBy: ['test/spend.test.ts'],
+  },
+  {
+    name: 'ledger-cost-dropped',
+    bug: 'the ledger sums tokens but not costs (issue 46, R-58)',
+    edits: [{ file: 'src/projections/spend-ledger.ts', find: 'costNanoUsd: t.costNanoUsd + nanoUsd(usage.costUsd ?? 0)', replace: 'costNanoUsd: t.costNanoUsd' }],
+    caughtBy: ['test/spend.test.ts'],
   },
 ];
 

@@ -11,6 +11,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseUntrustedJson } from '../../commands/untrusted-json.js';
+import { readUsageReport } from '../../commands/usage-report.js';
+import type { Usage } from '../../events/catalogue.js';
 
 export const AGENT_NAMES = ['claude', 'codex', 'opencode'] as const;
 export type AgentName = (typeof AGENT_NAMES)[number];
@@ -44,6 +46,8 @@ export interface AgentPreset {
   env(c: AgentCall): Record<string, string>;
   /** The agent's final message: read from its stdout or from a file it wrote under `home`. */
   finalMessage(stdout: string, c: AgentCall): string;
+  /** What the call used, from the agent's own report on stdout (R-58); undefined when it gave none. */
+  usage(stdout: string, c: AgentCall): Usage | undefined;
 }
 
 /** Claude Code (`@anthropic-ai/claude-code`): `claude -p PROMPT --output-format json`. */
@@ -74,6 +78,18 @@ const claude: AgentPreset = {
     if (result && typeof result === 'object' && 'result' in result && typeof result.result === 'string') return result.result;
     return stdout;
   },
+  // The JSON result's `usage` (Anthropic's counts: input excludes cache reads and writes), `total_cost_usd`, `modelUsage`'s models.
+  usage: (stdout, c) => {
+    const result = lastJsonLine(stdout);
+    const u = record(result?.usage);
+    if (u === null) return undefined;
+    const cached = count(u.cache_read_input_tokens);
+    const models = Object.keys(record(result?.modelUsage) ?? {});
+    return usageOf({
+      model: models.length > 0 ? models.sort().join('+') : c.model, inputTokens: count(u.input_tokens) + count(u.cache_creation_input_tokens) + cached,
+      outputTokens: count(u.output_tokens), cachedTokens: cached, costUsd: result?.total_cost_usd,
+    });
+  },
 };
 
 /** Codex CLI (`@openai/codex`): `codex exec PROMPT --output-last-message FILE`. */
@@ -89,6 +105,8 @@ const codex: AgentPreset = {
     '--dangerously-bypass-approvals-and-sandbox',
     '-C', c.cwd,
     '--output-last-message', join(c.home, 'last-message.txt'),
+    // JSONL events on stdout: each turn's usage (R-58); the final message is read from the file above.
+    '--json',
     ...(c.model !== undefined ? ['-m', c.model] : []),
     ...(c.baseUrl !== undefined
       ? ['-c', 'model_provider=longbuild', '-c', `model_providers.longbuild={name="longbuild",base_url=${JSON.stringify(c.baseUrl)},wire_api="responses",env_key="OPENAI_API_KEY"}`]
@@ -99,6 +117,13 @@ const codex: AgentPreset = {
   finalMessage: (stdout, c) => {
     const file = join(c.home, 'last-message.txt');
     return existsSync(file) ? readFileSync(file, 'utf8') : stdout;
+  },
+  // `turn.completed` events' usage (OpenAI's counts: input includes cached input), summed over the call's turns.
+  usage: (stdout, c) => {
+    const turns = jsonLines(stdout).filter((e) => e.type === 'turn.completed').map((e) => record(e.usage)).filter((u) => u !== null);
+    if (turns.length === 0) return undefined;
+    const sum = (k: string) => turns.reduce((n, u) => n + count(u[k]), 0);
+    return usageOf({ model: c.model, inputTokens: sum('input_tokens'), outputTokens: sum('output_tokens'), cachedTokens: sum('cached_input_tokens') });
   },
 };
 
@@ -115,7 +140,8 @@ const opencode: AgentPreset = {
   promptOnStdin: true,
   args: (c) => {
     const model = c.baseUrl !== undefined ? `longbuild/${c.model ?? 'default'}` : c.model;
-    return ['run', ...(model !== undefined ? ['--model', model] : [])];
+    // JSON events on stdout: the text parts (the final message) and each step's tokens and cost (R-58).
+    return ['run', '--format', 'json', ...(model !== undefined ? ['--model', model] : [])];
   },
   env: (c) => ({
     HOME: c.home,
@@ -134,10 +160,67 @@ const opencode: AgentPreset = {
       }
       : {}),
   }),
-  finalMessage: (stdout) => stdout,
+  // The text parts of the last message that has any (events without JSON: the output as it is).
+  finalMessage: (stdout) => {
+    const texts = jsonLines(stdout).filter((e) => e.type === 'text').map((e) => record(e.part)).filter((p) => p !== null && typeof p.text === 'string');
+    if (texts.length === 0) return jsonLines(stdout).length > 0 ? '' : stdout;
+    const last = texts.at(-1)!.messageID;
+    return texts.filter((p) => p!.messageID === last).map((p) => p!.text as string).join('\n');
+  },
+  // `step_finish` events: tokens (input without cache reads; reasoning counted as output) and cost, summed.
+  usage: (stdout, c) => {
+    const steps = jsonLines(stdout).filter((e) => e.type === 'step_finish').map((e) => record(e.part)).filter((p) => p !== null && record(p.tokens) !== null);
+    if (steps.length === 0) return undefined;
+    let input = 0, output = 0, cached = 0, cost = 0;
+    for (const p of steps) {
+      const t = record(p!.tokens)!;
+      const cache = record(t.cache) ?? {};
+      cached += count(cache.read);
+      input += count(t.input) + count(cache.read) + count(cache.write);
+      output += count(t.output) + count(t.reasoning);
+      cost += typeof p!.cost === 'number' && Number.isFinite(p!.cost) && p!.cost > 0 ? p!.cost : 0;
+    }
+    return usageOf({ model: c.model, inputTokens: input, outputTokens: output, cachedTokens: cached, costUsd: cost });
+  },
 };
 
 export const PRESETS: Readonly<Record<AgentName, AgentPreset>> = { claude, codex, opencode };
+
+/** A JSON object, or null. */
+function record(v: unknown): Record<string, unknown> | null {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+}
+
+/** A token count an agent reported: a whole non-negative number, else 0. */
+function count(v: unknown): number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : 0;
+}
+
+/**
+ * A usage as the ledger takes it (R-58): a cost of 0 for tokens used is an agent that does not
+ * know the model's price (a gateway, a custom provider), so it is left unknown for `prices`.
+ */
+function usageOf(u: { model?: string | undefined; inputTokens: number; outputTokens: number; cachedTokens: number; costUsd?: unknown }): Usage | undefined {
+  const r = readUsageReport({
+    ...(u.model !== undefined ? { model: u.model.slice(0, 200) } : {}), inputTokens: u.inputTokens, outputTokens: u.outputTokens,
+    ...(u.cachedTokens > 0 ? { cachedTokens: u.cachedTokens } : {}),
+    ...(typeof u.costUsd === 'number' && Number.isFinite(u.costUsd) && u.costUsd > 0 ? { costUsd: u.costUsd } : {}),
+  });
+  return r.ok ? r.usage : undefined;
+}
+
+/** Every line of an agent's output that is a JSON object (its event stream). */
+function jsonLines(text: string): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const line of text.split('\n')) {
+    const t = line.trim();
+    if (!t.startsWith('{')) continue;
+    const r = parseUntrustedJson(t, { duplicateKeys: 'allow' });
+    const v = r.ok ? record(r.value) : null;
+    if (v !== null) out.push(v);
+  }
+  return out;
+}
 
 /** The last line of an agent CLI's output that is a JSON object (nested within the bound of R-55), else the whole output as one. */
 function lastJsonLine(text: string): Record<string, unknown> | null {

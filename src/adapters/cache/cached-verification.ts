@@ -8,7 +8,8 @@
  * only when all of it passed: exit 0, no timeout, no process left behind, the workspace still
  * clean. Failures are never stored; a dirty workspace is never a hit.
  */
-import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readFileSync, readSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import { readUntrustedFile } from '../untrusted-file.js';
+import { existsSync, lstatSync, readFileSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, sep } from 'node:path';
 import { sha256Hex } from '../../events/hash.js';
 import { trustedEnvSha256, type CacheKeyInput } from '../../commands/verification-cache.js';
@@ -100,30 +101,11 @@ export function takeReportFile(workspace: string, rel: string): Buffer | undefin
   }
   if (dir !== root && !dir.startsWith(root + sep)) return { problem: `the report file ${rel} leaves the workspace (a directory on its path is a symlink)` };
   const path = join(dir, basename(rel));
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return undefined;
-    return { problem: `the report file ${rel} cannot be read (${code === 'ELOOP' ? 'it is a symlink' : code ?? 'error'})` };
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) return { problem: `the report file ${rel} is not a regular file` };
-    if (st.size > MAX_REPORT_BYTES) return { problem: `the report file ${rel} is ${st.size} bytes, over ${MAX_REPORT_BYTES}` };
-    const buf = Buffer.alloc(st.size);
-    let at = 0;
-    while (at < buf.length) {
-      const n = readSync(fd, buf, at, buf.length - at, at);
-      if (n === 0) break;
-      at += n;
-    }
-    unlinkSync(path);
-    return buf.subarray(0, at);
-  } finally {
-    closeSync(fd);
-  }
+  const read = readUntrustedFile(path, MAX_REPORT_BYTES);
+  if (read.kind === 'missing') return undefined;
+  if (read.kind === 'refused') return { problem: `the report file ${rel} cannot be read (${read.why})` };
+  unlinkSync(path);
+  return read.bytes;
 }
 
 /** True when something (a file, a symlink, a directory) is at the report path before the command ran. */

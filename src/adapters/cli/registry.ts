@@ -35,13 +35,13 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     load: () => import('./commands/step.js'),
   },
   run: {
-    summary: 'advance until the horizon completes, the build blocks, or --max-steps',
-    help: 'longbuild run [--max-steps N] [--standby] [--progress tty|lines|ndjson|off]\n  Progress on stderr: a line redrawn on a terminal with the running call\'s elapsed time (tty),\n  one line per step in a pipe or CI log (lines), nothing with --json (off); --json --progress\n  ndjson streams one {"type":"step",...} object per step on stdout, the result last. Exit 0 when complete or N steps were taken,\n  1 when the build is blocked (invalid plan, node out of attempts), 3 when another controller\n  holds the build\'s lease. --standby: wait for the lease instead, and take over when its holder\n  stops (PostgreSQL builds: within LONGBUILD_LEASE_TIMEOUT_MS, default 10000, of its death).\nexample: longbuild run --max-steps 10 --json',
+    summary: 'advance until the horizon completes, the build blocks or pauses on its budget, or --max-steps',
+    help: 'longbuild run [--max-steps N] [--standby] [--progress tty|lines|ndjson|off]\n  Progress on stderr: a line redrawn on a terminal with the running call\'s elapsed time (tty),\n  one line per step in a pipe or CI log (lines), nothing with --json (off); --json --progress\n  ndjson streams one {"type":"step",...} object per step on stdout, the result last. Exit 0 when complete, paused on its budget\n  (outcome paused: `longbuild budget` raises it) or N steps were taken, 1 when the build is blocked (invalid plan, node out of attempts), 3 when another controller\n  holds the build\'s lease. --standby: wait for the lease instead, and take over when its holder\n  stops (PostgreSQL builds: within LONGBUILD_LEASE_TIMEOUT_MS, default 10000, of its death).\nexample: longbuild run --max-steps 10 --json',
     load: () => import('./commands/run.js'),
   },
   status: {
     summary: 'where the build stands',
-    help: 'longbuild status [--watch]\n  Graph revision and SHA, integration head, horizon, active milestone, ranked ready wave,\n  in-flight nodes, checkpoints, summaries, planner and worker call counts, where the result is.\n  --watch  print it again each time the log moves (one JSON object per line with --json), until\n           the build completes or Ctrl-C\nexample: longbuild status --json',
+    help: 'longbuild status [--watch]\n  Graph revision and SHA, integration head, horizon, active milestone, ranked ready wave,\n  in-flight nodes, checkpoints, summaries, planner and worker call counts, where the result is,\n  what the calls spent (total, planner, per milestone; --json: per node too) and the budget.\n  --watch  print it again each time the log moves (one JSON object per line with --json), until\n           the build completes or Ctrl-C\nexample: longbuild status --json',
     load: () => import('./commands/status.js'),
   },
   show: {
@@ -63,6 +63,11 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     summary: 'ask the planner again when every proposal of a round was refused (unblocks the build)',
     help: 'longbuild replan [--reason TEXT] [--asks N]\n  A build blocked in planning (the first plan, a renewal or a repair window: every ask refused)\n  asks its planner N more times (default: the build\'s planner.asks), recorded as a PlanningReopened\n  event naming the operator; the planner is told every refusal so far and the reason. Holds the\n  controller lease (exit 3 while a run runs).\nexample: longbuild replan --reason "keep the API milestone to three nodes"',
     load: () => import('./commands/replan.js'),
+  },
+  budget: {
+    summary: 'set or raise the build\'s spending limits (a paused build goes on)',
+    help: 'longbuild budget [--usd N] [--tokens N] [--per-node-usd N] [--per-node-tokens N] [--per-milestone-usd N] [--per-milestone-tokens N] [--reason TEXT]\n  The limits given replace those of the budget in force (the others stay), recorded as a\n  BudgetChanged event naming the operator. A build paused on its budget (run outcome paused) goes\n  on with `longbuild run` once the next call fits; a node blocked on its own limit needs\n  `longbuild retry NODE` too. Holds the controller lease (exit 3 while a run runs).\nexample: longbuild budget --usd 20 --reason "the API milestone is worth it"',
+    load: () => import('./commands/budget.js'),
   },
   cancel: {
     summary: 'cancel a node and the nodes that depend on it (and unblock the build)',

@@ -4,7 +4,7 @@ import { writeAtomically } from '../atomic-write.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EffectError } from '../../events/errors.js';
-import type { Planner, PlannerInput } from '../../commands/ports.js';
+import type { CallOptions, Planner, PlannerAnswer, PlannerInput } from '../../commands/ports.js';
 import { runProcess, type ProcessResult } from '../process/run-process.js';
 import type { SandboxedRun } from '../sandbox/sandbox.js';
 import { jsonInMessage } from '../agents/presets.js';
@@ -39,14 +39,19 @@ export class CommandPlanner implements Planner {
   }
 
   async propose(input: PlannerInput): Promise<unknown> {
+    return (await this.answer(input)).proposal;
+  }
+
+  /** The proposal, and what the call used when its agent reported it (R-58); a kept answer is `replayed`. */
+  async answer(input: PlannerInput, options: CallOptions = {}): Promise<PlannerAnswer> {
     const kept = this.o.answers === undefined ? null : readAnswer(this.o.answers, input.callId);
-    if (kept !== null) return kept;
-    const answer = await this.ask(input);
-    if (this.o.answers !== undefined) keepAnswer(this.o.answers, input.callId, answer);
+    if (kept !== null) return { proposal: kept, replayed: true };
+    const answer = await this.ask(input, options);
+    if (this.o.answers !== undefined) keepAnswer(this.o.answers, input.callId, answer.proposal);
     return answer;
   }
 
-  private async ask(input: PlannerInput): Promise<unknown> {
+  private async ask(input: PlannerInput, options: CallOptions): Promise<PlannerAnswer> {
     const dir = mkdtempSync(join(tmpdir(), 'longbuild-planner-'));
     try {
       await exportTree(this.o.repo, input.integrationHead, dir);
@@ -54,6 +59,7 @@ export class CommandPlanner implements Planner {
       const call = this.o.style.plan({
         role: 'planner', callId: input.callId, payload: input, cwd: dir,
         env: { LONGBUILD_IDEMPOTENCY_KEY: input.callId, LONGBUILD_CALL_PURPOSE: input.purpose },
+        ...(options.usageFile !== undefined ? { usageFile: options.usageFile } : {}),
       });
       try {
         const label = this.o.style.label;
@@ -69,13 +75,15 @@ export class CommandPlanner implements Planner {
           throw new EffectError(`${label} exited ${result.exitCode ?? result.signal}: ${said || '(no output)'}`);
         }
         const message = call.answer(stdout);
+        const usage = call.usage(stdout);
+        const used = usage !== undefined ? { usage } : {};
         // Not JSON at all, or JSON the host refuses to read (R-55): hand the host a note it refuses
         // with the reason (recorded as a rejected proposal, returned to the planner, R-39).
         const read = jsonInMessage(message);
         // The real reason, with how the answer began (issue 46): what a person needs to see why.
-        if (read === null) return { invalid: `${label}'s answer is not JSON; it began: ${JSON.stringify(beginning(message))}`, rule: 'R-28', stdout: message.trim().slice(0, 2000) };
-        if (!read.ok) return { invalid: `${label}'s answer is refused: ${read.problem}`, rule: 'R-55', stdout: message.trim().slice(0, 2000) };
-        return read.value;
+        if (read === null) return { proposal: { invalid: `${label}'s answer is not JSON; it began: ${JSON.stringify(beginning(message))}`, rule: 'R-28', stdout: message.trim().slice(0, 2000) }, ...used };
+        if (!read.ok) return { proposal: { invalid: `${label}'s answer is refused: ${read.problem}`, rule: 'R-55', stdout: message.trim().slice(0, 2000) }, ...used };
+        return { proposal: read.value, ...used };
       } finally {
         call.dispose();
       }

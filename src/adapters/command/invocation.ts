@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import type { Usage } from '../../events/catalogue.js';
 import { PRESETS, type AgentName } from '../agents/presets.js';
 import { defaultPromptPath, loadPrompt, renderPrompt, type PromptTemplate } from '../agents/prompts.js';
 import { ValidationError } from '../../events/errors.js';
@@ -16,6 +17,8 @@ export interface CallPlan {
   readonly rw: readonly string[];
   /** The call's answer: stdout for a plain command, the final message for an agent. */
   answer(stdout: string): string;
+  /** What the call used, as an agent's own output reports it; a command reports in its usage file. */
+  usage(stdout: string): Usage | undefined;
   /** Removes what the call needed (an agent's home); runs whatever the outcome. */
   dispose(): void;
 }
@@ -26,7 +29,7 @@ export interface CallStyle {
   readonly label: string;
   /** An agent preset (its final message is its answer) rather than a plain command. */
   readonly agent: boolean;
-  plan(o: { readonly role: 'planner' | 'worker'; readonly callId: string; readonly payload: unknown; readonly cwd: string; readonly env: Record<string, string> }): CallPlan;
+  plan(o: { readonly role: 'planner' | 'worker'; readonly callId: string; readonly payload: unknown; readonly cwd: string; readonly env: Record<string, string>; readonly usageFile?: string }): CallPlan;
 }
 
 /** A configured command: the input as JSON on stdin, the answer on stdout. */
@@ -36,10 +39,12 @@ export function commandStyle(label: string, argv: readonly string[], env: NodeJS
     agent: false,
     plan: (o) => ({
       argv,
-      env: commandEnv(env, allow, o.env),
+      env: commandEnv(env, allow, { ...o.env, ...(o.usageFile !== undefined ? { LONGBUILD_USAGE_FILE: o.usageFile } : {}) }),
       input: JSON.stringify(o.payload),
-      rw: [],
+      // The usage file's directory is the call's own (usage-files.ts): the only place of the build directory it can write.
+      rw: o.usageFile !== undefined ? [dirname(o.usageFile)] : [],
       answer: (stdout) => stdout,
+      usage: () => undefined,
       dispose: () => {},
     }),
   };
@@ -83,6 +88,7 @@ export function agentStyle(role: 'planner' | 'worker', o: AgentStyleOptions): Ca
         input: preset.promptOnStdin === true ? agentCall.prompt : '',
         rw: [home],
         answer: (stdout) => preset.finalMessage(stdout, agentCall),
+        usage: (stdout) => preset.usage(stdout, agentCall),
         dispose: () => rmSync(home, { recursive: true, force: true }),
       };
     },

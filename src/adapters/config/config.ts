@@ -1,7 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ValidationError } from '../../events/errors.js';
-import { formatZodError } from '../../events/catalogue.js';
+import { BudgetSchema, formatZodError } from '../../events/catalogue.js';
 import { DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, SandboxSettingSchema } from '../sandbox/settings.js';
 import { AGENT_NAMES } from '../agents/presets.js';
 import { readJsonFile } from '../json-file.js';
@@ -71,6 +71,12 @@ export const ConfigSchema = z.strictObject({
     policyVersion: z.string().min(1).max(64).default('1').describe('an epoch of your own: another value makes every entry of the old one a miss'),
     path: z.string().min(1).optional().describe('a cache directory several builds share (relative: to this file); default: the build directory\'s own'),
   }).default({ enabled: true, policyVersion: '1' }).describe('the verification cache (R-27, R-32)'),
+  prices: z.record(z.string().min(1).max(200), z.strictObject({
+    input: z.number().nonnegative().max(1e6).describe('USD per million input tokens (cached input aside)'),
+    output: z.number().nonnegative().max(1e6).describe('USD per million output tokens'),
+    cached: z.number().nonnegative().max(1e6).optional().describe('USD per million cached input tokens (default: as input)'),
+  })).optional().describe('prices per model, for calls whose agent or command reports tokens but no cost (R-58)'),
+  budget: BudgetSchema.optional().describe('limits of what the build spends (R-59): usd, tokens (input + output), perNode, perMilestone; the build pauses (outcome paused) before a call would start past one, and `longbuild budget` raises it'),
   snapshotEvery: z.number().int().min(0).default(1000),
   log: z.string().regex(/^(sqlite|sqlite:.+|postgres:.+|eventstore:.+)$/, 'expected sqlite, sqlite:PATH, postgres:URL or eventstore:URL').default('sqlite'),
 });

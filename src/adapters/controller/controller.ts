@@ -6,6 +6,8 @@ import { LogCursor, type LogCursorDeps } from './log-cursor.js';
 import { effectRunner, type EffectDeps, type RunEffect } from './effects.js';
 
 export type { StepOutcome, StepResult } from '../../commands/step.js';
+import { endsRun } from '../../commands/step-types.js';
+export { endsRun };
 
 export interface ControllerDeps extends EffectDeps, LogCursorDeps {}
 
@@ -193,7 +195,7 @@ export class Controller {
         continue;
       }
       onStep((last = r));
-      if (r.outcome === 'horizon_complete' || r.outcome === 'blocked') {
+      if (endsRun(r.outcome)) {
         if (fibers.size === 0) break;
         await Promise.race(fibers.values()); // not while calls are in flight: their results come first
       }

@@ -9,7 +9,7 @@ import { canonicalJson, type JsonValue } from '../../events/canonical.js';
 import { callInputSha256, commitIdsIn, type CommitContent } from '../../commands/call-input.js';
 import type { CommandEvidence } from '../../events/catalogue.js';
 import type { EffectRequest, EffectResults, KeptWorkerOutcome, VerificationOutcome } from '../../commands/step.js';
-import type { Planner, Worker } from '../../commands/ports.js';
+import type { Planner, PlannerAnswer, Worker } from '../../commands/ports.js';
 import { ATTEMPT_REF_PREFIX } from '../../commands/refs.js';
 import type { FaultInjector } from '../faults.js';
 import type { BuildState } from '../../projections/build-state.js';
@@ -18,6 +18,8 @@ import type { CallMarks } from './call-marks.js';
 import { withAcceptanceOutput, withDependencyFiles, withFailureEvidence } from './packet-context.js';
 import { jobTests, readRun, reportFilesOf, type CommandTests } from './test-evidence.js';
 import type { EvidenceStore, GitPort, VerificationRun } from './ports.js';
+import type { UsageFiles } from './usage-files.js';
+import type { Usage } from '../../events/catalogue.js';
 
 export interface EffectDeps {
   readonly planner: Planner;
@@ -45,6 +47,10 @@ export interface EffectDeps {
    * (promote, publish, repair, delete branches), so a deposed controller moves none (issue 45).
    */
   readonly fence?: () => Promise<void>;
+  /** Where commands report what their calls used, and the prices (R-58); absent: nothing is read. */
+  readonly usage?: UsageFiles;
+  /** One line about a usage report that was not taken (a warning; the call stands). */
+  readonly warn?: (line: string) => void;
 }
 
 export interface CallDrivers {
@@ -131,8 +137,10 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
         await deps.fence?.();
         for (const x of r.repairs) await git.repairRef(x);
         return null;
-      case 'recall-planner':
-        return { kept: calls?.kept(r.callId, r.invocation) ?? null, ...startedOf(calls, r.callId, r.invocation) };
+      case 'recall-planner': {
+        const kept = calls?.kept(r.callId, r.invocation) ?? null;
+        return { kept, ...startedOf(calls, r.callId, r.invocation), ...(kept === null ? lostUsage(r.callId, r.invocation) : {}) };
+      }
       case 'planner': {
         const input = withAcceptanceOutput(r.input, deps.evidence);
         const inputSha256 = await digest('planner', input, () => deps.drivers!.planner());
@@ -144,19 +152,26 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
           calls?.keep(r.callId, r.invocation, result as unknown as JsonValue);
           return result;
         }
-        const answer = await call('planner', () => deps.planner.propose(input), { key: r.callId, invocation: r.invocation }, { key: r.callId, label: `planner (${r.purpose}, ${r.callId})` });
+        const usageFile = deps.usage?.prepare(r.callId, r.invocation);
+        const options = usageFile !== undefined ? { usageFile } : {};
+        const got: PlannerAnswer = await call('planner', async (): Promise<PlannerAnswer> => (deps.planner.answer !== undefined ? deps.planner.answer(input, options) : { proposal: await deps.planner.propose(input) }),
+          { key: r.callId, invocation: r.invocation }, { key: r.callId, label: `planner (${r.purpose}, ${r.callId})` });
+        const answer = got.proposal;
+        // An answer kept from an interrupted invocation asked no model: what that one used is its EffectReinvoked's.
+        const used = got.replayed === true ? undefined : usageOf(got.usage, r.callId, r.invocation);
+        const spent = used !== undefined ? { usage: used } : {};
         // Kept until it is recorded (only a canonical answer: anything else is re-asked after a crash).
         if (isCanonical(answer)) {
-          calls?.keep(r.callId, r.invocation, { answer: answer as JsonValue, ...digested } as JsonValue);
+          calls?.keep(r.callId, r.invocation, { answer: answer as JsonValue, ...digested, ...spent } as JsonValue);
           faults.reach('after-keep:planner');
         }
-        return { answer, ...digested };
+        return { answer, ...digested, ...spent };
       }
       case 'recall-attempt': {
         const found = r.writable ? await git.findAttemptCommit(r.branch, r.baseHead) : null;
         const kept = (calls?.kept(r.key, r.invocation) ?? null) as KeptWorkerOutcome | null;
         const clone = kept !== null && r.writable ? await git.keptAttemptWorktree(r.attemptId) : '';
-        return { found, kept, clone, ...startedOf(calls, r.key, r.invocation) };
+        return { found, kept, clone, ...startedOf(calls, r.key, r.invocation), ...(kept === null ? lostUsage(r.key, r.invocation) : {}) };
       }
       case 'worker': {
         const { packet } = r;
@@ -174,11 +189,14 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
           calls?.keep(r.key, r.invocation, reused as unknown as JsonValue);
           return { kept: reused, worktree: prepared.worktree };
         }
-        const out = await call('worker', () => deps.worker.implement(full, prepared.worktree), { key: r.key, invocation: r.invocation }, { key: r.attemptId, label: `worker on ${packet.nodeId} (attempt ${packet.attempt})` });
+        const usageFile = deps.usage?.prepare(r.key, r.invocation);
+        const out = await call('worker', () => deps.worker.implement(full, prepared.worktree, usageFile !== undefined ? { usageFile } : {}),
+          { key: r.key, invocation: r.invocation }, { key: r.attemptId, label: `worker on ${packet.nodeId} (attempt ${packet.attempt})` });
+        const used = usageOf(out.usage, r.key, r.invocation);
         const kept: KeptWorkerOutcome = {
           outcome: out.outcome, stdoutSha256: deps.evidence.put(Buffer.from(out.stdout)), stderrSha256: deps.evidence.put(Buffer.from(out.stderr)),
           ...(out.reason !== undefined ? { reason: out.reason } : {}), ...(out.decision !== undefined ? { decision: out.decision } : {}), ...(out.durationMs !== undefined ? { durationMs: out.durationMs } : {}),
-          ...(inputSha256 !== undefined ? { inputSha256 } : {}),
+          ...(inputSha256 !== undefined ? { inputSha256 } : {}), ...(used !== undefined ? { usage: used } : {}),
         };
         // Kept before the host acts on it: a crash or a full disk from here on finishes the attempt
         // from this outcome and the clone, without calling the worker again. Written now, flushed
@@ -215,6 +233,20 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
           return git.promote(r.ref, r.commit, r.expectedOld);
         });
     }
+  };
+  /** What a call used (R-58): its agent's report, else its usage file; priced. */
+  const usageOf = (reported: Usage | undefined, key: string, invocation: number): Usage | undefined => {
+    if (deps.usage === undefined) return reported;
+    if (reported !== undefined) return deps.usage.price(reported);
+    const read = deps.usage.read(key, invocation);
+    if (read.problem !== undefined) deps.warn?.(`${read.problem}; the call's usage is recorded as unknown`);
+    return read.usage;
+  };
+  /** What an invocation a crash interrupted reported before it (its usage file), for its EffectReinvoked. */
+  const lostUsage = (key: string, invocation: number): { lostUsage?: Usage } => {
+    const read = deps.usage?.read(key, invocation) ?? {};
+    if (read.problem !== undefined) deps.warn?.(`${read.problem}; the interrupted call's usage is recorded as unknown`);
+    return read.usage !== undefined ? { lostUsage: read.usage } : {};
   };
   /** A call's input digest (R-41), when the build names its drivers: commit ids are read as the content they name. */
   const digest = async (role: 'planner' | 'worker', input: unknown, driver: () => JsonValue): Promise<string | undefined> => {

@@ -53,6 +53,28 @@ export function marksOf(e: StoredEvent): Mark[] {
   return out;
 }
 
+/** The spend so far at an event that recorded a call's usage: the timeline's cumulative line. */
+export interface SpendPoint {
+  readonly position: number;
+  readonly usd: number;
+  readonly tokens: number;
+}
+
+/** What one event adds to the ledger (as the fold counts it: a fork's adopted result costs nothing), or null. */
+export function spendOf(e: StoredEvent): { usd: number; tokens: number } | null {
+  if (e.type !== 'PlannerReturned' && e.type !== 'AttemptFinished' && e.type !== 'EffectReinvoked') return null;
+  const d = e.data as { usage?: { inputTokens: number; outputTokens: number; costUsd?: number }; reused?: unknown };
+  if (d.usage === undefined || d.reused !== undefined) return null;
+  return { usd: d.usage.costUsd ?? 0, tokens: d.usage.inputTokens + d.usage.outputTokens };
+}
+
+/** The last point of each bucket of positions, so a long build's line stays small. */
+export function sampleSpend(points: readonly SpendPoint[], head: number, buckets: number): SpendPoint[] {
+  if (points.length <= buckets) return [...points];
+  const width = Math.max(1, head / buckets);
+  return points.filter((p, i) => i === points.length - 1 || Math.floor(points[i + 1]!.position / width) !== Math.floor(p.position / width));
+}
+
 /** The timeline is drawn this many buckets wide: more marks than that cannot be told apart. */
 export const MARK_BUCKETS = 2000;
 

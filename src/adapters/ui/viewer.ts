@@ -9,7 +9,7 @@
  * refused (a web page elsewhere cannot reach the viewer through DNS rebinding).
  *
  * API (JSON unless said otherwise):
- *   GET /api/meta                 build id, title, head position, timeline marks, chain check
+ *   GET /api/meta                 build id, title, head position, timeline marks, the cumulative spend, chain check
  *   GET /api/view?at=N            the view at position N (default: head) with its DAG layout
  *   GET /api/diff?from=A&to=B     diffViews between two positions
  *   GET /api/events?from=&limit=&type=&node=&q=   a page of the event index (filters optional)
@@ -25,7 +25,7 @@ import type { EventLog } from '../../events/log.js';
 import { LongbuildError, NotFoundError } from '../../events/errors.js';
 import { diffViews, viewOf } from '../../projections/view.js';
 import { criticalPath } from '../../projections/critical-path.js';
-import { evidenceRefs, gitRefs, HEX64, marksOf, MARK_BUCKETS, nodesOf, sampleMarks, textOf, type IndexRow, type Mark } from './event-index.js';
+import { evidenceRefs, gitRefs, HEX64, marksOf, MARK_BUCKETS, nodesOf, sampleMarks, sampleSpend, spendOf, textOf, type IndexRow, type Mark, type SpendPoint } from './event-index.js';
 import { layoutOf, type LaidOut } from './layout.js';
 import { FileEvidenceStore } from '../evidence-store.js';
 import { readPages } from '../log/paging.js';
@@ -76,6 +76,8 @@ class HttpError extends Error {
 export class Viewer {
   private readonly index: IndexRow[] = [];
   private readonly marks: Mark[] = [];
+  /** The cumulative spend at each event that recorded a call's usage. */
+  private readonly spend: SpendPoint[] = [];
   private readonly types = new Set<string>();
   private readonly views = new Map<number, LaidOut>();
   private readonly clients = new Set<ServerResponse>();
@@ -113,6 +115,11 @@ export class Viewer {
         this.index.push({ position: e.position, type: e.type, at: e.metadata.recordedAt, nodes, text: textOf(e, nodes) });
         this.types.add(e.type);
         this.marks.push(...marksOf(e));
+        const spent = spendOf(e);
+        if (spent !== null) {
+          const last = this.spend.at(-1) ?? { usd: 0, tokens: 0 };
+          this.spend.push({ position: e.position, usd: last.usd + spent.usd, tokens: last.tokens + spent.tokens });
+        }
       }
     }
     if (this.head !== before) {
@@ -261,7 +268,7 @@ export class Viewer {
   private async api(u: URL, res: ServerResponse): Promise<void> {
     switch (u.pathname) {
       case '/api/meta':
-        return this.json(res, { ...this.meta, head: this.head, events: this.index.length, marks: sampleMarks(this.marks, this.head, MARK_BUCKETS), verify: this.verified, types: [...this.types].sort() });
+        return this.json(res, { ...this.meta, head: this.head, events: this.index.length, marks: sampleMarks(this.marks, this.head, MARK_BUCKETS), spend: sampleSpend(this.spend, this.head, MARK_BUCKETS), verify: this.verified, types: [...this.types].sort() });
       case '/api/view':
         return this.json(res, await this.viewAt(this.position(u, 'at')));
       case '/api/diff': {

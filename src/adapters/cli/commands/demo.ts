@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { InterruptedError, ValidationError } from '../../../events/errors.js';
 import type { StepOutcome } from '../../controller/controller.js';
+import { endsRun } from '../../controller/controller.js';
 import { demoBlueprint } from '../../demo/demo-blueprint.js';
 import { initFromBlueprint } from '../../build-init.js';
 import { openBuild } from '../../session.js';
@@ -56,7 +57,7 @@ export async function run(ctx: CommandContext): Promise<DemoOutput> {
       progress.step(r, s.controller.current);
       outcome = r.outcome;
       reason = r.reason;
-      if (r.outcome === 'horizon_complete' || r.outcome === 'blocked') break;
+      if (endsRun(r.outcome)) break;
     }
     progress.finish();
     const st = s.controller.current;

@@ -1,4 +1,5 @@
 import type { StepOutcome, StepResult } from '../../controller/controller.js';
+import { endsRun } from '../../controller/controller.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { defaultProgressMode, Progress, PROGRESS_MODES, useColor, type CallInFlight, type ProgressMode } from '../progress.js';
 import { withBuild } from '../with-build.js';
@@ -20,7 +21,7 @@ export interface RunOutput {
   readonly outcomes: Partial<Record<StepOutcome, number>>;
 }
 
-/** Advance until horizon_complete, blocked, or --max-steps. Progress goes to stderr on a terminal. */
+/** Advance until horizon_complete, blocked, paused (the budget, R-59) or --max-steps. Progress goes to stderr on a terminal. */
 export async function run(ctx: CommandContext): Promise<RunOutput> {
   const max = ctx.flags['max-steps'];
   if (max !== undefined && (typeof max !== 'number' || max < 1)) throw new UsageError('run: --max-steps must be a positive integer');
@@ -62,7 +63,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
       steps += 1;
       outcomes[last.outcome] = (outcomes[last.outcome] ?? 0) + 1;
       progress.step(last, s.controller.current);
-      if (last.outcome === 'horizon_complete' || last.outcome === 'blocked') break;
+      if (endsRun(last.outcome)) break;
     }
     progress.finish();
     const st = s.controller.current;
@@ -91,7 +92,8 @@ function progressMode(ctx: CommandContext, isTty: boolean): ProgressMode {
 
 export function render(d: RunOutput): string {
   const counts = Object.entries(d.outcomes).map(([k, v]) => `${k} ${v}`).join(', ');
-  const result = d.outcome === 'horizon_complete' && d.integrationHead ? `  the result is on ${d.integrationRef ?? 'the integration ref'}; \`longbuild land\` brings it into your branch\n` : '';
+  const result = d.outcome === 'horizon_complete' && d.integrationHead ? `  the result is on ${d.integrationRef ?? 'the integration ref'}; \`longbuild land\` brings it into your branch\n`
+    : d.outcome === 'paused' ? `  ${d.reason ?? 'paused on the budget'}\n` : '';
   return `${d.outcome} after ${d.steps} steps (${counts})\n  position ${d.position}, graph revision ${d.graphRevision}, integration head ${d.integrationHead ?? '-'}\n${result}`;
 }
 

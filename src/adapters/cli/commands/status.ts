@@ -1,3 +1,6 @@
+import { describeBudget, formatUsd, ledgerJson, spendJson, type LedgerJson, type SpendJson } from '../../../commands/spend.js';
+import type { Budget } from '../../../events/catalogue.js';
+import { budgetOf } from '../../../commands/next-action.js';
 import { compareCodePoints } from '../../../events/canonical.js';
 import { shortList } from '../short-list.js';
 import type { BuildState } from '../../../projections/build-state.js';
@@ -42,6 +45,12 @@ export interface StatusOutput {
    * command's report, the head's tests; null for a build from before test policies.
    */
   readonly tests: StatusTests | null;
+  /** What the build's calls used (R-58): the total, the planner's, each milestone's and each node's. */
+  readonly spend: LedgerJson & { readonly nodes: Readonly<Record<string, SpendJson>> };
+  /** The budget in force (R-59), or null. */
+  readonly budget: Budget | null;
+  /** Why the build is paused on its budget (R-59), or null. */
+  readonly paused: string | null;
   /** System-level acceptance (issue 16): null when the build has no acceptance commands. */
   readonly acceptance: {
     readonly runs: number;
@@ -134,7 +143,26 @@ export function statusOf(st: BuildState): StatusOutput {
     criticalPath: criticalPath(st),
     tests: testsOf(st),
     acceptance: acceptanceOf(st),
+    spend: { ...ledgerJson(st.spend), nodes: Object.fromEntries(Object.entries(st.nodes).filter(([, n]) => n.spent !== undefined).map(([id, n]) => [id, spendJson(n.spent!)])) },
+    budget: budgetOf(st) ?? null,
+    paused: pausedReason(st),
   };
+}
+
+function pausedReason(st: BuildState): string | null {
+  if (!st.build || st.completed) return null;
+  const next = nextAction(st);
+  return next.kind === 'paused' ? next.reason : null;
+}
+
+/** The ledger in one line: the total, then the planner's and the costliest milestones'. */
+function spendLine(s: StatusOutput['spend']): string {
+  if (s.calls === 0) return 'no calls yet';
+  if (s.reported === 0) return `no call reported usage (${s.calls} call${s.calls === 1 ? '' : 's'}; commands report in LONGBUILD_USAGE_FILE)`;
+  const one = (t: SpendJson) => `${t.usd !== null ? formatUsd(t.usd) : 'cost unknown'}, ${(t.inputTokens + t.outputTokens).toLocaleString('en-US')} tokens`;
+  const unknown = s.calls - s.reported;
+  const milestones = Object.entries(s.milestones).sort((a, b) => (b[1].usd ?? 0) - (a[1].usd ?? 0) || compareCodePoints(a[0], b[0])).slice(0, 3);
+  return `${one(s)} in ${s.calls} calls${unknown > 0 ? ` (${unknown} unknown${s.unknownReinvocations > 0 ? `, ${s.unknownReinvocations} of them made again after a crash` : ''})` : ''}; planner ${one(s.planner)}${milestones.map(([id, t]) => `; ${id} ${one(t)}`).join('')}`;
 }
 
 function acceptanceOf(st: BuildState): StatusOutput['acceptance'] {
@@ -227,7 +255,7 @@ export function renderJson(d: StatusOutput, ctx: CommandContext): string {
 export function render(d: StatusOutput, ctx?: CommandContext): string {
   if (ctx?.flags.watch === true) return '';
   const lines = [
-    `build: ${d.completed ? 'complete' : d.blocked ? `blocked — ${d.blocked}` : 'in progress'} at position ${d.position}`,
+    `build: ${d.completed ? 'complete' : d.blocked ? `blocked — ${d.blocked}` : d.paused ? `paused — ${d.paused}` : 'in progress'} at position ${d.position}`,
     `sandbox: ${d.sandbox}`,
     `graph: revision ${d.graphRevision}, sha256 ${d.graphSha256.slice(0, 16)}…, nodes ${Object.entries(d.nodes).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
     `work: ${d.work.accepted} of ${d.work.planned} planned nodes accepted${d.work.compacted > 0 ? ` (${d.work.compacted} of them compacted into summaries)` : ''}`,
@@ -242,6 +270,7 @@ export function render(d: StatusOutput, ctx?: CommandContext): string {
     `checkpoints: ${shortList(d.checkpoints)}`,
     `summaries: ${shortList(d.summaries)}`,
     `calls: planner ${d.calls.planner}, worker ${d.calls.worker}${d.calls.reused !== undefined ? ` (adopted from a parent build: ${d.calls.reused.planner} planner, ${d.calls.reused.worker} worker results)` : ''}`,
+    `spend: ${spendLine(d.spend)}${d.budget !== null ? `; budget ${describeBudget(d.budget)}` : ''}`,
     ...(d.fork !== undefined ? [`fork: of ${d.fork.dir} at position ${d.fork.position} (ForkedFrom at ${d.fork.at}); \`longbuild verify\` checks the link`] : []),
   ];
   return `${lines.join('\n')}\n`;
