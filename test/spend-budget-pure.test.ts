@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { nextAction } from '../src/commands/next-action.js';
 import type { DomainEvent, Usage } from '../src/events/catalogue.js';
 import { attemptFinished, attemptStarted, buildInitialized, given, horizonSealed, milestone, node } from './support/given.js';
+import { fingerprintOf, foldLog } from '../src/commands/fuzz-compare.js';
 
 const withUsage = (e: DomainEvent, usage: Usage): DomainEvent => ({ ...e, data: { ...e.data, usage } } as DomainEvent);
 
@@ -52,5 +53,13 @@ describe('R-59 no call starts past the budget (pure decider)', () => {
     expect(nextAction(inDoubt.state)).toEqual({ kind: 'plan', purpose: 'seal', callId: 'plan.seal.0.ask2', inDoubt: true });
     const raised = refused.when({ type: 'BudgetChanged', data: { budget: { tokens: 5000 }, operator: { action: 'budget' }, graphRevision: 0 } });
     expect(nextAction(raised.state)).toEqual({ kind: 'plan', purpose: 'seal', callId: 'plan.seal.0.ask2', inDoubt: false });
+  });
+
+  it('the fuzzer\'s own check (independent of the decider): a call started once the spend reached the limit is a breach', () => {
+    const ok = given(buildInitialized({ budget: { usd: 0.5 } }), horizonSealed({ detailed: [milestone('m1', [node('a', [], { kind: 'read-only' }), node('b', [], { kind: 'read-only' })])], coarse: [] }),
+      attemptStarted('a'), withUsage(attemptFinished('a', 'recorded'), { inputTokens: 1, outputTokens: 1, costUsd: 0.5 }));
+    expect(fingerprintOf(foldLog(ok.log)).budgetBreaches).toEqual([]);
+    const breached = ok.when(attemptStarted('b'));
+    expect(fingerprintOf(foldLog(breached.log)).budgetBreaches).toEqual([`${breached.log.at(-1)!.position} AttemptStarted: $0.50 spent of the build's $0.50 budget`]);
   });
 });

@@ -160,6 +160,15 @@ describe('the ledger across crashes (issue 46): counted as made, exact to what t
     expect(spend.usd).toBeCloseTo(reported(ledger).reduce((n, x) => n + (x.costUsd ?? 0), 0), 9);
   }, 60_000);
 
+  it('longbuild fuzz covers a budgeted build: every kill point resumes without a call past the budget, the ledger exact (interrupted invocations aside)', () => {
+    const { cfg } = build({ budget: { usd: 0.6 }, milestones: 1, perMilestone: 3 });
+    const r = runCli(['fuzz', '--request', join(cfg, 'request.json'), '--config', join(cfg, 'longbuild.config.json'), '--faults', 'kill', '--points', '10', '--seed', '46', '--jobs', '2', '--json'], { cwd: tempDir('longbuild-spend-fuzz-') });
+    expect(r.code, r.stdout.slice(0, 2000) + r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout);
+    expect(report.cases.length).toBe(10);
+    expect(report.cases.every((c: { result: string }) => c.result === 'passed')).toBe(true);
+  }, 180_000);
+
   it('a hostile usage file (a symlink to a host file, a huge file, a bad report) is not read: the call\'s usage is unknown, with one warning', () => {
     const cases: [string, string][] = [
       ['symlink', "rmSync(process.env.LONGBUILD_USAGE_FILE); symlinkSync('/etc/passwd', process.env.LONGBUILD_USAGE_FILE);"],

@@ -66,6 +66,7 @@ function configSettings(c: LongbuildConfig): BuildSettings {
     ...(c.acceptance.length > 0 ? { acceptanceRepairs: c.acceptanceRepairs } : {}),
     ...setupSetting(c.setup),
     ...(c.budget !== undefined ? { budget: c.budget } : {}),
+    ...(c.approve !== undefined ? { approve: [...new Set(c.approve)] } : {}),
   };
 }
 

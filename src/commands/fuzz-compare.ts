@@ -11,6 +11,10 @@ import type { Checkpoint, CompactionSummary } from '../events/catalogue.js';
 import { evolveBuild, initialBuildState, type BuildState } from '../projections/build-state.js';
 import { canonicalGraph, rankReadyWave, readyListBytes } from '../projections/graph.js';
 import { sha256Hex } from '../events/hash.js';
+import type { Usage } from '../events/catalogue.js';
+import { NO_SPEND, withCall, type SpendTotals } from '../projections/spend-ledger.js';
+import { budgetOf, overBudget } from './next-action.js';
+import { holdings } from '../projections/view.js';
 
 /** One interruption point occurrence: `LONGBUILD_CRASH_AT=point:occurrence`. */
 export interface PointOccurrence {
@@ -40,6 +44,19 @@ export interface BuildFingerprint {
   readonly eventTypes: readonly string[];
   /** EffectReinvoked events in the log. */
   readonly reinvocations: number;
+  /**
+   * The spend ledger (R-58) without what interrupted invocations reported (their EffectReinvoked
+   * usage): what the build's recorded calls used, the same however often it was interrupted.
+   */
+  readonly ledger: { readonly reported: number; readonly inputTokens: number; readonly outputTokens: number; readonly costNanoUsd: number };
+  /** Interrupted invocations whose usage the log records: billed, so they count against a budget (R-58, R-59). */
+  readonly lostReported: number;
+  /** Whether the build has a budget (R-59). */
+  readonly budgeted: boolean;
+  /** Calls started while the spend had reached a limit (R-59): `position TYPE: reason`. None in a correct build. */
+  readonly budgetBreaches: readonly string[];
+  /** Every accepted planned node, those compacted into summaries included (summaries themselves aside). */
+  readonly acceptedWork: readonly string[];
 }
 
 /**
@@ -60,6 +77,9 @@ interface Folded {
   refRepairs: string[];
   eventTypes: string[];
   reinvocations: number;
+  /** What interrupted invocations reported (EffectReinvoked usage), summed. */
+  lost: SpendTotals;
+  budgetBreaches: string[];
 }
 
 const SUMMARY_ID = /summary-[0-9a-f]{16}/g;
@@ -76,9 +96,21 @@ export function foldLog(events: Iterable<StoredEvent>): Folded {
   const refRepairs: string[] = [];
   const eventTypes: string[] = [];
   let reinvocations = 0;
+  let lost = NO_SPEND;
+  const budgetBreaches: string[] = [];
   for (const e of events) {
     const before = state.graphRevision;
-    if (e.type === 'EffectReinvoked') reinvocations += 1;
+    // R-59: a new call (its intent) never starts once the spend has reached a limit.
+    if (e.type === 'AttemptStarted' || e.type === 'PlannerInvoked') {
+      const nodeId = (e.data as { nodeId?: string }).nodeId;
+      const over = overBudget(state, nodeId !== undefined ? state.nodes[nodeId]?.milestone ?? null : null);
+      if (over !== null) budgetBreaches.push(`${e.position} ${e.type}: ${over.reason}`);
+    }
+    if (e.type === 'EffectReinvoked') {
+      reinvocations += 1;
+      const usage = (e.data as { usage?: Usage }).usage;
+      if (usage !== undefined) lost = withCall(lost, usage);
+    }
     else if (e.type !== 'RefRepaired') eventTypes.push(e.type);
     if (e.type === 'RefRepaired') {
       const d = e.data as { where: string; ref: string; found: string | null };
@@ -97,12 +129,13 @@ export function foldLog(events: Iterable<StoredEvent>): Folded {
       checkpointGraphs[checkpoint.milestoneId] = sha256Hex(aliasIn(canonicalGraph(state.nodes), aliases));
     }
   }
-  return { state, readySequence, checkpointGraphs, wholeCheckpoints, wholeSummaries, aliases, refRepairs, eventTypes, reinvocations };
+  return { state, readySequence, checkpointGraphs, wholeCheckpoints, wholeSummaries, aliases, refRepairs, eventTypes, reinvocations, lost, budgetBreaches };
 }
 
 /** The fingerprint of a folded build (R-19's comparable parts). */
 export function fingerprintOf(folded: Folded): BuildFingerprint {
-  const { state, readySequence, checkpointGraphs, wholeCheckpoints, wholeSummaries, aliases, refRepairs, eventTypes, reinvocations } = folded;
+  const { state, readySequence, checkpointGraphs, wholeCheckpoints, wholeSummaries, aliases, refRepairs, eventTypes, reinvocations, lost, budgetBreaches } = folded;
+  const total = state.spend?.total ?? NO_SPEND;
   const alias = (id: string): string => aliases[id] ?? id;
   const accepted = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'accepted').map(alias).sort(compareCodePoints);
   const acceptedCommits: Record<string, string | null> = {};
@@ -140,7 +173,24 @@ export function fingerprintOf(folded: Folded): BuildFingerprint {
     refRepairs,
     eventTypes,
     reinvocations,
+    ledger: {
+      reported: total.reported - lost.reported, inputTokens: total.inputTokens - lost.inputTokens,
+      outputTokens: total.outputTokens - lost.outputTokens, costNanoUsd: total.costNanoUsd - lost.costNanoUsd,
+    },
+    lostReported: lost.reported,
+    acceptedWork: [...new Set(Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'accepted').flatMap((id) => (state.nodes[id]!.summary === true ? holdings(state, id).filter((h) => state.summaries[h] === undefined) : [id])))].sort(compareCodePoints),
+    budgeted: budgetOf(state) !== undefined,
+    budgetBreaches,
   };
+}
+
+/**
+ * A budgeted build whose interrupted calls reported what they used was billed for them (R-58), so
+ * it may pause before the uninterrupted one did (R-59): it cannot be compared with that run for
+ * equality, only for what must hold whatever the interruptions.
+ */
+export function billedAgain(f: BuildFingerprint): boolean {
+  return f.budgeted && f.lostReported > 0;
 }
 
 /** A difference between the resumed build and the clean one, with the rule it breaks. */
@@ -177,6 +227,14 @@ export function compareBuilds(clean: ObservedBuild, resumed: ObservedBuild, opti
   const differ = (what: string, rule: string, x: unknown, y: unknown): void => {
     if (canonicalJson(x as JsonValue) !== canonicalJson(y as JsonValue)) out.push({ what, rule, clean: show(x), resumed: show(y) });
   };
+  for (const breach of b.budgetBreaches) out.push({ what: 'a call started past the budget', rule: 'R-59', clean: '(none)', resumed: breach });
+  if (billedAgain(b)) {
+    // Paused earlier, if at all: what it accepted the clean run accepted, and the chain holds.
+    const extra = b.acceptedWork.filter((id) => !a.acceptedWork.includes(id));
+    if (extra.length > 0) out.push({ what: 'accepted work (billed again, so at most the clean run\'s)', rule: 'R-59', clean: show(a.acceptedWork), resumed: show(b.acceptedWork) });
+    if (!resumed.verifyOk) out.push({ what: 'verify', rule: 'R-4', clean: 'ok', resumed: resumed.verifyProblem ?? 'not ok' });
+    return out;
+  }
   differ('outcome', 'R-19', a.outcome, b.outcome);
   differ('accepted nodes', 'R-19', a.accepted, b.accepted);
   differ('integration head tree', 'R-19', clean.integrationTree, resumed.integrationTree);
@@ -214,6 +272,8 @@ export function compareBuilds(clean: ObservedBuild, resumed: ObservedBuild, opti
     differ('accepted commits', 'R-19', a.acceptedCommits, b.acceptedCommits);
   }
   differ('ref repairs', 'R-33', a.refRepairs, b.refRepairs);
+  // R-58: every recorded call's usage once, whatever the interruptions (what lost invocations reported aside).
+  if (!concurrent) differ('spend ledger (interrupted invocations aside)', 'R-58', a.ledger, b.ledger);
   const firstType = concurrent ? -1 : a.eventTypes.findIndex((t, i) => b.eventTypes[i] !== t);
   if (!concurrent && (firstType >= 0 || a.eventTypes.length !== b.eventTypes.length)) {
     const i = firstType >= 0 ? firstType : Math.min(a.eventTypes.length, b.eventTypes.length);

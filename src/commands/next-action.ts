@@ -31,6 +31,10 @@ export type NextAction =
   | { kind: 'wait' }
   /** The next call would start past the budget (R-59); `reached`: the BudgetReached to record (absent: already recorded). */
   | { kind: 'paused'; reason: string; reached?: DataOf<'BudgetReached'> }
+  /** A valid proposal waits for an operator's approval (R-60): nothing is planned or dispatched until `approve` or `reject`. */
+  | { kind: 'awaiting_approval'; gate: 'plan'; purpose: PlannerPurpose; callId: string; reason: string }
+  /** An approved proposal: seal or renew it now (R-60). */
+  | { kind: 'seal-approved'; purpose: PlannerPurpose; callId: string }
   /** The node to dispatch spent its own limit (perNode, R-59): it is blocked, not dispatched. */
   | { kind: 'over-budget'; nodeId: string; reached: DataOf<'BudgetReached'> };
 
@@ -104,7 +108,7 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
       const r = round.refused;
       return { kind: 'blocked', reason: `${r.rejection?.reason ?? 'proposal rejected'}${refusedTimes(round.asks)}${REPLAN}`, planning: { purpose: 'seal', horizonRevision: 0, callId: r.callId } };
     }
-    return planOrPause(state, running, { kind: 'plan', purpose: 'seal', callId: round.callId, inDoubt: round.inDoubt });
+    return planOrPause(state, running, { kind: 'plan', purpose: 'seal', callId: round.callId, inDoubt: round.inDoubt }, round.gate);
   }
 
   for (const m of horizon.detailed) {
@@ -167,12 +171,12 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
         const r = round.refused.rejection;
         return { kind: 'blocked', reason: `${r ? `renewal refused (${r.rule}): ${r.reason}` : 'renewal refused'}${refusedTimes(round.asks)}${REPLAN}`, planning: { purpose: 'renew', horizonRevision: revision, callId: round.refused.callId } };
       }
-      return planOrPause(state, running, { kind: 'plan', purpose: 'renew', callId: round.callId, inDoubt: round.inDoubt });
+      return planOrPause(state, running, { kind: 'plan', purpose: 'renew', callId: round.callId, inDoubt: round.inDoubt }, round.gate);
     }
     const last = latestAcceptance(state);
     if (hasAcceptance(state) && last !== null && last.status === 'failed') {
       const next = repairOrBlock(state, last, revision);
-      return next.kind === 'plan' ? planOrPause(state, running, next) : next;
+      return next.kind === 'plan' ? planOrPause(state, running, next, planningRound(state, 'repair', revision).gate) : next;
     }
     return { kind: 'complete' };
   }
@@ -217,8 +221,20 @@ export function overBudget(state: BuildState, milestoneId: string | null): DataO
   return null;
 }
 
-/** A planner call, unless it would start past the build's budget (a call in doubt is settled whatever the budget). */
-function planOrPause(state: BuildState, running: ReadonlySet<string>, plan: Extract<NextAction, { kind: 'plan' }>): NextAction {
+/**
+ * A planner call, unless it would start past the build's budget (a call in doubt is settled
+ * whatever the budget); a proposal awaiting an operator, or approved by one, instead (R-60).
+ */
+function planOrPause(state: BuildState, running: ReadonlySet<string>, plan: Extract<NextAction, { kind: 'plan' }>, gate?: 'awaiting' | 'approved'): NextAction {
+  if (gate === 'approved') return { kind: 'seal-approved', purpose: plan.purpose, callId: plan.callId };
+  if (gate === 'awaiting') {
+    if (running.size > 0) return { kind: 'wait' };
+    const what = plan.purpose === 'seal' ? 'the first plan' : plan.purpose === 'renew' ? 'the renewal' : 'the repair window';
+    return {
+      kind: 'awaiting_approval', gate: 'plan', purpose: plan.purpose, callId: plan.callId,
+      reason: `${what} (${plan.callId}) awaits your approval: \`longbuild approve --show\` prints it; \`longbuild approve [--reason TEXT]\` seals it, \`longbuild reject --reason TEXT\` sends it back to the planner`,
+    };
+  }
   if (plan.inDoubt) return plan;
   const over = overBudget(state, null);
   return over === null ? plan : paused(state, running, over);
@@ -271,13 +287,14 @@ export function plannerAsks(state: Pick<BuildState, 'build'>): number {
  * — the last refusal. Asks are taken in order; only a refused one moves the round on.
  */
 export function planningRound(state: BuildState, purpose: PlannerPurpose, horizonRevision: number):
-  { callId: string; inDoubt: boolean; asks: number; refused?: undefined } | { asks: number; refused: PlannerCallRecord } {
+  { callId: string; inDoubt: boolean; asks: number; refused?: undefined; gate?: 'awaiting' | 'approved' } | { asks: number; refused: PlannerCallRecord; gate?: undefined } {
   // An operator's replan adds asks after the refused one it reopened (PlanningReopened).
   let asks = plannerAsks(state);
   let last: PlannerCallRecord | undefined;
   for (let k = 1; k <= asks; k++) {
     const callId = plannerAskId(purpose, horizonRevision, k);
     const call = state.plannerCalls[callId];
+    if (call?.status === 'awaiting' || call?.status === 'approved') return { callId, inDoubt: false, asks, gate: call.status };
     if (call?.status !== 'rejected') return { callId, inDoubt: call?.status === 'invoked', asks };
     asks += call.reopened ?? 0;
     last = call;

@@ -138,3 +138,35 @@ export function decideBudget(state: BuildState, change: Budget, reason: string |
     },
   };
 }
+
+/** The proposal awaiting an operator (R-60), or why there is none. */
+export function awaitingProposal(state: BuildState): { ok: true; callId: string; purpose: 'seal' | 'renew' | 'repair'; proposal: unknown } | { ok: false; reason: string } {
+  if (!state.build) return { ok: false, reason: 'the build is not initialised' };
+  const next = nextAction(state);
+  if (next.kind !== 'awaiting_approval') {
+    const gated = (state.build.settings.approve ?? []).length > 0;
+    return { ok: false, reason: `nothing awaits approval${gated ? '' : ' (this build asks for none: config "approve")'}${next.kind === 'blocked' ? `; the build is blocked: ${next.reason}` : ''}` };
+  }
+  return { ok: true, callId: next.callId, purpose: next.purpose, proposal: state.plannerCalls[next.callId]?.proposal ?? null };
+}
+
+/** `longbuild approve [--reason TEXT]` (R-60): the proposal awaiting approval is sealed (or renews the horizon) at the next run. */
+export function decideApprove(state: BuildState, reason: string | undefined, user: string | undefined): OperatorVerdict {
+  const a = awaitingProposal(state);
+  if (!a.ok) return a;
+  return { ok: true, event: { type: 'ProposalApproved', data: { callId: a.callId, ...(reason !== undefined ? { reason } : {}), operator: { action: 'approve', ...(user ? { user } : {}) }, graphRevision: state.graphRevision } } };
+}
+
+/**
+ * `longbuild reject --reason TEXT` (R-60): the proposal awaiting approval is refused like one the
+ * host refused — the planner is asked again with the reason in its `feedback`, within the round's
+ * asks (then the build blocks in planning, and `replan` asks again).
+ */
+export function decideReject(state: BuildState, reason: string, user: string | undefined): OperatorVerdict {
+  const a = awaitingProposal(state);
+  if (!a.ok) return a;
+  return {
+    ok: true,
+    event: { type: 'ProposalRejected', data: { callId: a.callId, rule: 'operator', reason: `rejected by an operator: ${reason}`, operator: { action: 'reject', ...(user ? { user } : {}) }, graphRevision: state.graphRevision } },
+  };
+}

@@ -19,11 +19,13 @@ export type StepOutcome =
   /** The next call would start past the budget (R-59): nothing starts until `longbuild budget` raises it. */
   | 'paused'
   /** A node spent its own limit (perNode, R-59) and is blocked; the build goes on with the rest. */
-  | 'over-budget';
+  | 'over-budget'
+  /** A valid proposal waits for an operator's approval (R-60): `longbuild approve` or `reject`. */
+  | 'awaiting_approval';
 
-/** Outcomes after which a run stops: the build is complete, blocked, or paused on its budget (R-59). */
+/** Outcomes after which a run stops: the build is complete, blocked, paused on its budget (R-59) or awaiting an approval (R-60). */
 export function endsRun(outcome: StepOutcome): boolean {
-  return outcome === 'horizon_complete' || outcome === 'blocked' || outcome === 'paused';
+  return outcome === 'horizon_complete' || outcome === 'blocked' || outcome === 'paused' || outcome === 'awaiting_approval';
 }
 
 /** What a step did, for the one reporting it (the CLI's progress lines, `step --json`). */

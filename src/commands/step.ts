@@ -84,6 +84,13 @@ function choose(state: BuildState, ctx: StepContext, action: NextAction): Decisi
       return go(done('blocked', action.reason, { reason: action.reason }));
     case 'paused':
       return go(done('paused', action.reason, { reason: action.reason }), action.reached !== undefined ? [{ type: 'BudgetReached', data: action.reached }] : [], 'budget');
+    case 'awaiting_approval':
+      return go(done('awaiting_approval', action.reason, { reason: action.reason }));
+    case 'seal-approved': {
+      // R-60: the operator approved the proposal recorded with its PlannerReturned; it is checked again and sealed now.
+      const call = state.plannerCalls[action.callId]!;
+      return answered(state, ctx, action.callId, action.purpose, { answer: call.proposal ?? null }, true);
+    }
     case 'over-budget':
       return go(done('over-budget', `${action.nodeId} is blocked: ${action.reached.reason}`, { nodeId: action.nodeId, reason: action.reached.reason }), [{ type: 'BudgetReached', data: action.reached }], `budget.${action.nodeId}`);
     case 'plan': {
@@ -240,8 +247,12 @@ export function settle<K extends keyof EffectResults>(state: BuildState, ctx: St
   }
 }
 
-/** A planner's answer (R-13..R-16, R-28): the horizon it seals or renews, or its refusal. */
-function answered(state: BuildState, ctx: StepContext, callId: string, purpose: PlannerPurpose, call: EffectResults['planner']): Decision {
+/**
+ * A planner's answer (R-13..R-16, R-28): the horizon it seals or renews, or its refusal. A valid
+ * one waits for an operator's approval first where the build asks for it (R-60); `approved`: it
+ * was recorded before and approved since, so only its seal (or a refusal) is recorded now.
+ */
+function answered(state: BuildState, ctx: StepContext, callId: string, purpose: PlannerPurpose, call: EffectResults['planner'], approved = false): Decision {
   const raw = call.answer;
   let proposal: JsonValue = null;
   let proposalSha256 = sha256Hex('null');
@@ -258,8 +269,9 @@ function answered(state: BuildState, ctx: StepContext, callId: string, purpose: 
     ...(call.usage !== undefined ? { usage: call.usage } : {}),
   };
   const returned: DomainEvent = { type: 'PlannerReturned', data: { callId, proposal, proposalSha256, ...reuse, graphRevision } };
+  const recorded = approved ? [] : [returned];
   const reject = (no: Refusal): Decision =>
-    go({ kind: 'done', outcome: { kind: 'rejected', rule: no.rule, reason: no.reason } }, [returned, { type: 'ProposalRejected', data: { callId, rule: no.rule, reason: no.reason, graphRevision } }], callId);
+    go({ kind: 'done', outcome: { kind: 'rejected', rule: no.rule, reason: no.reason } }, [...recorded, { type: 'ProposalRejected', data: { callId, rule: no.rule, reason: no.reason, graphRevision } }], callId);
   if (canonical) return reject(canonical);
   const current = state.horizon;
   const renewing = purpose !== 'seal' && current !== null;
@@ -267,6 +279,12 @@ function answered(state: BuildState, ctx: StepContext, callId: string, purpose: 
   if (!verdict.ok) return reject(verdict);
   if (!('plan' in verdict)) return reject(refuse('R-16', 'the renewal repeats the current horizon'));
   const plan = verdict.plan;
+  if (!approved && (state.build?.settings.approve ?? []).includes('plan')) {
+    // R-60: recorded, and nothing sealed until an operator approves it.
+    const what = !renewing ? 'the first plan' : purpose === 'repair' ? 'the repair window' : 'the renewal';
+    const reason = `${what} (${callId}) awaits your approval: \`longbuild approve --show\` prints it; \`longbuild approve [--reason TEXT]\` seals it, \`longbuild reject --reason TEXT\` sends it back to the planner`;
+    return go(done('awaiting_approval', reason, { reason }), [{ type: 'PlannerReturned', data: { ...(returned.data as DataOf<'PlannerReturned'>), awaitingApproval: true } }], callId);
+  }
   const versions = acceptedVersions(state);
   const pins = {
     requestSha256: state.build!.requestSha256, graphRevision, integrationHead: state.integrationHead!,
@@ -279,10 +297,10 @@ function answered(state: BuildState, ctx: StepContext, callId: string, purpose: 
   const conflict = horizonConflict(state.horizon, renewing ? 'HorizonRenewed' : 'HorizonSealed', { horizonId, revision, planSha256: plan.planSha256 });
   if (conflict !== null && conflict !== 'same') return reject(refuse('R-15', conflict));
   const ids = plan.detailed.map((m) => m.id).join(', ');
-  if (!renewing) return go(done('planned', `sealed ${horizonId} r1: detailed ${ids}; coarse ${plan.coarse.length}`), [returned, { type: 'HorizonSealed', data: { horizonId, revision, ...body } }], callId);
+  if (!renewing) return go(done('planned', `sealed ${horizonId} r1: detailed ${ids}; coarse ${plan.coarse.length}`), [...recorded, { type: 'HorizonSealed', data: { horizonId, revision, ...body } }], callId);
   const what = purpose === 'repair' ? `a repair window for the failing acceptance: ${ids}` : `promoted ${ids}; coarse ${plan.coarse.length}`;
   return go(done('renewed', `renewed to r${revision}: ${what}`),
-    [returned, { type: 'HorizonRenewed', data: { horizonId, revision, fromRevision: current.revision, ...body } }], callId);
+    [...recorded, { type: 'HorizonRenewed', data: { horizonId, revision, fromRevision: current.revision, ...body } }], callId);
 }
 
 /** The surface a node's candidate is checked against and what its plan lets it change (R-49), when the build has a test policy. */

@@ -235,6 +235,8 @@ const BuildSettingsSchema = z.strictObject({
   setup: z.number().int().min(1).max(50).optional(),
   /** The budget the build starts with (issue 46, R-59); absent: none. `longbuild budget` changes it (BudgetChanged). */
   budget: BudgetSchema.optional(),
+  /** Where an operator's approval is needed (R-60): `plan`, each valid proposal before it is sealed or renewed; absent: nowhere. */
+  approve: z.array(z.enum(['plan'])).min(1).optional(),
 });
 export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
 
@@ -340,6 +342,11 @@ export const PlannerReturned = e('PlannerReturned', z.strictObject({
   reused: ReusedSchema.optional(),
   /** What the call used (R-58), when its planner reported it. */
   usage: UsageSchema.optional(),
+  /**
+   * The proposal is valid and waits for an operator's approval (config `approve: ["plan"]`, R-60):
+   * nothing is sealed or renewed until `longbuild approve` (ProposalApproved) or `reject`.
+   */
+  awaitingApproval: z.literal(true).optional(),
   graphRevision: z.number().int().nonnegative(),
 }));
 
@@ -347,6 +354,16 @@ export const ProposalRejected = e('ProposalRejected', z.strictObject({
   callId: z.string(),
   rule: z.string(),
   reason: z.string(),
+  /** An operator's `longbuild reject` of a proposal awaiting approval (R-60); absent: the host refused it. */
+  operator: z.strictObject({ action: z.literal('reject'), user: z.string().optional() }).optional(),
+  graphRevision: z.number().int().nonnegative(),
+}));
+
+/** An operator's `longbuild approve` of a proposal awaiting approval (R-60): the host seals or renews it next. */
+export const ProposalApproved = e('ProposalApproved', z.strictObject({
+  callId: z.string(),
+  reason: z.string().max(2000).optional(),
+  operator: z.strictObject({ action: z.literal('approve'), user: z.string().optional() }),
   graphRevision: z.number().int().nonnegative(),
 }));
 
@@ -668,6 +685,7 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   PlannerInvoked,
   PlannerReturned,
   ProposalRejected,
+  ProposalApproved,
   HorizonSealed,
   HorizonRenewed,
   AttemptStarted,
@@ -705,6 +723,7 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   PlannerInvoked: 1,
   PlannerReturned: 1,
   ProposalRejected: 1,
+  ProposalApproved: 1,
   HorizonSealed: 1,
   HorizonRenewed: 1,
   AttemptStarted: 1,

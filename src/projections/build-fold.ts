@@ -111,7 +111,8 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
     }
     case 'PlannerReturned': {
       const call = draft.plannerCalls[event.data.callId];
-      if (call) call.status = 'returned';
+      if (call) call.status = event.data.awaitingApproval === true ? 'awaiting' : 'returned';
+      if (call && event.data.awaitingApproval === true) call.proposal = event.data.proposal as Draft<JsonValue>;
       if (event.data.reused !== undefined) (draft.reused ??= { planner: 0, worker: 0 }).planner += 1;
       else spent(draft, null, event.data.usage, false);
       return;
@@ -121,7 +122,13 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
       if (call) {
         call.status = 'rejected';
         call.rejection = { rule: event.data.rule, reason: event.data.reason };
+        delete call.proposal;
       }
+      return;
+    }
+    case 'ProposalApproved': {
+      const call = draft.plannerCalls[event.data.callId];
+      if (call?.status === 'awaiting') call.status = 'approved';
       return;
     }
     case 'HorizonSealed':
@@ -131,6 +138,12 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
       const conflict = horizonConflict(draft.horizon, event.type, event.data);
       if (conflict === 'same') return;
       if (conflict !== null) throw new CorruptLogError(draft.position, conflict);
+      // An approved proposal is sealed now: its call is done with.
+      const approved = draft.plannerCalls[event.data.callId];
+      if (approved?.status === 'approved') {
+        approved.status = 'returned';
+        delete approved.proposal;
+      }
       applyHorizon(draft, event.data);
       return;
     }

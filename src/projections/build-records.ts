@@ -115,8 +115,11 @@ export interface JobRecord {
 export interface PlannerCallRecord {
   readonly callId: string;
   readonly purpose: 'seal' | 'renew' | 'repair';
-  readonly status: 'invoked' | 'returned' | 'rejected';
+  /** awaiting: a valid proposal waits for an operator (R-60); approved: it is sealed or renewed next. */
+  readonly status: 'invoked' | 'returned' | 'rejected' | 'awaiting' | 'approved';
   readonly invocations: number;
+  /** The proposal, while it awaits approval or is approved and not sealed yet (R-60). */
+  readonly proposal?: JsonValue;
   readonly rejection: { rule: string; reason: string } | null;
   /** Asks an operator added to the round after this, its last refused ask (`longbuild replan`, PlanningReopened). */
   readonly reopened?: number;

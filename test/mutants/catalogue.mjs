@@ -691,6 +691,18 @@ export const MUTANTS = [
     edits: [{ file: 'src/projections/spend-ledger.ts', find: 'costNanoUsd: t.costNanoUsd + nanoUsd(usage.costUsd ?? 0)', replace: 'costNanoUsd: t.costNanoUsd' }],
     caughtBy: ['test/spend.test.ts'],
   },
+  {
+    name: 'plan-gate-skipped',
+    bug: 'a gated build seals its plan without waiting for approval (issue 46, R-60)',
+    edits: [{ file: 'src/commands/step.ts', find: "if (!approved && (state.build?.settings.approve ?? []).includes('plan')) {", replace: 'if (!approved && state.build === null) {' }],
+    caughtBy: ['test/approval.test.ts'],
+  },
+  {
+    name: 'fuzz-budget-unchecked',
+    bug: "the fuzzer's own check of the budget looks at nothing: a build that starts calls past its budget passes the fuzz (issue 46, R-59)",
+    edits: [{ file: 'src/commands/fuzz-compare.ts', find: 'if (over !== null) budgetBreaches.push(', replace: 'if (over === undefined) budgetBreaches.push(', js: { find: 'if (over !== null)\n                budgetBreaches.push(', replace: 'if (over === undefined)\n                budgetBreaches.push(' } }],
+    caughtBy: ['test/spend-budget-pure.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

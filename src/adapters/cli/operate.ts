@@ -24,7 +24,8 @@ export async function operate<T>(
   ctx: CommandContext, causationId: string, decide: (state: BuildState, user: string | undefined) => OperatorVerdict,
   report: (before: BuildState, after: BuildState, event: DomainEvent) => T,
 ): Promise<T> {
-  const user = operatorUser();
+  // `--as NAME` (approve, reject) names who decided when the OS user is not the person (R-60).
+  const user = typeof ctx.flags.as === 'string' && ctx.flags.as.trim() !== '' ? ctx.flags.as.slice(0, 200) : operatorUser();
   return withControl(ctx, (lease) => withBuild(ctx, async (s) => {
     const before = s.controller.current;
     let event: DomainEvent | null = null;

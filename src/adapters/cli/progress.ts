@@ -51,7 +51,7 @@ export function defaultProgressMode(json: boolean, isTty: boolean): ProgressMode
 
 const OUTCOME_COLOR: Record<string, number> = {
   planned: 36, renewed: 36, dispatched: 34, integrated: 32, checkpointed: 35, compacted: 35,
-  revising: 33, recovered: 33, horizon_complete: 32, blocked: 31, acceptance: 35, verified: 34, discarded: 33, paused: 33, 'over-budget': 31,
+  revising: 33, recovered: 33, horizon_complete: 32, blocked: 31, acceptance: 35, verified: 34, discarded: 33, paused: 33, 'over-budget': 31, awaiting_approval: 33,
 };
 
 /** What the controller is about to do, in a few words (the line shown while a call runs). */

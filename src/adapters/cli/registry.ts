@@ -64,6 +64,16 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     help: 'longbuild replan [--reason TEXT] [--asks N]\n  A build blocked in planning (the first plan, a renewal or a repair window: every ask refused)\n  asks its planner N more times (default: the build\'s planner.asks), recorded as a PlanningReopened\n  event naming the operator; the planner is told every refusal so far and the reason. Holds the\n  controller lease (exit 3 while a run runs).\nexample: longbuild replan --reason "keep the API milestone to three nodes"',
     load: () => import('./commands/replan.js'),
   },
+  approve: {
+    summary: 'approve the proposal a build waits on (config "approve": ["plan"])',
+    help: 'longbuild approve [--reason TEXT] [--as NAME] | longbuild approve --show\n  A build whose config asks for approval of its plans stops with outcome awaiting_approval once a\n  proposal is valid, before it is sealed or renews the horizon. --show prints that proposal;\n  approve records a ProposalApproved naming the operator (the OS user, or --as NAME), and the\n  next `longbuild run` seals it. Holds the controller lease (exit 3 while a run runs).\nexample: longbuild approve --show && longbuild approve --reason "looks right"',
+    load: () => import('./commands/approve.js'),
+  },
+  reject: {
+    summary: 'send the proposal a build waits on back to its planner',
+    help: 'longbuild reject --reason TEXT [--as NAME]\n  The proposal awaiting approval is refused as if the host had refused it (a ProposalRejected of\n  rule operator, naming the operator): the next `longbuild run` asks the planner again with the\n  reason in its feedback, within the round\'s planner.asks (then `longbuild replan`).\nexample: longbuild reject --reason "split the API milestone in two"',
+    load: () => import('./commands/reject.js'),
+  },
   budget: {
     summary: 'set or raise the build\'s spending limits (a paused build goes on)',
     help: 'longbuild budget [--usd N] [--tokens N] [--per-node-usd N] [--per-node-tokens N] [--per-milestone-usd N] [--per-milestone-tokens N] [--reason TEXT]\n  The limits given replace those of the budget in force (the others stay), recorded as a\n  BudgetChanged event naming the operator. A build paused on its budget (run outcome paused) goes\n  on with `longbuild run` once the next call fits; a node blocked on its own limit needs\n  `longbuild retry NODE` too. Holds the controller lease (exit 3 while a run runs).\nexample: longbuild budget --usd 20 --reason "the API milestone is worth it"',

@@ -77,6 +77,7 @@ export const ConfigSchema = z.strictObject({
     cached: z.number().nonnegative().max(1e6).optional().describe('USD per million cached input tokens (default: as input)'),
   })).optional().describe('prices per model, for calls whose agent or command reports tokens but no cost (R-58)'),
   budget: BudgetSchema.optional().describe('limits of what the build spends (R-59): usd, tokens (input + output), perNode, perMilestone; the build pauses (outcome paused) before a call would start past one, and `longbuild budget` raises it'),
+  approve: z.array(z.enum(['plan'])).min(1).optional().describe('where the build waits for an operator (R-60): "plan" — every valid proposal (the first plan, each renewal and repair window) before it is sealed; `longbuild approve` or `reject`'),
   snapshotEvery: z.number().int().min(0).default(1000),
   log: z.string().regex(/^(sqlite|sqlite:.+|postgres:.+|eventstore:.+)$/, 'expected sqlite, sqlite:PATH, postgres:URL or eventstore:URL').default('sqlite'),
 });

@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  billedAgain,
   auditSegments, compareBuilds, effectStarts, enumeratePoints, followsClean,
   type CallProblem, type Divergence, type LedgerCall, type ObservedBuild, type PointOccurrence,
 } from '../../commands/fuzz-compare.js';
@@ -257,7 +258,9 @@ async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, r
   const started = effectStarts([...clean.lines.slice(0, start.at), ...pointFiles.flatMap(readLines)]);
   const repeats = { planner: started.planner - clean.effects.planner, worker: started.worker - clean.effects.worker, verify: started.verify - clean.effects.verify, promote: started.promote - clean.effects.promote };
   const allowed = 'blueprint' in opts.driver ? audit.inDoubtReinvocations.length : repeats.planner + repeats.worker;
-  if (observed.fingerprint.reinvocations > allowed) {
+  // A budgeted build billed for its interrupted calls may pause earlier and start fewer calls than the
+  // clean run: its starts beyond the clean run's say nothing of its re-invocations (billedAgain).
+  if (observed.fingerprint.reinvocations > allowed && !billedAgain(observed.fingerprint)) {
     divergences.push({ what: 'recorded re-invocations', rule: 'R-18', clean: `${allowed} call(s) in doubt`, resumed: `${observed.fingerprint.reinvocations} EffectReinvoked` });
   }
   const resumePoints = enumeratePoints(readLines(pointFiles[2]!));

@@ -93,7 +93,7 @@ function progressMode(ctx: CommandContext, isTty: boolean): ProgressMode {
 export function render(d: RunOutput): string {
   const counts = Object.entries(d.outcomes).map(([k, v]) => `${k} ${v}`).join(', ');
   const result = d.outcome === 'horizon_complete' && d.integrationHead ? `  the result is on ${d.integrationRef ?? 'the integration ref'}; \`longbuild land\` brings it into your branch\n`
-    : d.outcome === 'paused' ? `  ${d.reason ?? 'paused on the budget'}\n` : '';
+    : d.outcome === 'paused' || d.outcome === 'awaiting_approval' ? `  ${d.reason ?? d.outcome}\n` : '';
   return `${d.outcome} after ${d.steps} steps (${counts})\n  position ${d.position}, graph revision ${d.graphRevision}, integration head ${d.integrationHead ?? '-'}\n${result}`;
 }
 

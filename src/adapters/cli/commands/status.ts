@@ -51,6 +51,8 @@ export interface StatusOutput {
   readonly budget: Budget | null;
   /** Why the build is paused on its budget (R-59), or null. */
   readonly paused: string | null;
+  /** What awaits an operator's approval (R-60), or null. */
+  readonly awaitingApproval: string | null;
   /** System-level acceptance (issue 16): null when the build has no acceptance commands. */
   readonly acceptance: {
     readonly runs: number;
@@ -145,14 +147,16 @@ export function statusOf(st: BuildState): StatusOutput {
     acceptance: acceptanceOf(st),
     spend: { ...ledgerJson(st.spend), nodes: Object.fromEntries(Object.entries(st.nodes).filter(([, n]) => n.spent !== undefined).map(([id, n]) => [id, spendJson(n.spent!)])) },
     budget: budgetOf(st) ?? null,
-    paused: pausedReason(st),
+    paused: waitingReason(st, 'paused'),
+    awaitingApproval: waitingReason(st, 'awaiting_approval'),
   };
 }
 
-function pausedReason(st: BuildState): string | null {
+/** Why the build waits on an operator (its budget, R-59; an approval, R-60), or null. */
+function waitingReason(st: BuildState, kind: 'paused' | 'awaiting_approval'): string | null {
   if (!st.build || st.completed) return null;
   const next = nextAction(st);
-  return next.kind === 'paused' ? next.reason : null;
+  return next.kind === kind ? next.reason : null;
 }
 
 /** The ledger in one line: the total, then the planner's and the costliest milestones'. */
@@ -255,7 +259,7 @@ export function renderJson(d: StatusOutput, ctx: CommandContext): string {
 export function render(d: StatusOutput, ctx?: CommandContext): string {
   if (ctx?.flags.watch === true) return '';
   const lines = [
-    `build: ${d.completed ? 'complete' : d.blocked ? `blocked — ${d.blocked}` : d.paused ? `paused — ${d.paused}` : 'in progress'} at position ${d.position}`,
+    `build: ${d.completed ? 'complete' : d.blocked ? `blocked — ${d.blocked}` : d.paused ? `paused — ${d.paused}` : d.awaitingApproval ? `awaiting approval — ${d.awaitingApproval}` : 'in progress'} at position ${d.position}`,
     `sandbox: ${d.sandbox}`,
     `graph: revision ${d.graphRevision}, sha256 ${d.graphSha256.slice(0, 16)}…, nodes ${Object.entries(d.nodes).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
     `work: ${d.work.accepted} of ${d.work.planned} planned nodes accepted${d.work.compacted > 0 ? ` (${d.work.compacted} of them compacted into summaries)` : ''}`,
