@@ -67,6 +67,7 @@ function configSettings(c: LongbuildConfig): BuildSettings {
     ...setupSetting(c.setup),
     ...(c.budget !== undefined ? { budget: c.budget } : {}),
     ...(c.approve !== undefined ? { approve: [...new Set(c.approve)] } : {}),
+    ...(c.notify !== undefined ? { notify: c.notify } : {}),
   };
 }
 

@@ -207,6 +207,18 @@ export const BudgetSchema = z.strictObject({
 });
 export type Budget = z.infer<typeof BudgetSchema>;
 
+/** What a notifier can be told of (issue 46, R-61). */
+export const NOTIFY_KINDS = ['blocked', 'paused', 'awaiting_approval', 'completed', 'budget', 'failure'] as const;
+export type NotifyKind = (typeof NOTIFY_KINDS)[number];
+
+/** A notifier (trusted configuration, R-61): the kinds it is told of, its argv, how often at most per kind. */
+export const NotifierSchema = z.strictObject({
+  on: z.array(z.enum(NOTIFY_KINDS)).min(1),
+  command: z.array(z.string().min(1).refine((s) => !s.includes('\u0000'), 'NUL byte in argument')).min(1, 'a command needs at least an executable'),
+  minIntervalSeconds: z.number().int().min(0).max(86_400).optional(),
+});
+export type Notifier = z.infer<typeof NotifierSchema>;
+
 const BuildSettingsSchema = z.strictObject({
   detailedWindow: z.union([z.literal(1), z.literal(2)]),
   coarseWindow: z.number().int().min(0).max(64),
@@ -237,6 +249,8 @@ const BuildSettingsSchema = z.strictObject({
   budget: BudgetSchema.optional(),
   /** Where an operator's approval is needed (R-60): `plan`, each valid proposal before it is sealed or renewed; absent: nowhere. */
   approve: z.array(z.enum(['plan'])).min(1).optional(),
+  /** Who is told what (R-61); absent: nobody. */
+  notify: z.array(NotifierSchema).min(1).max(16).optional(),
 });
 export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
 
@@ -539,6 +553,21 @@ export const EffectReinvoked = e('EffectReinvoked', z.strictObject({
 }));
 
 /**
+ * A notification made (R-61): notifier `notifier` (its index in settings.notify) was given the
+ * events at `triggers` (one of `kind`; several coalesced into one), and it `delivered` (exit 0) or
+ * `failed` after `attempts` tries. Triggers without one are delivered again (at least once; the
+ * key a notifier gets is its trigger event's hash, so a repeat can be told).
+ */
+export const NotificationSent = e('NotificationSent', z.strictObject({
+  notifier: z.number().int().nonnegative(),
+  kind: z.enum(NOTIFY_KINDS),
+  triggers: z.array(z.number().int().positive()).min(1),
+  outcome: z.enum(['delivered', 'failed']),
+  attempts: z.number().int().positive(),
+  reason: z.string().max(2000).optional(),
+}));
+
+/**
  * An operator's `longbuild budget` (issue 46, R-59): the build's budget from now on (the limits
  * given replace those of the budget in force; the others stay).
  */
@@ -706,6 +735,7 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   PlanningReopened,
   BudgetChanged,
   BudgetReached,
+  NotificationSent,
   NodeCanceled,
   AcceptanceStarted,
   AcceptanceFinished,
@@ -744,6 +774,7 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   PlanningReopened: 1,
   BudgetChanged: 1,
   BudgetReached: 1,
+  NotificationSent: 1,
   NodeCanceled: 1,
   AcceptanceStarted: 1,
   AcceptanceFinished: 1,

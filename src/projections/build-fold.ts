@@ -5,7 +5,8 @@
  */
 import { isDraft, original, type Draft } from 'immer';
 import type { JsonValue } from '../events/canonical.js';
-import type { DataOf, DomainEvent, NodeState, Usage } from '../events/catalogue.js';
+import type { DataOf, DomainEvent, NodeState, Notifier, Usage } from '../events/catalogue.js';
+import { notifyKindsOf } from './notify-kinds.js';
 import { CorruptLogError } from '../events/errors.js';
 import { checkpointHeadOf, revisionKey, type CheckpointHead, type HorizonRecord, type JobRecord, type NodeRecord } from './build-records.js';
 import type { BuildState } from './build-state.js';
@@ -47,6 +48,25 @@ function failedNodeState(draft: Draft<BuildState>, nodeId: string): NodeState {
   return node && node.attempts >= max ? 'blocked' : 'revising';
 }
 
+/** The notification outbox (R-61): an event's kinds become pending per notifier; NotificationSent settles them. */
+function outbox(draft: Draft<BuildState>, notifiers: readonly Notifier[], event: DomainEvent, recordedAt: string): void {
+  const box = (draft.notify ??= { pending: [], delivered: 0, failed: 0, last: {} });
+  if (event.type === 'NotificationSent') {
+    const d = event.data;
+    const done = new Set(d.triggers);
+    box.pending = box.pending.filter((p) => !(p.notifier === d.notifier && p.kind === d.kind && done.has(p.position)));
+    if (d.outcome === 'delivered') box.delivered += 1;
+    else box.failed += 1;
+    box.last[`${d.notifier}:${d.kind}`] = recordedAt;
+    return;
+  }
+  for (const kind of notifyKindsOf(event)) {
+    notifiers.forEach((n, i) => {
+      if (n.on.includes(kind)) box.pending.push({ position: draft.position, notifier: i, kind });
+    });
+  }
+}
+
 /**
  * One call recorded in the ledger (R-58): the build's total, and the planner's (`nodeId` null) or
  * the node's and its milestone's. `reinvoked`: a call made again after a crash, whose first
@@ -72,6 +92,8 @@ function spent(draft: Draft<BuildState>, nodeId: string | null, usage: Usage | u
  */
 export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recordedAt: string): void {
   graphBumped = false;
+  const notifiers = draft.build?.settings.notify;
+  if (notifiers !== undefined) outbox(draft, notifiers, event, recordedAt);
   switch (event.type) {
     case 'BuildInitialized': {
       const d = event.data;
@@ -337,6 +359,8 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
       if (event.data.reason !== undefined) call.reopenReason = event.data.reason;
       return;
     }
+    case 'NotificationSent':
+      return; // the outbox (above) settles it
     case 'BudgetChanged':
       draft.budget = event.data.budget;
       delete draft.budgetPause;

@@ -5,7 +5,7 @@
  * each event changes is build-fold.ts.
  */
 import { Immer, type Draft } from 'immer';
-import type { Budget, DataOf, DomainEvent } from '../events/catalogue.js';
+import type { Budget, DataOf, DomainEvent, NotifyKind } from '../events/catalogue.js';
 import type { SpendLedger } from './spend-ledger.js';
 import type { StoredEvent } from '../events/envelope.js';
 import { applyDomainEvent } from './build-fold.js';
@@ -92,6 +92,17 @@ export interface BuildState {
   readonly budget?: Budget;
   /** The build is paused on its budget (the last BudgetReached since the budget last changed); absent: not paused. */
   readonly budgetPause?: DataOf<'BudgetReached'>;
+  /** The notification outbox (R-61): triggers not yet notified, per notifier; absent: the build notifies nobody. */
+  readonly notify?: NotifyOutbox;
+}
+
+export interface NotifyOutbox {
+  /** Events a notifier is to be told of, oldest first. */
+  readonly pending: readonly { readonly position: number; readonly notifier: number; readonly kind: NotifyKind }[];
+  readonly delivered: number;
+  readonly failed: number;
+  /** When each notifier was last told of each kind (`notifier:kind` → recordedAt), for coalescing. */
+  readonly last: Readonly<Record<string, string>>;
 }
 
 export interface ForkRecord {

@@ -703,6 +703,19 @@ export const MUTANTS = [
     edits: [{ file: 'src/commands/fuzz-compare.ts', find: 'if (over !== null) budgetBreaches.push(', replace: 'if (over === undefined) budgetBreaches.push(', js: { find: 'if (over !== null)\n                budgetBreaches.push(', replace: 'if (over === undefined)\n                budgetBreaches.push(' } }],
     caughtBy: ['test/spend-budget-pure.test.ts'],
   },
+  {
+    name: 'notify-not-coalesced',
+    bug: 'a burst of one kind is notified one by one: the interval is not kept within a run (issue 46, R-61)',
+    edits: [{ file: 'src/adapters/notify/notifications.ts', find: 'this.started.set(`${due.notifier}:${due.kind}`, now);', replace: 'void now;' }],
+    caughtBy: ['test/notify.test.ts'],
+  },
+  {
+    name: 'notify-redelivered-in-run',
+    bug: 'a trigger handed to a notifier is handed to it again before its record (issue 46, R-61)',
+    edits: [{ file: 'src/adapters/notify/notifications.ts', find: 'for (const p of due.triggers) this.taken.add(`${due.notifier}:${due.kind}:${p}`);', replace: 'void due;',
+      js: { find: 'for (const p of due.triggers)\n                this.taken.add(`${due.notifier}:${due.kind}:${p}`);', replace: 'void due;' } }],
+    caughtBy: ['test/notify.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

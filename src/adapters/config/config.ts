@@ -1,7 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ValidationError } from '../../events/errors.js';
-import { BudgetSchema, formatZodError } from '../../events/catalogue.js';
+import { BudgetSchema, formatZodError, NotifierSchema } from '../../events/catalogue.js';
 import { DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, SandboxSettingSchema } from '../sandbox/settings.js';
 import { AGENT_NAMES } from '../agents/presets.js';
 import { readJsonFile } from '../json-file.js';
@@ -78,6 +78,7 @@ export const ConfigSchema = z.strictObject({
   })).optional().describe('prices per model, for calls whose agent or command reports tokens but no cost (R-58)'),
   budget: BudgetSchema.optional().describe('limits of what the build spends (R-59): usd, tokens (input + output), perNode, perMilestone; the build pauses (outcome paused) before a call would start past one, and `longbuild budget` raises it'),
   approve: z.array(z.enum(['plan'])).min(1).optional().describe('where the build waits for an operator (R-60): "plan" — every valid proposal (the first plan, each renewal and repair window) before it is sealed; `longbuild approve` or `reject`'),
+  notify: z.array(NotifierSchema).min(1).max(16).optional().describe('who is told what (R-61): a list of { on: [blocked, paused, awaiting_approval, completed, budget, failure], command: argv, minIntervalSeconds? (default 60) }; each notification is JSON on the command\'s stdin, delivered by `run` in the background at least once (its `key`, the trigger event\'s hash, tells a repeat), a burst of one kind coalesced into one per interval'),
   snapshotEvery: z.number().int().min(0).default(1000),
   log: z.string().regex(/^(sqlite|sqlite:.+|postgres:.+|eventstore:.+)$/, 'expected sqlite, sqlite:PATH, postgres:URL or eventstore:URL').default('sqlite'),
 });
@@ -112,6 +113,7 @@ export function loadConfig(path: string): LongbuildConfig {
     verify: config.verify.map((e: VerifyEntry) => (Array.isArray(e) ? fix(e) : { ...e, run: fix(e.run) })),
     setup: config.setup.map(fix),
     acceptance: config.acceptance.map(fix),
+    ...(config.notify !== undefined ? { notify: config.notify.map((n) => ({ ...n, command: fix(n.command) })) } : {}),
     cache: { ...config.cache, ...(config.cache.path !== undefined ? { path: resolve(base, config.cache.path) } : {}) },
   };
 }

@@ -7,6 +7,8 @@ import { leaseOptions, withControl } from '../with-control.js';
 import { UsageError } from '../../../events/errors.js';
 import { throwIfInterrupted } from '../../interrupt.js';
 import { concurrencyOf } from '../../../commands/next-action.js';
+import { Notifications } from '../../notify/notifications.js';
+import type { BuildSession } from '../../session.js';
 
 export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' }, 'signing-key': { type: 'string' }, progress: { type: 'string' } };
 
@@ -33,6 +35,9 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
   const progress = new Progress({ write: ctx.stderr, writeJson: ctx.stdout, mode, color: useColor(ctx.env, isTty), columns: process.stderr.columns ?? 100, calls: () => calls() });
   return withControl(ctx, (lease) => withBuild(ctx, async (s) => {
     calls = () => s.controller.callsInFlight();
+    // R-61: notifications due (left by an earlier run too) go out in the background as steps end.
+    const notify = notificationsOf(s, ctx);
+    notify?.poke(s.controller.current);
     const outcomes: Partial<Record<StepOutcome, number>> = {};
     let steps = 0;
     let last: StepResult | null = null;
@@ -46,6 +51,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
           outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
           progress.step(r, s.controller.current);
           progress.begin(s.controller.current);
+          notify?.poke(s.controller.current);
         }, () => steps >= limit);
       } finally {
         progress.finish();
@@ -63,9 +69,12 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
       steps += 1;
       outcomes[last.outcome] = (outcomes[last.outcome] ?? 0) + 1;
       progress.step(last, s.controller.current);
+      notify?.poke(s.controller.current);
       if (endsRun(last.outcome)) break;
     }
     progress.finish();
+    // What the notifiers came to, recorded (a crash before this delivers them again, with the same keys).
+    for (const sent of (await notify?.settle()) ?? []) await s.operate(() => ({ ok: true, event: { type: 'NotificationSent', data: sent } }), 'notify');
     const st = s.controller.current;
     return {
       outcome: last?.outcome ?? 'horizon_complete',
@@ -78,6 +87,18 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
       outcomes,
     };
   }, leaseOptions(lease)));
+}
+
+/** The build's notifiers (R-61), or null when it has none. */
+function notificationsOf(s: BuildSession, ctx: CommandContext): Notifications | null {
+  const st = s.controller.current;
+  const notifiers = st.build?.settings.notify;
+  if (notifiers === undefined) return null;
+  return new Notifications({
+    notifiers, buildId: st.build!.buildId, cwd: s.paths.repo, env: ctx.env,
+    eventsAt: async (positions) => (await Promise.all(positions.map((p) => s.log.readAll({ from: p, limit: 1 })))).flat(),
+    warn: (line) => ctx.stderr(`longbuild: ${line}\n`),
+  });
 }
 
 /** `--progress tty|lines|ndjson|off`; default: tty on a terminal, lines in a pipe, off with --json. */

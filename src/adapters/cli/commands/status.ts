@@ -53,6 +53,8 @@ export interface StatusOutput {
   readonly paused: string | null;
   /** What awaits an operator's approval (R-60), or null. */
   readonly awaitingApproval: string | null;
+  /** The notification outbox (R-61): triggers not notified yet, notifications delivered and failed; null without notifiers. */
+  readonly notifications: { readonly pending: number; readonly delivered: number; readonly failed: number } | null;
   /** System-level acceptance (issue 16): null when the build has no acceptance commands. */
   readonly acceptance: {
     readonly runs: number;
@@ -149,6 +151,7 @@ export function statusOf(st: BuildState): StatusOutput {
     budget: budgetOf(st) ?? null,
     paused: waitingReason(st, 'paused'),
     awaitingApproval: waitingReason(st, 'awaiting_approval'),
+    notifications: st.build?.settings.notify === undefined ? null : { pending: st.notify?.pending.length ?? 0, delivered: st.notify?.delivered ?? 0, failed: st.notify?.failed ?? 0 },
   };
 }
 
@@ -274,6 +277,7 @@ export function render(d: StatusOutput, ctx?: CommandContext): string {
     `checkpoints: ${shortList(d.checkpoints)}`,
     `summaries: ${shortList(d.summaries)}`,
     `calls: planner ${d.calls.planner}, worker ${d.calls.worker}${d.calls.reused !== undefined ? ` (adopted from a parent build: ${d.calls.reused.planner} planner, ${d.calls.reused.worker} worker results)` : ''}`,
+    ...(d.notifications !== null ? [`notifications: ${d.notifications.delivered} delivered, ${d.notifications.failed} failed, ${d.notifications.pending} pending (\`longbuild run\` delivers them)`] : []),
     `spend: ${spendLine(d.spend)}${d.budget !== null ? `; budget ${describeBudget(d.budget)}` : ''}`,
     ...(d.fork !== undefined ? [`fork: of ${d.fork.dir} at position ${d.fork.position} (ForkedFrom at ${d.fork.at}); \`longbuild verify\` checks the link`] : []),
   ];
