@@ -6,6 +6,7 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { cliJson, runCli, tempDir, userRepo } from './support/cli.js';
 import { events } from './support/outcomes.js';
@@ -113,4 +114,31 @@ describe('notifications (issue 46, R-61)', () => {
     expect(unknown.init.stderr).toMatch(/notify\.0\.on\.0: /);
     expect(cliJson(['status'], { cwd: repo }).completed).toBe(true);
   });
+
+  it('property: across random kills, every trigger is delivered at least once and at most once more per crash (oracle: the notifier\'s own log)', async () => {
+    const points = ['after-effect:worker', 'before-effect:verify', 'after-effect:promote', 'before-append:NotificationSent', 'before-append:BuildCompleted', 'after-keep:worker'];
+    await fc.assert(fc.asyncProperty(
+      fc.array(fc.record({ point: fc.constantFrom(...points), n: fc.integer({ min: 1, max: 2 }) }), { minLength: 1, maxLength: 3 }),
+      async (kills) => {
+        const cfgDir = tempDir('longbuild-notify-p-');
+        const n = notifier(cfgDir, 'n');
+        const { repo } = build({ nodes: ['a', 'b'], failOnce: ['a'], notify: [{ on: ['failure', 'completed'], command: n.argv, minIntervalSeconds: 0 }] });
+        let crashes = 0;
+        for (const k of kills) if (runCli(['run'], { cwd: repo, env: { LONGBUILD_CRASH_AT: `${k.point}:${k.n}` } }).signal === 'SIGKILL') crashes += 1;
+        const end = runCli(['run'], { cwd: repo });
+        expect(end.code, end.stderr).toBe(0);
+        const log = logJson(repo);
+        const triggers = log.filter((e) => (e.type === 'AttemptFinished' && e.data.outcome === 'failed') || e.type === 'BuildCompleted');
+        const deliveries = got(n.file);
+        for (const t of triggers) {
+          const times = deliveries.filter((d) => d.events.some((e) => e.hash === t.hash)).length;
+          expect(times, `${t.type} at ${t.position}`).toBeGreaterThanOrEqual(1);
+          expect(times, `${t.type} at ${t.position}`).toBeLessThanOrEqual(1 + crashes);
+        }
+        // Nothing is delivered that the log does not hold, and every trigger ends recorded.
+        expect(deliveries.every((d) => d.events.every((e) => triggers.some((t) => t.hash === e.hash)))).toBe(true);
+        expect(cliJson(['status'], { cwd: repo }).notifications.pending).toBe(0);
+      },
+    ), { numRuns: 6, seed: Number(process.env.FC_SEED ?? 61), verbose: 1 });
+  }, 240_000);
 });
