@@ -229,15 +229,17 @@ function planOrPause(state: BuildState, running: ReadonlySet<string>, plan: Extr
   if (gate === 'approved') return { kind: 'seal-approved', purpose: plan.purpose, callId: plan.callId };
   if (gate === 'awaiting') {
     if (running.size > 0) return { kind: 'wait' };
-    const what = plan.purpose === 'seal' ? 'the first plan' : plan.purpose === 'renew' ? 'the renewal' : 'the repair window';
-    return {
-      kind: 'awaiting_approval', gate: 'plan', purpose: plan.purpose, callId: plan.callId,
-      reason: `${what} (${plan.callId}) awaits your approval: \`longbuild approve --show\` prints it; \`longbuild approve [--reason TEXT]\` seals it, \`longbuild reject --reason TEXT\` sends it back to the planner`,
-    };
+    return { kind: 'awaiting_approval', gate: 'plan', purpose: plan.purpose, callId: plan.callId, reason: awaitingReason(plan.purpose, plan.callId) };
   }
   if (plan.inDoubt) return plan;
   const over = overBudget(state, null);
   return over === null ? plan : paused(state, running, over);
+}
+
+/** What a proposal awaiting approval is said to be waiting for (R-60), and what to do. */
+export function awaitingReason(purpose: PlannerPurpose, callId: string): string {
+  const what = purpose === 'seal' ? 'the first plan' : purpose === 'renew' ? 'the renewal' : 'the repair window';
+  return `${what} (${callId}) awaits your approval: \`longbuild approve --show\` prints it; \`longbuild approve [--reason TEXT]\` seals it, \`longbuild reject --reason TEXT\` sends it back to the planner`;
 }
 
 /** Paused on `reached` once the calls in flight have returned; recorded once per pause. */

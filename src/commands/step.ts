@@ -20,7 +20,7 @@ import { compactMilestone } from './compaction.js';
 import { plannerInputOf, reworkOf, workPacketOf } from './effect-inputs.js';
 import { decideRenewal, decideRepair, validateProposal } from './horizon.js';
 import { horizonIdOf, workerCallKey } from './ids.js';
-import { concurrencyOf, jobsBelow, nextAction, plannerAsks, planningRound, refusedTimes, REPLAN, sunkBelow, type NextAction } from './next-action.js';
+import { awaitingReason, concurrencyOf, jobsBelow, nextAction, plannerAsks, planningRound, refusedTimes, REPLAN, sunkBelow, type NextAction } from './next-action.js';
 import { ATTEMPT_REF_PREFIX, attemptIdsOfNode, decideRefRepairs, finishedAttemptBranches, withoutAttempts } from './refs.js';
 import { refuse, type Refusal } from './refusal.js';
 import {
@@ -281,8 +281,7 @@ function answered(state: BuildState, ctx: StepContext, callId: string, purpose: 
   const plan = verdict.plan;
   if (!approved && (state.build?.settings.approve ?? []).includes('plan')) {
     // R-60: recorded, and nothing sealed until an operator approves it.
-    const what = !renewing ? 'the first plan' : purpose === 'repair' ? 'the repair window' : 'the renewal';
-    const reason = `${what} (${callId}) awaits your approval: \`longbuild approve --show\` prints it; \`longbuild approve [--reason TEXT]\` seals it, \`longbuild reject --reason TEXT\` sends it back to the planner`;
+    const reason = awaitingReason(renewing ? purpose : 'seal', callId);
     return go(done('awaiting_approval', reason, { reason }), [{ type: 'PlannerReturned', data: { ...(returned.data as DataOf<'PlannerReturned'>), awaitingApproval: true } }], callId);
   }
   const versions = acceptedVersions(state);

@@ -1,9 +1,10 @@
 import { decideBudget } from '../../../commands/operator.js';
-import { describeBudget, formatUsd, NO_SPEND } from '../../../commands/spend.js';
+import { describeBudget, formatUsd, NO_SPEND, tokensOf, usdOf } from '../../../commands/spend.js';
 import type { Budget, SpendLimit } from '../../../events/catalogue.js';
 import { UsageError } from '../../../events/errors.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { operate } from '../operate.js';
+import { operatorText } from './approve.js';
 
 const LIMIT_FLAGS = {
   usd: ['usd', 'usd'], tokens: ['tokens', 'tokens'],
@@ -37,11 +38,10 @@ export async function run(ctx: CommandContext): Promise<BudgetOutput> {
     else change[scope] = { ...change[scope], [unit]: value };
   }
   if (Object.keys(change).length === 0) throw new UsageError(`budget: give at least one limit: ${Object.keys(LIMIT_FLAGS).map((f) => `--${f}`).join(', ')}`);
-  const reason = ctx.flags.reason;
-  if (reason !== undefined && (typeof reason !== 'string' || reason.trim() === '' || reason.length > 2000)) throw new UsageError('budget: --reason must be a text of 1 to 2000 characters');
-  return operate(ctx, 'budget', (state, user) => decideBudget(state, change, reason as string | undefined, user), (_before, after, event) => {
+  const reason = operatorText(ctx, 'budget', 'reason', false);
+  return operate(ctx, 'budget', (state, user) => decideBudget(state, change, reason, user), (_before, after, event) => {
     const t = after.spend?.total ?? NO_SPEND;
-    return { budget: (event.data as { budget: Budget }).budget, spent: { usd: t.costNanoUsd / 1e9, tokens: t.inputTokens + t.outputTokens, calls: t.calls }, position: after.position };
+    return { budget: (event.data as { budget: Budget }).budget, spent: { usd: usdOf(t), tokens: tokensOf(t), calls: t.calls }, position: after.position };
   });
 }
 

@@ -2,6 +2,7 @@ import { decideReplan } from '../../../commands/operator.js';
 import { UsageError } from '../../../events/errors.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { operate } from '../operate.js';
+import { operatorText } from './approve.js';
 
 export const flags: Record<string, FlagSpec> = { reason: { type: 'string' }, asks: { type: 'int' }, 'signing-key': { type: 'string' } };
 
@@ -14,11 +15,10 @@ export interface ReplanOutput {
 
 /** `longbuild replan [--reason TEXT] [--asks N]`: a build blocked in planning asks its planner again (PlanningReopened, issue 46). */
 export async function run(ctx: CommandContext): Promise<ReplanOutput> {
-  const reason = ctx.flags.reason;
-  if (reason !== undefined && (typeof reason !== 'string' || reason.trim() === '' || reason.length > 2000)) throw new UsageError('replan: --reason must be a text of 1 to 2000 characters');
+  const reason = operatorText(ctx, 'replan', 'reason', false);
   const asks = ctx.flags.asks;
   if (asks !== undefined && (typeof asks !== 'number' || asks < 1 || asks > 10)) throw new UsageError('replan: --asks must be a whole number from 1 to 10');
-  return operate(ctx, 'replan', (state, user) => decideReplan(state, reason as string | undefined, asks as number | undefined, user), (_before, after, event) => {
+  return operate(ctx, 'replan', (state, user) => decideReplan(state, reason, asks as number | undefined, user), (_before, after, event) => {
     const d = event.data as { purpose: ReplanOutput['purpose']; horizonRevision: number; asks: number };
     return { purpose: d.purpose, horizonRevision: d.horizonRevision, asks: d.asks, position: after.position };
   });

@@ -110,14 +110,11 @@ export function testsStatusLines(t: StatusTests): string[] {
   ];
 }
 
-function blockedReason(st: BuildState): string | null {
-  if (!st.build) return null;
-  const next = nextAction(st);
-  return next.kind === 'blocked' ? next.reason : null;
-}
-
 /** Where the build stands, from the folded log. */
 export function statusOf(st: BuildState): StatusOutput {
+  // Why the build is blocked without a BuildBlocked event, or waits on an operator (R-59, R-60): the decider says, once.
+  const next = st.build ? nextAction(st) : null;
+  const why = (kind: 'blocked' | 'paused' | 'awaiting_approval'): string | null => (next !== null && next.kind === kind ? (next as { reason: string }).reason : null);
   const counts: Record<string, number> = {};
   for (const n of Object.values(st.nodes)) counts[n.state] = (counts[n.state] ?? 0) + 1;
   // The planned work, compacted nodes included (the live graph holds their summaries instead).
@@ -140,7 +137,7 @@ export function statusOf(st: BuildState): StatusOutput {
     position: st.position,
     completed: st.completed,
     // A refused proposal blocks the build without a BuildBlocked event: ask the decider.
-    blocked: st.blocked?.reason ?? blockedReason(st),
+    blocked: st.blocked?.reason ?? why('blocked'),
     nodes: counts,
     work,
     sandbox: sandboxLine(st),
@@ -149,17 +146,10 @@ export function statusOf(st: BuildState): StatusOutput {
     acceptance: acceptanceOf(st),
     spend: { ...ledgerJson(st.spend), nodes: Object.fromEntries(Object.entries(st.nodes).filter(([, n]) => n.spent !== undefined).map(([id, n]) => [id, spendJson(n.spent!)])) },
     budget: budgetOf(st) ?? null,
-    paused: waitingReason(st, 'paused'),
-    awaitingApproval: waitingReason(st, 'awaiting_approval'),
+    paused: why('paused'),
+    awaitingApproval: why('awaiting_approval'),
     notifications: st.build?.settings.notify === undefined ? null : { pending: st.notify?.pending.length ?? 0, delivered: st.notify?.delivered ?? 0, failed: st.notify?.failed ?? 0 },
   };
-}
-
-/** Why the build waits on an operator (its budget, R-59; an approval, R-60), or null. */
-function waitingReason(st: BuildState, kind: 'paused' | 'awaiting_approval'): string | null {
-  if (!st.build || st.completed) return null;
-  const next = nextAction(st);
-  return next.kind === kind ? next.reason : null;
 }
 
 /** The ledger in one line: the total, then the planner's and the costliest milestones'. */
