@@ -63,7 +63,7 @@ function configSettings(c: LongbuildConfig): BuildSettings {
     plannerAsks: c.planner.asks,
     ignoredFiles: c.ignoredFiles,
     ...parallelSettings(c.concurrency, c.speculation),
-    ...(c.acceptance.length > 0 ? { acceptanceRepairs: c.acceptanceRepairs } : {}),
+    ...(c.acceptance.length > 0 || repairsHeads(c.approve) ? { acceptanceRepairs: c.acceptanceRepairs } : {}),
     ...setupSetting(c.setup),
     ...(c.budget !== undefined ? { budget: c.budget } : {}),
     ...(c.approve !== undefined ? { approve: [...new Set(c.approve)] } : {}),
@@ -98,9 +98,12 @@ export function driverRecord(driver: DriverFile): DriverRecord {
   });
 }
 
-/** A build with acceptance commands records its repair windows (default 2). */
+/** Gates whose rejection opens a repair window: a build with them records its repair windows. */
+const repairsHeads = (approve: readonly string[] | undefined): boolean => approve !== undefined && approve.some((g) => g !== 'plan');
+
+/** A build with acceptance commands or head gates records its repair windows (default 2). */
 const withRepairs = (r: DriverRecord): DriverRecord =>
-  r.acceptance.length > 0 ? { ...r, settings: { ...r.settings, acceptanceRepairs: r.settings.acceptanceRepairs ?? 2 } } : r;
+  r.acceptance.length > 0 || repairsHeads(r.settings.approve) ? { ...r, settings: { ...r.settings, acceptanceRepairs: r.settings.acceptanceRepairs ?? 2 } } : r;
 
 /** The driver of a blueprint file. */
 export function blueprintDriver(path: string): DriverFile {

@@ -5,6 +5,7 @@ import { graphSha256 } from '../projections/graph.js';
 import { earlierRefusals } from './next-action.js';
 import { workerCallKey } from './ids.js';
 import { acceptanceForPlanner } from './acceptance.js';
+import { reviewsForPlanner } from './gates.js';
 import type { PlannerPurpose } from './ids.js';
 import { wholeSummary } from '../projections/summaries.js';
 
@@ -32,9 +33,16 @@ export function plannerInputOf(s: BuildState, purpose: PlannerPurpose, callId: s
     integrationHead: s.integrationHead!,
     ...(feedback.length > 0 ? { feedback } : {}),
     ...acceptanceInput(s),
+    ...reviewsInput(s),
     ...surfaceInput(s),
     ...(s.build ? { windows: { detailed: s.build.settings.detailedWindow, coarse: s.build.settings.coarseWindow } } : {}),
   };
+}
+
+/** The operators' reviews of the window's checkpoints and final head (R-60), when there are any. */
+function reviewsInput(s: BuildState): Pick<PlannerInput, 'reviews'> {
+  const reviews = reviewsForPlanner(s);
+  return reviews.length > 0 ? { reviews } : {};
 }
 
 /** The verification surface a planner and a worker are told about (R-48), when the build has one. */

@@ -1,7 +1,7 @@
 import { compareCodePoints } from '../events/canonical.js';
 import type { Budget, DataOf } from '../events/catalogue.js';
 import { describeReached, NO_SPEND, reachedLimit } from './spend.js';
-import { attemptOf, jobOf, type AcceptanceRun, type BuildState, type JobRecord, type PlannerCallRecord } from '../projections/build-state.js';
+import { attemptOf, jobOf, type AcceptanceRun, type BuildState, type JobRecord, type PlannerCallRecord, type ReviewRecord } from '../projections/build-state.js';
 import { acceptanceDue, acceptanceRepairsOf, hasAcceptance, latestAcceptance, repairsPlanned } from './acceptance.js';
 import { activeMilestone, firstReady } from '../projections/graph.js';
 import { graphIndexOf } from '../projections/graph-index.js';
@@ -9,12 +9,13 @@ import { batchGroup, isBatchMode } from './batch.js';
 import { pendingCompaction } from './compaction.js';
 import { acceptanceRunIdOf, attemptIdOf, jobIdOf, plannerAskId } from './ids.js';
 import type { PlannerPurpose } from './ids.js';
+import { checkpointGate, describeGate, headGateReason, landGate, unansweredRejection, type HeadGate } from './gates.js';
 
 /** What the controller's next event is about, decided from state alone (R-17). */
 export type NextAction =
   | { kind: 'uninitialized' }
   | { kind: 'completed' }
-  | { kind: 'blocked'; reason: string; planning?: { purpose: PlannerPurpose; horizonRevision: number; callId: string } }
+  | { kind: 'blocked'; reason: string; planning?: { purpose: PlannerPurpose; horizonRevision: number; callId: string }; rejected?: HeadGate }
   | { kind: 'plan'; purpose: PlannerPurpose; callId: string; inDoubt: boolean }
   | { kind: 'checkpoint'; milestoneId: string }
   | { kind: 'compact'; milestoneId: string }
@@ -33,6 +34,8 @@ export type NextAction =
   | { kind: 'paused'; reason: string; reached?: DataOf<'BudgetReached'> }
   /** A valid proposal waits for an operator's approval (R-60): nothing is planned or dispatched until `approve` or `reject`. */
   | { kind: 'awaiting_approval'; gate: 'plan'; purpose: PlannerPurpose; callId: string; reason: string }
+  /** A checkpoint or the final head waits for an operator's approval (R-60); `request`: the ApprovalRequested to record. */
+  | ({ kind: 'awaiting_approval'; reason: string } & HeadGate)
   /** An approved proposal: seal or renew it now (R-60). */
   | { kind: 'seal-approved'; purpose: PlannerPurpose; callId: string }
   /** The node to dispatch spent its own limit (perNode, R-59): it is blocked, not dispatched. */
@@ -143,6 +146,9 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
   if (openRun !== null && !running.has(openRun)) return { kind: 'settle-acceptance', runId: openRun };
   const due = acceptanceDue(state);
   if (due !== null) return { kind: 'accept', runId: acceptanceRunIdOf(state), ...due };
+  // R-60: nothing goes past a checkpoint an operator is to approve (its acceptance run, if any, first).
+  const held = checkpointGate(state);
+  if (held !== null) return atHeadGate(running, held);
   const busy = nodesInOpenJobs(state);
   // Batch integration (R-25): a split's next half, or a full (or final) wave, as one job.
   const group = integrating ? null : batchGroup(state, busy);
@@ -173,11 +179,16 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
       }
       return planOrPause(state, running, { kind: 'plan', purpose: 'renew', callId: round.callId, inDoubt: round.inDoubt }, round.gate);
     }
+    // A head an operator rejected (R-60), or a failed acceptance, is repaired before the build completes.
+    const rejected = unansweredRejection(state);
     const last = latestAcceptance(state);
-    if (hasAcceptance(state) && last !== null && last.status === 'failed') {
-      const next = repairOrBlock(state, last, revision);
+    const failure = rejected !== null ? rejectionFailure(rejected) : hasAcceptance(state) && last !== null && last.status === 'failed' ? acceptanceFailure(last) : null;
+    if (failure !== null) {
+      const next = repairOrBlock(state, failure, revision);
       return next.kind === 'plan' ? planOrPause(state, running, next, planningRound(state, 'repair', revision).gate) : next;
     }
+    const landing = landGate(state);
+    if (landing !== null) return atHeadGate(running, landing);
     return { kind: 'complete' };
   }
 
@@ -252,17 +263,46 @@ function paused(state: BuildState, running: ReadonlySet<string>, reached: DataOf
   return { kind: 'paused', reason, ...(recorded ? {} : { reached }) };
 }
 
+/** The build waits at a head gate (R-60) once the calls in flight have returned. */
+function atHeadGate(running: ReadonlySet<string>, gate: HeadGate): NextAction {
+  if (running.size > 0) return { kind: 'wait' };
+  return { kind: 'awaiting_approval', reason: headGateReason(gate), ...gate };
+}
+
+/** What the build's result failed, what to look at and do, and (a rejection) the head an operator may approve after all. */
+interface ResultFailure {
+  readonly failed: string;
+  readonly next: string;
+  readonly rejected?: HeadGate;
+}
+
+function acceptanceFailure(run: AcceptanceRun): ResultFailure {
+  return {
+    failed: `acceptance failed on ${run.head.slice(0, 12)}${run.milestoneId !== null ? ` (milestone '${run.milestoneId}')` : ''}: ${run.reason ?? 'a command failed'}`,
+    next: `see \`longbuild evidence ${run.runId}\`; \`longbuild accept\` runs it again`,
+  };
+}
+
+function rejectionFailure(r: ReviewRecord): ResultFailure {
+  const gate: HeadGate = { gate: r.gate, ...(r.milestoneId !== undefined ? { milestoneId: r.milestoneId } : {}), head: r.head };
+  return {
+    failed: `${describeGate(gate)} was rejected${r.user !== undefined ? ` by ${r.user}` : ''}: ${r.reason ?? 'no reason given'}`,
+    next: '`longbuild approve` accepts it after all',
+    rejected: gate,
+  };
+}
+
 /**
- * Acceptance failed on what would be the build's result: the planner is asked for a repair window
- * while repair rounds remain (each round asks `planner.asks` times); else the build is blocked,
- * saying why and how to go on.
+ * Acceptance failed on what would be the build's result, or an operator rejected a gated head
+ * (R-60): the planner is asked for a repair window while repair rounds remain (each round asks
+ * `planner.asks` times); else the build is blocked, saying why and how to go on.
  */
-function repairOrBlock(state: BuildState, run: AcceptanceRun, revision: number): NextAction {
-  const failed = `acceptance failed on ${run.head.slice(0, 12)}${run.milestoneId !== null ? ` (milestone '${run.milestoneId}')` : ''}: ${run.reason ?? 'a command failed'}`;
-  const next = `see \`longbuild evidence ${run.runId}\`; \`longbuild accept\` runs it again`;
+function repairOrBlock(state: BuildState, failure: ResultFailure, revision: number): NextAction {
+  const { failed, next } = failure;
+  const rejected = failure.rejected !== undefined ? { rejected: failure.rejected } : {};
   const max = acceptanceRepairsOf(state);
   const used = repairsPlanned(state);
-  if (used >= max) return { kind: 'blocked', reason: `${failed}; ${max === 0 ? 'no repair window is allowed (acceptanceRepairs 0)' : `${used} repair window${used === 1 ? '' : 's'} did not fix it`}; ${next}` };
+  if (used >= max) return { kind: 'blocked', reason: `${failed}; ${max === 0 ? 'no repair window is allowed (acceptanceRepairs 0)' : `${used} repair window${used === 1 ? '' : 's'} did not fix it`}; ${next}`, ...rejected };
   const round = planningRound(state, 'repair', revision);
   if (round.refused) {
     const r = round.refused.rejection;

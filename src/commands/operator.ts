@@ -1,10 +1,11 @@
 import { compareCodePoints } from '../events/canonical.js';
-import { BudgetSchema, formatZodError, type Budget, type DomainEvent } from '../events/catalogue.js';
+import { BudgetSchema, formatZodError, type Budget, type DataOf, type DomainEvent } from '../events/catalogue.js';
 import type { BuildState } from '../projections/build-state.js';
 import { compactedInto } from '../projections/summaries.js';
 import { hasAcceptance } from './acceptance.js';
 import { budgetOf, nextAction, plannerAsks } from './next-action.js';
 import { changedBudget } from './spend.js';
+import { describeGate, type HeadGate } from './gates.js';
 
 /** What an operator asked for, and what the host made of it (pure; the CLI records the event). */
 export type OperatorVerdict = { ok: true; event: DomainEvent } | { ok: false; reason: string };
@@ -139,34 +140,67 @@ export function decideBudget(state: BuildState, change: Budget, reason: string |
   };
 }
 
-/** The proposal awaiting an operator (R-60), or why there is none. */
-export function awaitingProposal(state: BuildState): { ok: true; callId: string; purpose: 'seal' | 'renew' | 'repair'; proposal: unknown } | { ok: false; reason: string } {
+/** What awaits an operator (R-60): a proposal, or a gated head (a checkpoint, the final head). */
+export type Awaiting =
+  | { gate: 'plan'; callId: string; purpose: 'seal' | 'renew' | 'repair'; proposal: unknown }
+  | (HeadGate & { gate: 'checkpoint' | 'land'; base: string; rejected: boolean });
+
+/**
+ * What awaits an operator's approval (R-60), or why nothing does. A head an operator rejected
+ * whose repairs are used up (the build is blocked on it) may still be approved after all.
+ */
+export function awaitingApproval(state: BuildState): { ok: true; what: Awaiting } | { ok: false; reason: string } {
   if (!state.build) return { ok: false, reason: 'the build is not initialised' };
   const next = nextAction(state);
-  if (next.kind !== 'awaiting_approval') {
-    const gated = (state.build.settings.approve ?? []).length > 0;
-    return { ok: false, reason: `nothing awaits approval${gated ? '' : ' (this build asks for none: config "approve")'}${next.kind === 'blocked' ? `; the build is blocked: ${next.reason}` : ''}` };
+  if (next.kind === 'awaiting_approval') {
+    if (next.gate === 'plan') return { ok: true, what: { gate: 'plan', callId: next.callId, purpose: next.purpose, proposal: state.plannerCalls[next.callId]?.proposal ?? null } };
+    return { ok: true, what: headAwaiting(state, next, false) };
   }
-  return { ok: true, callId: next.callId, purpose: next.purpose, proposal: state.plannerCalls[next.callId]?.proposal ?? null };
+  if (next.kind === 'blocked' && next.rejected !== undefined) return { ok: true, what: headAwaiting(state, next.rejected, true) };
+  const gated = (state.build.settings.approve ?? []).length > 0;
+  return { ok: false, reason: `nothing awaits approval${gated ? '' : ' (this build asks for none: config "approve")'}${next.kind === 'blocked' ? `; the build is blocked: ${next.reason}` : ''}` };
 }
 
-/** `longbuild approve [--reason TEXT]` (R-60): the proposal awaiting approval is sealed (or renews the horizon) at the next run. */
+/** A gated head with the head it is compared with: the checkpoint before it (a checkpoint gate), else where the build started. */
+function headAwaiting(state: BuildState, g: HeadGate, rejected: boolean): Awaiting {
+  const at = { gate: g.gate, ...(g.milestoneId !== undefined ? { milestoneId: g.milestoneId } : {}), head: g.head };
+  let base = state.build!.baseHead;
+  if (g.gate === 'checkpoint') {
+    const own = state.checkpoints[g.milestoneId!]?.position ?? Infinity;
+    let best = -1;
+    for (const c of Object.values(state.checkpoints)) if (c.position < own && c.position > best) { best = c.position; base = c.checkpoint.integrationHead; }
+  }
+  return { ...at, base, rejected };
+}
+
+/** `longbuild approve [--reason TEXT]` (R-60): the proposal is sealed (or renews the horizon) at the next run; a gated head lets the build go on. */
 export function decideApprove(state: BuildState, reason: string | undefined, user: string | undefined): OperatorVerdict {
-  const a = awaitingProposal(state);
+  const a = awaitingApproval(state);
   if (!a.ok) return a;
-  return { ok: true, event: { type: 'ProposalApproved', data: { callId: a.callId, ...(reason !== undefined ? { reason } : {}), operator: { action: 'approve', ...(user ? { user } : {}) }, graphRevision: state.graphRevision } } };
+  const operator = { action: 'approve' as const, ...(user ? { user } : {}) };
+  const why = reason !== undefined ? { reason } : {};
+  if (a.what.gate === 'plan') return { ok: true, event: { type: 'ProposalApproved', data: { callId: a.what.callId, ...why, operator, graphRevision: state.graphRevision } } };
+  return { ok: true, event: { type: 'HeadReviewed', data: { ...reviewed(state, a.what), approved: true, ...why, operator } } };
 }
 
 /**
- * `longbuild reject --reason TEXT` (R-60): the proposal awaiting approval is refused like one the
+ * `longbuild reject --reason TEXT` (R-60): a proposal awaiting approval is refused like one the
  * host refused — the planner is asked again with the reason in its `feedback`, within the round's
- * asks (then the build blocks in planning, and `replan` asks again).
+ * asks (then the build blocks in planning, and `replan` asks again). A gated head is repaired: the
+ * reason is the planner's feedback at its next call, and once no coarse milestone is left a repair
+ * window is planned (like a failed acceptance).
  */
 export function decideReject(state: BuildState, reason: string, user: string | undefined): OperatorVerdict {
-  const a = awaitingProposal(state);
+  const a = awaitingApproval(state);
   if (!a.ok) return a;
-  return {
-    ok: true,
-    event: { type: 'ProposalRejected', data: { callId: a.callId, rule: 'operator', reason: `rejected by an operator: ${reason}`, operator: { action: 'reject', ...(user ? { user } : {}) }, graphRevision: state.graphRevision } },
-  };
+  const operator = { action: 'reject' as const, ...(user ? { user } : {}) };
+  if (a.what.gate === 'plan') {
+    return { ok: true, event: { type: 'ProposalRejected', data: { callId: a.what.callId, rule: 'operator', reason: `rejected by an operator: ${reason}`, operator, graphRevision: state.graphRevision } } };
+  }
+  if (a.what.rejected) return { ok: false, reason: `${describeGate(a.what)} is rejected already; \`longbuild approve\` accepts it after all` };
+  return { ok: true, event: { type: 'HeadReviewed', data: { ...reviewed(state, a.what), approved: false, reason, operator } } };
+}
+
+function reviewed(state: BuildState, g: HeadGate): Omit<DataOf<'HeadReviewed'>, 'approved' | 'operator' | 'reason'> {
+  return { gate: g.gate, ...(g.milestoneId !== undefined ? { milestoneId: g.milestoneId } : {}), head: g.head, horizonRevision: state.horizon?.revision ?? 0, graphRevision: state.graphRevision };
 }

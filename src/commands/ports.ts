@@ -54,6 +54,12 @@ export interface PlannerInput {
    */
   readonly verificationSurface?: VerificationSurfaceInput;
   /**
+   * Operators' reviews of the window's checkpoints and of the final head (R-60, config `approve`),
+   * oldest first. A rejected one (`approved: false`, `reason`) is to be repaired: in a renewal's
+   * window, or — purpose `repair` — a window of its own.
+   */
+  readonly reviews?: readonly { readonly gate: 'checkpoint' | 'land'; readonly milestoneId?: string; readonly head: string; readonly approved: boolean; readonly reason?: string }[];
+  /**
    * The build's windows (R-55): a proposal holds at most `detailed` detailed and `coarse` coarse
    * milestones (the config's detailedWindow and coarseWindow); more is refused.
    */

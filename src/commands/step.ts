@@ -84,8 +84,12 @@ function choose(state: BuildState, ctx: StepContext, action: NextAction): Decisi
       return go(done('blocked', action.reason, { reason: action.reason }));
     case 'paused':
       return go(done('paused', action.reason, { reason: action.reason }), action.reached !== undefined ? [{ type: 'BudgetReached', data: action.reached }] : [], 'budget');
-    case 'awaiting_approval':
-      return go(done('awaiting_approval', action.reason, { reason: action.reason }));
+    case 'awaiting_approval': {
+      // R-60: a head gate is recorded once (what an operator is told of); waiting records nothing.
+      const request = action.gate !== 'plan' ? action.request : undefined;
+      const key = action.gate === 'plan' ? '' : `approval.${action.gate}.${action.milestoneId ?? action.head}`;
+      return go(done('awaiting_approval', action.reason, { reason: action.reason }), request !== undefined ? [{ type: 'ApprovalRequested', data: request }] : [], key);
+    }
     case 'seal-approved': {
       // R-60: the operator approved the proposal recorded with its PlannerReturned; it is checked again and sealed now.
       const call = state.plannerCalls[action.callId]!;
@@ -297,7 +301,7 @@ function answered(state: BuildState, ctx: StepContext, callId: string, purpose: 
   if (conflict !== null && conflict !== 'same') return reject(refuse('R-15', conflict));
   const ids = plan.detailed.map((m) => m.id).join(', ');
   if (!renewing) return go(done('planned', `sealed ${horizonId} r1: detailed ${ids}; coarse ${plan.coarse.length}`), [...recorded, { type: 'HorizonSealed', data: { horizonId, revision, ...body } }], callId);
-  const what = purpose === 'repair' ? `a repair window for the failing acceptance: ${ids}` : `promoted ${ids}; coarse ${plan.coarse.length}`;
+  const what = purpose === 'repair' ? `a repair window: ${ids}` : `promoted ${ids}; coarse ${plan.coarse.length}`;
   return go(done('renewed', `renewed to r${revision}: ${what}`),
     [...recorded, { type: 'HorizonRenewed', data: { horizonId, revision, fromRevision: current.revision, ...body } }], callId);
 }

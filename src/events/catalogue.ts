@@ -208,6 +208,10 @@ export const BudgetSchema = z.strictObject({
 export type Budget = z.infer<typeof BudgetSchema>;
 
 /** What a notifier can be told of (issue 46, R-61). */
+/** Where a build may wait for an operator (R-60). */
+export const APPROVAL_GATES = ['plan', 'checkpoint', 'land'] as const;
+export type ApprovalGate = (typeof APPROVAL_GATES)[number];
+
 export const NOTIFY_KINDS = ['blocked', 'paused', 'awaiting_approval', 'completed', 'budget', 'failure'] as const;
 export type NotifyKind = (typeof NOTIFY_KINDS)[number];
 
@@ -247,8 +251,12 @@ const BuildSettingsSchema = z.strictObject({
   setup: z.number().int().min(1).max(50).optional(),
   /** The budget the build starts with (issue 46, R-59); absent: none. `longbuild budget` changes it (BudgetChanged). */
   budget: BudgetSchema.optional(),
-  /** Where an operator's approval is needed (R-60): `plan`, each valid proposal before it is sealed or renewed; absent: nowhere. */
-  approve: z.array(z.enum(['plan'])).min(1).optional(),
+  /**
+   * Where an operator's approval is needed (R-60): `plan`, each valid proposal before it is sealed
+   * or renewed; `checkpoint`, each milestone's checkpoint before the build goes past it; `land`,
+   * the final head before the build completes (and `land` publishes it); absent: nowhere.
+   */
+  approve: z.array(z.enum(APPROVAL_GATES)).min(1).optional(),
   /** Who is told what (R-61); absent: nobody. */
   notify: z.array(NotifierSchema).min(1).max(16).optional(),
 });
@@ -379,6 +387,32 @@ export const ProposalApproved = e('ProposalApproved', z.strictObject({
   reason: z.string().max(2000).optional(),
   operator: z.strictObject({ action: z.literal('approve'), user: z.string().optional() }),
   graphRevision: z.number().int().nonnegative(),
+}));
+
+/** The head a gate reviews (R-60): a milestone's checkpoint, or the final head before the build completes. */
+const ReviewedHead = {
+  gate: z.enum(['checkpoint', 'land']),
+  /** The checkpointed milestone (gate `checkpoint`). */
+  milestoneId: z.string().optional(),
+  head: GitShaSchema,
+  /** The horizon revision in force: a rejection is answered by the next renewal or repair window. */
+  horizonRevision: z.number().int().nonnegative(),
+  graphRevision: z.number().int().nonnegative(),
+};
+
+/** The build reached a head gate (R-60) and waits for `longbuild approve` or `reject`; recorded once per gate. */
+export const ApprovalRequested = e('ApprovalRequested', z.strictObject(ReviewedHead));
+
+/**
+ * An operator's verdict on a gated head (R-60): approved, the build goes past it; rejected, the
+ * reason is the planner's feedback at its next call and, once no coarse milestone is left, a repair
+ * window is planned (like a failed acceptance).
+ */
+export const HeadReviewed = e('HeadReviewed', z.strictObject({
+  ...ReviewedHead,
+  approved: z.boolean(),
+  reason: z.string().max(2000).optional(),
+  operator: z.strictObject({ action: z.enum(['approve', 'reject']), user: z.string().optional() }),
 }));
 
 const HorizonBody = {
@@ -715,6 +749,8 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   PlannerReturned,
   ProposalRejected,
   ProposalApproved,
+  ApprovalRequested,
+  HeadReviewed,
   HorizonSealed,
   HorizonRenewed,
   AttemptStarted,
@@ -754,6 +790,8 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   PlannerReturned: 1,
   ProposalRejected: 1,
   ProposalApproved: 1,
+  ApprovalRequested: 1,
+  HeadReviewed: 1,
   HorizonSealed: 1,
   HorizonRenewed: 1,
   AttemptStarted: 1,

@@ -13,6 +13,7 @@ import type { BuildState } from './build-state.js';
 import { planOrder } from './graph.js';
 import { shardDraft, shardGet, shardSet, type Sharded } from './sharded.js';
 import { applyCompaction, summaryLookups } from './summaries.js';
+import { answerReviews, foldApprovalRequested, foldHeadReviewed } from './reviews.js';
 import { EMPTY_LEDGER, NO_SPEND, withCall, type SpendLedger, type SpendTotals } from './spend-ledger.js';
 
 /**
@@ -148,6 +149,12 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
       }
       return;
     }
+    case 'ApprovalRequested':
+      foldApprovalRequested(draft, event.data, draft.position);
+      return;
+    case 'HeadReviewed':
+      foldHeadReviewed(draft, event.data, draft.position);
+      return;
     case 'ProposalApproved': {
       const call = draft.plannerCalls[event.data.callId];
       if (call?.status === 'awaiting') call.status = 'approved';
@@ -461,6 +468,7 @@ function applyHorizon(draft: Draft<BuildState>, d: DataOf<'HorizonSealed'> | Dat
     const c = Object.hasOwn(draft.checkpoints, m.id) ? draft.checkpoints[m.id]! : undefined;
     if (c !== undefined && !window.has(m.id)) c.checkpoint = checkpointHeadOf(c.checkpoint) as Draft<CheckpointHead>;
   }
+  answerReviews(draft, d.revision);
   draft.horizon = {
     horizonId: d.horizonId, revision: d.revision, planSha256: d.planSha256, detailed: d.detailed, coarse: d.coarse, pins: d.pins, callId: d.callId,
   };

@@ -94,6 +94,21 @@ export interface BuildState {
   readonly budgetPause?: DataOf<'BudgetReached'>;
   /** The notification outbox (R-61): triggers not yet notified, per notifier; absent: the build notifies nobody. */
   readonly notify?: NotifyOutbox;
+  /** Operators' reviews of gated heads of the horizon revision in force (R-60), by reviewKey; absent: none. */
+  readonly reviews?: Readonly<Record<string, ReviewRecord>>;
+}
+
+/** An operator's review of a gated head (R-60): asked for (ApprovalRequested), then approved or rejected (HeadReviewed). */
+export interface ReviewRecord {
+  readonly gate: 'checkpoint' | 'land';
+  readonly milestoneId?: string;
+  readonly head: string;
+  readonly status: 'requested' | 'approved' | 'rejected';
+  readonly reason?: string;
+  readonly user?: string;
+  readonly horizonRevision: number;
+  /** The position of the event that last changed it. */
+  readonly position: number;
 }
 
 export interface NotifyOutbox {

@@ -13,6 +13,8 @@ export function notifyKindsOf(e: DomainEvent): NotifyKind[] {
     case 'IntegrationFailed': return ['failure'];
     case 'AcceptanceFinished': return e.data.passed ? [] : ['failure'];
     case 'ProposalRejected': return ['failure'];
+    case 'ApprovalRequested': return ['awaiting_approval'];
+    case 'HeadReviewed': return e.data.approved ? [] : ['failure'];
     default: return [];
   }
 }

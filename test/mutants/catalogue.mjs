@@ -716,6 +716,25 @@ export const MUTANTS = [
       js: { find: 'for (const p of due.triggers)\n                this.taken.add(`${due.notifier}:${due.kind}:${p}`);', replace: 'void due;' } }],
     caughtBy: ['test/notify.test.ts'],
   },
+  {
+    name: 'checkpoint-gate-skipped',
+    bug: 'a build gated at its checkpoints goes past them without an approval (issue 46, R-60)',
+    edits: [{ file: 'src/commands/next-action.ts', find: 'if (held !== null) return atHeadGate(running, held);', replace: 'void held;',
+      js: { find: 'if (held !== null)\n        return atHeadGate(running, held);', replace: 'void held;' } }],
+    caughtBy: ['test/approval-heads.test.ts'],
+  },
+  {
+    name: 'rejection-not-repaired',
+    bug: 'a rejected final head is completed instead of repaired (issue 46, R-60)',
+    edits: [{ file: 'src/commands/next-action.ts', find: 'const failure = rejected !== null ? rejectionFailure(rejected) :', replace: 'const failure = rejected === undefined ? rejectionFailure(rejected) :' }],
+    caughtBy: ['test/approval-heads.test.ts'],
+  },
+  {
+    name: 'land-unapproved',
+    bug: '`land` publishes a head no operator approved in a build gated at land (issue 46, R-60)',
+    edits: [{ file: 'src/adapters/cli/commands/land.ts', find: 'if (!landApproved(st, head)) {', replace: 'if (landApproved(st, head) && false) {' }],
+    caughtBy: ['test/approval-heads.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

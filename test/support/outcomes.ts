@@ -16,7 +16,7 @@ export function onRef(repo: string, path: string): string | null {
 }
 
 /** Every event of the build's log, as `longbuild log --json` prints it. */
-export const events = (repo: string): { type: string; data: any }[] =>
+export const events = (repo: string): { type: string; position: number; data: any }[] =>
   runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
 
 /** The nodes the log's promotions put on the integration ref, in order. */

@@ -66,12 +66,12 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   },
   approve: {
     summary: 'approve the proposal a build waits on (config "approve": ["plan"])',
-    help: 'longbuild approve [--reason TEXT] [--as NAME] | longbuild approve --show\n  A build whose config asks for approval of its plans stops with outcome awaiting_approval once a\n  proposal is valid, before it is sealed or renews the horizon. --show prints that proposal;\n  approve records a ProposalApproved naming the operator (the OS user, or --as NAME), and the\n  next `longbuild run` seals it. Holds the controller lease (exit 3 while a run runs).\nexample: longbuild approve --show && longbuild approve --reason "looks right"',
+    help: 'longbuild approve [--reason TEXT] [--as NAME] | longbuild approve --show\n  A build whose config asks for approval of its plans stops with outcome awaiting_approval once a\n  proposal is valid, before it is sealed or renews the horizon; with approve: ["checkpoint"] after\n  each milestone\'s checkpoint, with "land" before it completes. --show prints what awaits (the\n  proposal, or what changed since the checkpoint before); approve records a ProposalApproved or\n  HeadReviewed naming the operator (the OS user, or --as NAME), and the next `longbuild run` goes on. Holds the controller lease (exit 3 while a run runs).\nexample: longbuild approve --show && longbuild approve --reason "looks right"',
     load: () => import('./commands/approve.js'),
   },
   reject: {
     summary: 'send the proposal a build waits on back to its planner',
-    help: 'longbuild reject --reason TEXT [--as NAME]\n  The proposal awaiting approval is refused as if the host had refused it (a ProposalRejected of\n  rule operator, naming the operator): the next `longbuild run` asks the planner again with the\n  reason in its feedback, within the round\'s planner.asks (then `longbuild replan`).\nexample: longbuild reject --reason "split the API milestone in two"',
+    help: 'longbuild reject --reason TEXT [--as NAME]\n  The proposal awaiting approval is refused as if the host had refused it (a ProposalRejected of\n  rule operator, naming the operator): the next `longbuild run` asks the planner again with the\n  reason in its feedback, within the round\'s planner.asks (then `longbuild replan`). A rejected\n  checkpoint or final head (a HeadReviewed) is repaired: the reason is the planner\'s feedback at\n  its next call, and a repair window is planned once no coarse milestone is left.\nexample: longbuild reject --reason "split the API milestone in two"',
     load: () => import('./commands/reject.js'),
   },
   budget: {

@@ -1,7 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ValidationError } from '../../events/errors.js';
-import { BudgetSchema, formatZodError, NotifierSchema } from '../../events/catalogue.js';
+import { APPROVAL_GATES, BudgetSchema, formatZodError, NotifierSchema } from '../../events/catalogue.js';
 import { DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, SandboxSettingSchema } from '../sandbox/settings.js';
 import { AGENT_NAMES } from '../agents/presets.js';
 import { readJsonFile } from '../json-file.js';
@@ -77,7 +77,7 @@ export const ConfigSchema = z.strictObject({
     cached: z.number().nonnegative().max(1e6).optional().describe('USD per million cached input tokens (default: as input)'),
   })).optional().describe('prices per model, for calls whose agent or command reports tokens but no cost (R-58)'),
   budget: BudgetSchema.optional().describe('limits of what the build spends (R-59): usd, tokens (input + output), perNode, perMilestone; the build pauses (outcome paused) before a call would start past one, and `longbuild budget` raises it'),
-  approve: z.array(z.enum(['plan'])).min(1).optional().describe('where the build waits for an operator (R-60): "plan" — every valid proposal (the first plan, each renewal and repair window) before it is sealed; `longbuild approve` or `reject`'),
+  approve: z.array(z.enum(APPROVAL_GATES)).min(1).optional().describe('where the build waits for an operator (R-60): "plan" — every valid proposal (the first plan, each renewal and repair window) before it is sealed; "checkpoint" — each milestone\'s checkpoint before the build goes past it (a rejection opens a repair window); "land" — the final head before the build completes and `land` publishes it; `longbuild approve` or `reject`'),
   notify: z.array(NotifierSchema).min(1).max(16).optional().describe('who is told what (R-61): a list of { on: [blocked, paused, awaiting_approval, completed, budget, failure], command: argv, minIntervalSeconds? (default 60) }; each notification is JSON on the command\'s stdin, delivered by `run` in the background at least once (its `key`, the trigger event\'s hash, tells a repeat), a burst of one kind coalesced into one per interval'),
   snapshotEvery: z.number().int().min(0).default(1000),
   log: z.string().regex(/^(sqlite|sqlite:.+|postgres:.+|eventstore:.+)$/, 'expected sqlite, sqlite:PATH, postgres:URL or eventstore:URL').default('sqlite'),

@@ -48,6 +48,7 @@ export function marksOf(e: StoredEvent): Mark[] {
     case 'IntegrationFailed': out.push({ position: e.position, kind: 'failure', label: `${d.jobId} failed` }); break;
     case 'AcceptanceFinished': if (d.passed === false) out.push({ position: e.position, kind: 'failure', label: `${d.runId} failed` }); break;
     case 'BuildBlocked': out.push({ position: e.position, kind: 'failure', label: 'build blocked' }); break;
+    case 'HeadReviewed': if (d.approved === false) out.push({ position: e.position, kind: 'failure', label: `${d.gate === 'checkpoint' ? `checkpoint ${d.milestoneId ?? ''}` : 'final head'} rejected` }); break;
     case 'BuildCompleted': out.push({ position: e.position, kind: 'completed', label: 'build completed' }); break;
   }
   return out;

@@ -1,5 +1,6 @@
 import { NotFoundError, RefusedTransitionError, UsageError } from '../../../events/errors.js';
 import { git } from '../../git/exec.js';
+import { landApproved } from '../../../commands/gates.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { withBuild } from '../with-build.js';
 
@@ -26,6 +27,10 @@ export async function run(ctx: CommandContext): Promise<LandOutput> {
     const st = s.controller.current;
     const head = st.integrationHead;
     if (!st.build || head === null) throw new NotFoundError('land: the build has no integration head yet');
+    // R-60: a build that asks for approval of what lands publishes only a head an operator approved.
+    if (!landApproved(st, head)) {
+      throw new RefusedTransitionError(`land: the integration head ${head.slice(0, 12)} is not approved (config approve: "land"); the build asks for it once its work is done: \`longbuild run\`, then \`longbuild approve\``);
+    }
     const repo = s.paths.repo;
     const current = (await git(repo, ['symbolic-ref', '-q', '--short', 'HEAD'], { allowFail: true })).stdout.trim();
     const into = typeof ctx.flags.into === 'string' ? ctx.flags.into : current;
