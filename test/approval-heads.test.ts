@@ -26,16 +26,21 @@ process.stdout.write(JSON.stringify(input.purpose === 'seal'
   : { detailed: [{ id: 'r1', title: 'repair', nodes: [n('fix')] }], coarse: [] }));
 `);
   writeFileSync(join(cfg, 'worker.mjs'), "import { readFileSync, writeFileSync } from 'node:fs';\nconst p = JSON.parse(readFileSync(0, 'utf8'));\nwriteFileSync(p.nodeId + '.txt', 'x\\n');\n");
-  writeFileSync(join(cfg, 'notifier.mjs'), `import { appendFileSync, readFileSync } from 'node:fs';\nappendFileSync(${JSON.stringify(told)}, readFileSync(0, 'utf8').replace(/\\n/g, ' ') + '\\n');\n`);
+  // The notifier keeps its own record, and (under \`longbuild fuzz\`) reports each delivery to the effects ledger.
+  writeFileSync(join(cfg, 'notifier.mjs'), `import { appendFileSync, readFileSync } from 'node:fs';
+const text = readFileSync(0, 'utf8');
+appendFileSync(${JSON.stringify(told)}, text.replace(/\\n/g, ' ') + '\\n');
+if (process.env.LONGBUILD_EFFECTS_LEDGER) appendFileSync(process.env.LONGBUILD_EFFECTS_LEDGER, JSON.stringify({ kind: 'notification', notification: JSON.parse(text) }) + '\\n');
+`);
   writeFileSync(join(cfg, 'request.json'), '{"goal":"gated heads"}');
   writeFileSync(join(cfg, 'longbuild.config.json'), JSON.stringify({
     planner: { command: ['node', join(cfg, 'planner.mjs')] }, worker: { command: ['node', join(cfg, 'worker.mjs')] }, verify: [['true']], sandbox: 'off',
-    notify: [{ on: ['awaiting_approval'], command: ['node', join(cfg, 'notifier.mjs')], minIntervalSeconds: 0 }], ...extra,
+    notify: [{ on: ['awaiting_approval', 'completed'], command: ['node', join(cfg, 'notifier.mjs')], minIntervalSeconds: 0 }], ...extra,
   }));
   const repo = userRepo();
   const init = runCli(['init', '--request', join(cfg, 'request.json'), '--config', join(cfg, 'longbuild.config.json')], { cwd: repo });
   expect(init.code, init.stderr).toBe(0);
-  return { repo, inputs, told };
+  return { repo, inputs, told, cfg };
 }
 
 type Asked = { callId: string; purpose: string; reviews: { gate: string; milestoneId?: string; head: string; approved: boolean; reason?: string }[] };
@@ -101,6 +106,22 @@ describe('head gates: checkpoint and land (issue 46, R-60)', () => {
     for (const g of gates) expect(keys.has(g.position), `ApprovalRequested at ${g.position} notified`).toBe(true);
     expect(runCli(['verify'], { cwd: repo }).code).toBe(0);
   });
+
+  it('longbuild fuzz drives a gated build as an operator would: a kill at each gate (the wait recorded, an approval in doubt) and at each notification resumes to the clean run, every delivery audited against the notifier\'s own record', () => {
+    const { cfg } = build({ approve: ['plan', 'checkpoint', 'land'] });
+    const only = [
+      'after-append:PlannerReturned:1', 'before-append:ProposalApproved:2',
+      'after-append:ApprovalRequested:1', 'before-append:HeadReviewed:1', 'after-append:HeadReviewed:3',
+      'before-append:BuildCompleted:1', 'before-append:NotificationSent:1', 'after-append:NotificationSent:3',
+    ];
+    const r = runCli(['fuzz', '--request', join(cfg, 'request.json'), '--config', join(cfg, 'longbuild.config.json'), '--faults', 'kill', ...only.flatMap((p) => ['--only', p]), '--jobs', '2', '--json'], { cwd: tempDir('longbuild-heads-fuzz-') });
+    expect(r.code, r.stdout.slice(0, 3000) + r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as { cases: { point: string; result: string }[]; clean: { approvals: number; notifications: number } };
+    expect(report.clean.approvals).toBe(5); // the first plan, m1's checkpoint, the renewal, c1's checkpoint, the final head
+    expect(report.clean.notifications).toBeGreaterThan(0);
+    expect(report.cases.map((c) => `${c.point}`).sort()).toEqual(only.map((p) => p.replace(/:\d+$/, '')).sort());
+    expect(report.cases.every((c) => c.result === 'passed')).toBe(true);
+  }, 240_000);
 
   it('a rejected final head with no repair window left blocks the build, and approve accepts it after all', () => {
     const { repo } = build({ approve: ['land'], acceptanceRepairs: 0 });

@@ -57,6 +57,8 @@ export interface BuildFingerprint {
   readonly budgetBreaches: readonly string[];
   /** Every accepted planned node, those compacted into summaries included (summaries themselves aside). */
   readonly acceptedWork: readonly string[];
+  /** The log's NotificationSent records (R-61), audited against what the notifiers received. */
+  readonly notifications: readonly NotificationRecord[];
 }
 
 /**
@@ -80,6 +82,16 @@ interface Folded {
   /** What interrupted invocations reported (EffectReinvoked usage), summed. */
   lost: SpendTotals;
   budgetBreaches: string[];
+  notifications: NotificationRecord[];
+}
+
+/** A NotificationSent (R-61) as the fuzzer audits it, with its position. */
+export interface NotificationRecord {
+  readonly position: number;
+  readonly notifier: number;
+  readonly kind: string;
+  readonly triggers: readonly number[];
+  readonly outcome: 'delivered' | 'failed';
 }
 
 const SUMMARY_ID = /summary-[0-9a-f]{16}/g;
@@ -98,6 +110,7 @@ export function foldLog(events: Iterable<StoredEvent>): Folded {
   let reinvocations = 0;
   let lost = NO_SPEND;
   const budgetBreaches: string[] = [];
+  const notifications: NotificationRecord[] = [];
   for (const e of events) {
     const before = state.graphRevision;
     // R-59: a new call (its intent) never starts once the spend has reached a limit.
@@ -111,7 +124,11 @@ export function foldLog(events: Iterable<StoredEvent>): Folded {
       const usage = (e.data as { usage?: Usage }).usage;
       if (usage !== undefined) lost = withCall(lost, usage);
     }
-    else if (e.type !== 'RefRepaired') eventTypes.push(e.type);
+    // Deliveries are recorded when a run ends (R-61): where, and how many, is the machine's timing.
+    else if (e.type === 'NotificationSent') {
+      const d = e.data as unknown as Omit<NotificationRecord, 'position'>;
+      notifications.push({ position: e.position, notifier: d.notifier, kind: d.kind, triggers: d.triggers, outcome: d.outcome });
+    } else if (e.type !== 'RefRepaired') eventTypes.push(e.type);
     if (e.type === 'RefRepaired') {
       const d = e.data as { where: string; ref: string; found: string | null };
       refRepairs.push(`${d.where} ${d.ref} at ${d.found ?? '(missing)'}`);
@@ -129,12 +146,12 @@ export function foldLog(events: Iterable<StoredEvent>): Folded {
       checkpointGraphs[checkpoint.milestoneId] = sha256Hex(aliasIn(canonicalGraph(state.nodes), aliases));
     }
   }
-  return { state, readySequence, checkpointGraphs, wholeCheckpoints, wholeSummaries, aliases, refRepairs, eventTypes, reinvocations, lost, budgetBreaches };
+  return { state, readySequence, checkpointGraphs, wholeCheckpoints, wholeSummaries, aliases, refRepairs, eventTypes, reinvocations, lost, budgetBreaches, notifications };
 }
 
 /** The fingerprint of a folded build (R-19's comparable parts). */
 export function fingerprintOf(folded: Folded): BuildFingerprint {
-  const { state, readySequence, checkpointGraphs, wholeCheckpoints, wholeSummaries, aliases, refRepairs, eventTypes, reinvocations, lost, budgetBreaches } = folded;
+  const { state, readySequence, checkpointGraphs, wholeCheckpoints, wholeSummaries, aliases, refRepairs, eventTypes, reinvocations, lost, budgetBreaches, notifications } = folded;
   const total = state.spend?.total ?? NO_SPEND;
   const alias = (id: string): string => aliases[id] ?? id;
   const accepted = Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'accepted').map(alias).sort(compareCodePoints);
@@ -181,6 +198,7 @@ export function fingerprintOf(folded: Folded): BuildFingerprint {
     acceptedWork: [...new Set(Object.keys(state.nodes).filter((id) => state.nodes[id]!.state === 'accepted').flatMap((id) => (state.nodes[id]!.summary === true ? holdings(state, id).filter((h) => state.summaries[h] === undefined) : [id])))].sort(compareCodePoints),
     budgeted: budgetOf(state) !== undefined,
     budgetBreaches,
+    notifications,
   };
 }
 
@@ -290,6 +308,37 @@ export function effectStarts(lines: readonly string[]): Record<'planner' | 'work
     if (m) n[m[1] as keyof typeof n] += 1;
   }
   return n;
+}
+
+// ---- notification audit (R-61; independent of the log) ---------------------------------
+
+/** One notification as its notifier received it (the notifier's own ledger line). */
+export interface Delivery {
+  readonly notifier: number;
+  readonly kind: string;
+  /** The trigger events' positions (the notification's `events`). */
+  readonly positions: readonly number[];
+}
+
+/**
+ * What the notifiers received against what the log says (R-61): a trigger the log records as
+ * delivered was received at least once, and none was received more than once more than there
+ * were crashes (at least once, at most once more per crash). `after`: records at or before this
+ * position were made before the case started (a start from a stop) and are not the case's.
+ */
+export function auditNotifications(records: readonly NotificationRecord[], deliveries: readonly Delivery[], crashes: number, after = 0): Divergence[] {
+  const out: Divergence[] = [];
+  const received = new Map<string, number>();
+  for (const d of deliveries) for (const p of d.positions) received.set(`${d.notifier}:${d.kind}:${p}`, (received.get(`${d.notifier}:${d.kind}:${p}`) ?? 0) + 1);
+  for (const r of records) {
+    if (r.outcome !== 'delivered' || r.position <= after) continue;
+    const missing = r.triggers.filter((p) => !received.has(`${r.notifier}:${r.kind}:${p}`));
+    if (missing.length > 0) out.push({ what: `notification recorded at ${r.position} as delivered`, rule: 'R-61', clean: `notifier ${r.notifier} received ${r.kind} of ${missing.join(', ')}`, resumed: 'never received' });
+  }
+  for (const [key, n] of [...received].sort((x, y) => compareCodePoints(x[0], y[0]))) {
+    if (n > 1 + crashes) out.push({ what: `notification ${key} received ${n} times`, rule: 'R-61', clean: `at most ${1 + crashes} (once, and once more per crash)`, resumed: `${n}` });
+  }
+  return out;
 }
 
 // ---- duplicate-call audit (independent of the log) ----------------------------------

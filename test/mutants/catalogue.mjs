@@ -735,6 +735,19 @@ export const MUTANTS = [
     edits: [{ file: 'src/adapters/cli/commands/land.ts', find: 'if (!landApproved(st, head)) {', replace: 'if (landApproved(st, head) && false) {' }],
     caughtBy: ['test/approval-heads.test.ts'],
   },
+  {
+    name: 'fuzz-notify-unaudited',
+    bug: "the fuzzer's audit of notifications never finds one the log records as delivered that no notifier received (issue 46, R-61)",
+    edits: [{ file: 'src/commands/fuzz-compare.ts', find: 'if (missing.length > 0) out.push(', replace: 'if (missing.length < 0) out.push(', js: { find: 'if (missing.length > 0)\n            out.push(', replace: 'if (missing.length < 0)\n            out.push(' } }],
+    caughtBy: ['test/fuzz-notify-audit.test.ts'],
+  },
+  {
+    name: 'notification-not-delivered',
+    bug: 'a notification is recorded as delivered without its notifier being run (issue 46, R-61)',
+    edits: [{ file: 'src/adapters/notify/notifications.ts', find: 'const r = await runProcess({ argv: notifier.command,', replace: 'const r = { exitCode: 0, spawnError: undefined, timedOut: false, signal: null, stderr: Buffer.alloc(0) } as const; void ({ argv: notifier.command,',
+      js: { find: 'const r = await runProcess({ argv: notifier.command,', replace: 'const r = { exitCode: 0, spawnError: undefined, timedOut: false, signal: null, stderr: Buffer.alloc(0) }; void ({ argv: notifier.command,' } }],
+    caughtBy: ['test/approval-heads.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

@@ -9,12 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   billedAgain,
-  auditSegments, compareBuilds, effectStarts, enumeratePoints, followsClean,
+  auditNotifications, auditSegments, compareBuilds, effectStarts, enumeratePoints, followsClean,
   type CallProblem, type Divergence, type LedgerCall, type ObservedBuild, type PointOccurrence,
 } from '../../commands/fuzz-compare.js';
 import { childEnv, describeChild, longbuild, pointLines, readLines, removeBuilds, type ChildResult } from './child.js';
 import { copyBuild } from './copy-build.js';
-import { observeBuild, observeCrash, readLedgerCalls } from './observe.js';
+import { drive, driven } from './operator.js';
+import { foldBuild, observeBuild, observeCrash, readLedgerCalls, readLedgerDeliveries } from './observe.js';
 import { driverArgs, type EffectCounts, type FuzzCase, type FuzzDriver, type FuzzOptions, type PgBackend } from './report.js';
 import { caseStart, type CaseStart, type Starts } from './stops.js';
 
@@ -30,6 +31,8 @@ export interface CleanRun {
   readonly events: number;
   readonly durationMs: number;
   readonly runMs: number;
+  /** Approvals the fuzzer's operator gave (a build gated for approval, R-60); 0: none asked. */
+  readonly approvals: number;
 }
 
 export async function initRepo(root: string, driver: FuzzDriver, env: Readonly<Record<string, string | undefined>>, backend?: PgBackend): Promise<string> {
@@ -48,14 +51,16 @@ export async function cleanRun(driver: FuzzDriver, env: Readonly<Record<string, 
     const pointsFile = join(root, 'points.txt');
     const ledgerFile = join(root, 'ledger.ndjson');
     const t1 = performance.now();
-    const run = await longbuild(['run', '--json'], repo, childEnv(env, { LONGBUILD_POINTS_FILE: pointsFile, LONGBUILD_EFFECTS_LEDGER: ledgerFile }));
+    const { result: run, approvals } = await drive(repo, childEnv(env, { LONGBUILD_POINTS_FILE: pointsFile, LONGBUILD_EFFECTS_LEDGER: ledgerFile }));
     const runMs = performance.now() - t1;
     if (run.signal !== null || (run.code !== 0 && run.code !== 1)) throw new Error(`the clean run failed (${describeChild(run)})`);
     const observed = await observeBuild(repo);
     if (!observed.verifyOk) throw new Error(`the clean run does not verify: ${observed.verifyProblem ?? ''}`);
+    const notified = auditNotifications(observed.fingerprint.notifications, readLedgerDeliveries(ledgerFile), 0)[0];
+    if (notified !== undefined) throw new Error(`the clean run's notifications: ${notified.what}: ${notified.clean} / ${notified.resumed}`);
     const lines = pointLines(pointsFile);
     const { position: events, steps } = JSON.parse(run.stdout) as { position: number; steps: number };
-    return { observed, ledger: readLedgerCalls(ledgerFile), points: enumeratePoints(lines), lines, steps, effects: effectStarts(lines), code: run.code, events, durationMs: performance.now() - t0, runMs };
+    return { observed, ledger: readLedgerCalls(ledgerFile), points: enumeratePoints(lines), lines, steps, effects: effectStarts(lines), code: run.code, events, durationMs: performance.now() - t0, runMs, approvals };
   } finally {
     removeBuilds(root, env);
   }
@@ -144,12 +149,12 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
   const notReached = (r: ChildResult): Divergence => ({ what: 'interruption point not reached', rule: 'R-19', clean: `reached ${c.point} ${c.occurrence} time(s)`, resumed: `the run ended without reaching it (${describeChild(r)})` });
   switch (c.fault) {
     case 'kill': {
-      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_CRASH_AT: at }), { launch: opts.launch });
+      const r = await driven(repo, childEnv(opts.env, { ...env, LONGBUILD_CRASH_AT: at }), { launch: opts.launch });
       return r.signal === 'SIGKILL' ? { problem: null, struck: true } : { problem: notReached(r), struck: false };
     }
     case 'enospc':
     case 'eio': {
-      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_FAULT: `${c.fault}@${at}` }), { launch: opts.launch });
+      const r = await driven(repo, childEnv(opts.env, { ...env, LONGBUILD_FAULT: `${c.fault}@${at}` }), { launch: opts.launch });
       if (r.code === clean.code && r.signal === null && !FAILED_WRITE.test(r.stderr)) return { problem: notReached(r), struck: false };
       // Every failed write ends in one line naming what failed, exit 1 (never a crash or an internal error).
       if (r.code !== 1 || !FAILED_WRITE.test(r.stderr) || /internal error|\n\s+at /.test(r.stderr)) {
@@ -159,7 +164,7 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
     }
     case 'hang': {
       let killed = false;
-      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_FAULT: `hang@${at}` }), {
+      const r = await driven(repo, childEnv(opts.env, { ...env, LONGBUILD_FAULT: `hang@${at}` }), {
         launch: opts.launch,
         onStderr: (all, child) => {
           if (!killed && all.includes('hanging at')) {
@@ -175,7 +180,7 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
       // Freeze the controller at the point, start a second one on the same build: it must be
       // refused (exit 3) with nothing changed; the first then finishes the build.
       let raced: Promise<ChildResult> | null = null;
-      const first = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_PAUSE_AT: `${at}:1500` }), {
+      const first = await driven(repo, childEnv(opts.env, { ...env, LONGBUILD_PAUSE_AT: `${at}:1500` }), {
         launch: opts.launch,
         onStderr: (all) => {
           if (raced === null && all.includes('paused at')) raced = longbuild(['run', '--json'], repo, childEnv(opts.env, {}), { launch: opts.launch });
@@ -192,7 +197,7 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
       // few seconds meanwhile, and comes back: the run waits it out and finishes (fault 3).
       const proxy = opts.backend!.proxy;
       let downed = false;
-      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, { ...env, LONGBUILD_PAUSE_AT: `${at}:300` }), {
+      const r = await driven(repo, childEnv(opts.env, { ...env, LONGBUILD_PAUSE_AT: `${at}:300` }), {
         launch: opts.launch,
         onStderr: (all) => {
           if (!downed && all.includes('paused at')) {
@@ -211,7 +216,7 @@ async function interrupt(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, repo: 
       return { problem: null, struck: true, completed: true };
     }
     case 'random-kill': {
-      const r = await longbuild(['run', '--json'], repo, childEnv(opts.env, env), { killAfterMs: c.delayMs!, launch: opts.launch });
+      const r = await driven(repo, childEnv(opts.env, env), { killAfterMs: c.delayMs!, launch: opts.launch });
       return { problem: null, struck: r.signal === 'SIGKILL' };
     }
   }
@@ -225,6 +230,8 @@ async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, r
   const secondLedger = join(root, 'ledger-second.ndjson');
   const resumeLedger = join(root, 'ledger-resume.ndjson');
   const pointFiles = [join(root, 'points-crash.txt'), join(root, 'points-second.txt'), join(root, 'points-resume.txt')];
+  // Started from a stop: what the log recorded before it is the clean run's, not this case's.
+  const copiedTo = start.source !== null && start.at > 0 ? (await foldBuild(repo)).state.position : 0;
   const hit = await interrupt(opts, clean, c, repo, { LONGBUILD_EFFECTS_LEDGER: crashLedger, LONGBUILD_POINTS_FILE: pointFiles[0]! }, start.occurrence);
   if (start.at > 0 && !(hit.struck && followsClean(clean.lines, start.at, start.index, pointLines(pointFiles[0]!)))) {
     return { divergences: [], duplicates: [], inDoubt: 0, repeats: noRepeats(), notInterrupted: false, resumePoints: [], offTrack: true };
@@ -236,19 +243,22 @@ async function faultAndResume(opts: FuzzOptions, clean: CleanRun, c: FuzzCase, r
   const segments: LedgerCall[][] = [[...clean.ledger.slice(0, start.calls), ...readLedgerCalls(crashLedger)]];
   if (c.second) {
     // --double: the resume is killed too, at a point it passes; its calls are judged against the first crash, the final resume's against the second.
-    const again = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: secondLedger, LONGBUILD_POINTS_FILE: pointFiles[1]!, LONGBUILD_CRASH_AT: `${c.second.point}:${c.second.occurrence}` }), { launch: opts.launch });
+    const again = await driven(repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: secondLedger, LONGBUILD_POINTS_FILE: pointFiles[1]!, LONGBUILD_CRASH_AT: `${c.second.point}:${c.second.occurrence}` }), { launch: opts.launch });
     if (again.signal !== 'SIGKILL') divergences.push({ what: 'second interruption point not reached', rule: 'R-19', clean: `${c.second.point}:${c.second.occurrence}`, resumed: describeChild(again) });
     crashes.push(await observeCrash(repo));
     segments.push(readLedgerCalls(secondLedger));
   }
   if (!hit.completed) {
-    const resumed = await longbuild(['run', '--json'], repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: resumeLedger, LONGBUILD_POINTS_FILE: pointFiles[2]! }), { launch: opts.launch });
+    const resumed = await driven(repo, childEnv(opts.env, { LONGBUILD_EFFECTS_LEDGER: resumeLedger, LONGBUILD_POINTS_FILE: pointFiles[2]! }), { launch: opts.launch });
     if (resumed.signal !== null || resumed.code !== clean.code) {
       divergences.push({ what: 'resumed run exit', rule: 'R-19', clean: `exit ${clean.code}`, resumed: describeChild(resumed) });
     }
   }
   const observed = await observeBuild(repo);
   divergences.push(...compareBuilds(clean.observed, observed, { exactCommits: 'blueprint' in opts.driver, concurrent: clean.observed.concurrency > 1 }));
+  // R-61: what the notifiers received, against the log (at least once, at most once more per crash).
+  const deliveries = [crashLedger, secondLedger, resumeLedger].flatMap(readLedgerDeliveries);
+  divergences.push(...auditNotifications(observed.fingerprint.notifications, deliveries, crashes.length, copiedTo));
   segments.push(readLedgerCalls(resumeLedger));
   const audit = auditSegments(clean.ledger, segments, crashes);
   if (audit.missing.length > 0) divergences.push({ what: 'calls never made', rule: 'R-19', clean: audit.missing.join(', '), resumed: '(not called)' });

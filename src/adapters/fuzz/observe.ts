@@ -9,7 +9,7 @@ import { buildPaths, openBuildLog } from '../build-dir.js';
 import { readEventsFrom } from '../log/paging.js';
 import { findAttemptCommit, treeOf } from '../git/git.js';
 import type { BuildState } from '../../projections/build-state.js';
-import { fingerprintOf, foldLog, recordedCallKeys, type CrashState, type LedgerCall, type ObservedBuild } from '../../commands/fuzz-compare.js';
+import { fingerprintOf, foldLog, recordedCallKeys, type CrashState, type Delivery, type LedgerCall, type ObservedBuild } from '../../commands/fuzz-compare.js';
 import type { CommandContext } from '../cli/types.js';
 
 /** Fold the build's log, whichever backend it records (the build must not be running). */
@@ -48,11 +48,22 @@ export async function observeCrash(repo: string): Promise<CrashState & { state: 
   return { state, recorded: recordedCallKeys(state), observable };
 }
 
+const ledgerLines = (path: string): { kind: string; key?: string; notification?: { notifier?: unknown; kind?: unknown; events?: { position?: unknown }[] } }[] =>
+  (existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l)) : []);
+
 /** The calls an effects ledger file records (missing file: none). */
 export function readLedgerCalls(path: string): LedgerCall[] {
-  if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => {
-    const e = JSON.parse(l) as { kind: 'planner' | 'worker'; key: string };
-    return { kind: e.kind, key: e.key };
-  });
+  return ledgerLines(path).filter((e) => e.kind === 'planner' || e.kind === 'worker').map((e) => ({ kind: e.kind as 'planner' | 'worker', key: e.key! }));
+}
+
+/**
+ * The notifications a ledger file records (R-61): a notifier of a fuzzed build may append each
+ * notification it receives, as `{"kind":"notification","notification":<what it read on stdin>}`,
+ * to the file `LONGBUILD_EFFECTS_LEDGER` names; the fuzzer then audits deliveries against the log.
+ */
+export function readLedgerDeliveries(path: string): Delivery[] {
+  return ledgerLines(path).filter((e) => e.kind === 'notification' && e.notification !== undefined).map((e) => ({
+    notifier: Number(e.notification!.notifier), kind: String(e.notification!.kind),
+    positions: (e.notification!.events ?? []).map((x) => Number(x.position)),
+  }));
 }

@@ -165,7 +165,13 @@ export interface FuzzReport {
   readonly seed: number;
   readonly jobs: number;
   readonly durationMs: number;
-  readonly clean: { readonly events: number; readonly outcome: string; readonly durationMs: number; readonly plannerCalls: number; readonly workerCalls: number; readonly effects: EffectCounts };
+  readonly clean: {
+    readonly events: number; readonly outcome: string; readonly durationMs: number; readonly plannerCalls: number; readonly workerCalls: number; readonly effects: EffectCounts;
+    /** Approvals the fuzzer's operator gave the clean run (R-60: every run is driven the same way). */
+    readonly approvals: number;
+    /** Notifications the clean run recorded (R-61; each case's are audited against its notifiers' record). */
+    readonly notifications: number;
+  };
   /**
    * Where the cases started (decision 0019): the stops found by the staged run (and what it
    * cost), how many cases started from one, how many of those fell back to the start, and the

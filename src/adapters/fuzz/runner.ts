@@ -116,7 +116,8 @@ async function campaignIn(base: string, given: FuzzOptions, t0: number): Promise
   }
   const mode = opts.startFrom ?? 'auto';
   const pointCases = cases.filter((c) => c.fault !== 'random-kill').length;
-  const staging = template !== null && pointCases > 0 && (mode === 'stops' || (mode === 'auto' && pointCases >= AUTO_STOPS_CASES * opts.jobs));
+  // A build gated for approval is driven by the fuzzer's operator from the start (operator.ts): no stops.
+  const staging = template !== null && clean.approvals === 0 && pointCases > 0 && (mode === 'stops' || (mode === 'auto' && pointCases >= AUTO_STOPS_CASES * opts.jobs));
   // The staged run goes on beside the cases (decision 0019): they start from the stops found so far.
   const stops: Stop[] = [];
   const starts: Starts = { template, stops };
@@ -197,7 +198,8 @@ async function campaignIn(base: string, given: FuzzOptions, t0: number): Promise
     seed: opts.seed,
     jobs: opts.jobs,
     durationMs: Math.round(performance.now() - t0),
-    clean: { events: clean.events, outcome: clean.observed.fingerprint.outcome, durationMs: Math.round(clean.durationMs), plannerCalls: cleanCalls.planner, workerCalls: cleanCalls.worker, effects: clean.effects },
+    clean: { events: clean.events, outcome: clean.observed.fingerprint.outcome, durationMs: Math.round(clean.durationMs), plannerCalls: cleanCalls.planner, workerCalls: cleanCalls.worker, effects: clean.effects,
+      approvals: clean.approvals, notifications: clean.observed.fingerprint.notifications.length },
     starts: {
       mode, stops: starts.stops.length, stagedMs, fromStop: results.filter((r) => r.startedAt > 0).length,
       fellBack: results.filter((r) => r.fellBack).length, pointsSkipped: results.reduce((n, r) => n + r.startedAt, 0),
