@@ -110,7 +110,7 @@ describe('CLI error paths: one clear line, the right exit code, nothing appended
     // A type no event can have is a usage error naming it, not an empty listing.
     const nope = runCli(['log', '--repo', repo, '--type', 'Nope'], { cwd: elsewhere });
     expect(nope.code).toBe(2);
-    expect(nope.stderr).toMatch(/^longbuild: log: unknown event type 'Nope' \(known: AcceptanceFinished, AcceptanceRequested, AcceptanceStarted, AttemptFinished, AttemptStarted, BatchSplit/);
+    expect(nope.stderr).toMatch(/^longbuild: log: unknown event type 'Nope' \(known: AcceptanceFinished, AcceptanceRequested, AcceptanceStarted, ApprovalRequested, AttemptFinished, AttemptStarted, BatchSplit/);
   });
 
   it('every command has --help with an example', () => {

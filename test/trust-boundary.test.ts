@@ -235,9 +235,10 @@ git -C "$ATTACK_BUILD/integrator.git" update-ref refs/heads/evil HEAD 2>/dev/nul
     const before = snapshot(repo, skip);
     expect(cliJson(['run'], { cwd: repo, env: attackEnv(repo) }).outcome).toBe('horizon_complete');
     const after = snapshot(repo, skip);
-    // Only longbuild's own publication of the integration ref may change in .git.
+    // Only longbuild's own publication of the integration ref (and its provenance notes, R-62) may change in .git.
     const changed = Object.keys({ ...before, ...after }).filter((k) => before[k] !== after[k]);
-    expect(changed.every((k) => k === '.git/refs/heads/longbuild/integration' || k.startsWith('.git/objects/') || k === '.git/logs/refs/heads/longbuild/integration'), changed.join(', ')).toBe(true);
+    const own = ['.git/refs/heads/longbuild/integration', '.git/logs/refs/heads/longbuild/integration', '.git/refs/notes/longbuild/provenance', '.git/logs/refs/notes/longbuild/provenance'];
+    expect(changed.every((k) => own.includes(k) || k.startsWith('.git/objects/')), changed.join(', ')).toBe(true);
     expect(git(repo, 'for-each-ref', '--format=%(refname)', 'refs/heads/evil')).toBe('');
     expect(git(join(repo, '.longbuild', 'integrator.git'), 'for-each-ref', '--format=%(refname)', 'refs/heads/evil')).toBe('');
     expect(integrationFiles(repo)).not.toContain('pwned.txt');

@@ -306,7 +306,7 @@ function repairOrBlock(state: BuildState, failure: ResultFailure, revision: numb
   const round = planningRound(state, 'repair', revision);
   if (round.refused) {
     const r = round.refused.rejection;
-    return { kind: 'blocked', reason: `${failed}; the repair proposal was refused (${r?.rule ?? '?'}): ${r?.reason ?? ''}${refusedTimes(round.asks)}; ${next}${REPLAN}`, planning: { purpose: 'repair', horizonRevision: revision, callId: round.refused.callId } };
+    return { kind: 'blocked', reason: `${failed}; the repair proposal was refused (${r?.rule ?? '?'}): ${r?.reason ?? ''}${refusedTimes(round.asks)}; ${next}${REPLAN}`, planning: { purpose: 'repair', horizonRevision: revision, callId: round.refused.callId }, ...rejected };
   }
   return { kind: 'plan', purpose: 'repair', callId: round.callId, inDoubt: round.inDoubt };
 }

@@ -89,7 +89,7 @@ const SPKI_ED25519_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
  * mutex held while it allocates; a collection then destroys the key generation job that shares
  * that mutex), seen as a test process hung in `ExportJWK` -> GC -> `~KeyGenJob`.
  */
-function publicKeyObject(raw: Uint8Array): crypto.KeyObject {
+export function publicKeyObject(raw: Uint8Array): crypto.KeyObject {
   return crypto.createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, raw]), format: 'der', type: 'spki' });
 }
 

@@ -62,7 +62,7 @@ export const MUTANTS = [
   {
     name: 'complete-without-acceptance',
     bug: 'a build completes although acceptance failed on its result (issue 16)',
-    edits: [{ file: 'src/commands/next-action.ts', find: "if (hasAcceptance(state) && last !== null && last.status === 'failed')", replace: "if (false && hasAcceptance(state) && last !== null && last.status === 'failed')" }],
+    edits: [{ file: 'src/commands/next-action.ts', find: "hasAcceptance(state) && last !== null && last.status === 'failed' ? acceptanceFailure(last)", replace: "false && hasAcceptance(state) && last !== null && last.status === 'failed' ? acceptanceFailure(last)" }],
     caughtBy: ['test/step-model-double.test.ts'],
   },
   {
@@ -747,6 +747,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/adapters/notify/notifications.ts', find: 'const r = await runProcess({ argv: notifier.command,', replace: 'const r = { exitCode: 0, spawnError: undefined, timedOut: false, signal: null, stderr: Buffer.alloc(0) } as const; void ({ argv: notifier.command,',
       js: { find: 'const r = await runProcess({ argv: notifier.command,', replace: 'const r = { exitCode: 0, spawnError: undefined, timedOut: false, signal: null, stderr: Buffer.alloc(0) }; void ({ argv: notifier.command,' } }],
     caughtBy: ['test/approval-heads.test.ts'],
+  },
+  {
+    name: 'provenance-statement-unchecked',
+    bug: '`provenance verify` accepts any note the build key signed, whatever commit its statement is about (issue 47, R-62)',
+    edits: [{ file: 'src/adapters/cli/commands/provenance.ts', find: 'if (!payload.equals(expected)) {', replace: 'if (payload.length < 0 && !payload.equals(expected)) {' }],
+    caughtBy: ['test/provenance.test.ts'],
   },
 ];
 

@@ -9,6 +9,7 @@ import { throwIfInterrupted } from '../../interrupt.js';
 import { concurrencyOf } from '../../../commands/next-action.js';
 import { Notifications } from '../../notify/notifications.js';
 import type { BuildSession } from '../../session.js';
+import { publishProvenance } from './provenance.js';
 
 export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' }, 'signing-key': { type: 'string' }, progress: { type: 'string' } };
 
@@ -75,6 +76,14 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
     progress.finish();
     // What the notifiers came to, recorded (a crash before this delivers them again, with the same keys).
     for (const sent of (await notify?.settle()) ?? []) await s.operate(() => ({ ok: true, event: { type: 'NotificationSent', data: sent } }), 'notify');
+    // R-62: the provenance notes of the commits integrated (this run's, and any an earlier run left unwritten).
+    if (steps > 0) {
+      try {
+        await publishProvenance(ctx, false, s.log);
+      } catch (err) {
+        ctx.stderr(`longbuild: provenance notes not written (${err instanceof Error ? err.message : String(err)}); \`longbuild provenance publish\` writes them\n`);
+      }
+    }
     const st = s.controller.current;
     return {
       outcome: last?.outcome ?? 'horizon_complete',

@@ -1,0 +1,133 @@
+/**
+ * Provenance of integrated commits (issue 47, R-62), through the CLI with real git, SQLite and an
+ * independent verifier: every commit a promotion put on the integration ref gets a git note (written
+ * by `run` as it ends)
+ * holding a DSSE envelope of an in-toto Statement v1 (SLSA provenance v1), signed with the build's
+ * key. Python's `cryptography` (Debian's python3-cryptography) checks the signatures and subjects
+ * without longbuild's code; tampered notes (edited, moved to another commit, re-signed with another
+ * key, missing) are refused by `provenance verify`.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as crypto from 'node:crypto';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { cliJson, runCli, tempDir } from './support/cli.js';
+import { events } from './support/outcomes.js';
+
+const ORBIT = join(import.meta.dirname, 'fixtures', 'orbit.json');
+const PY = join(import.meta.dirname, 'support', 'verify_provenance.py');
+const REF = 'refs/notes/longbuild/provenance';
+
+const root = tempDir('longbuild-provenance-');
+const repo = join(root, 'repo');
+let vkey = '';
+let integrated: string[] = [];
+const gitOut = (...args: string[]): string => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8' }).trim();
+const note = (commit: string): Record<string, any> => JSON.parse(gitOut('notes', `--ref=${REF}`, 'show', commit));
+const setNote = (commit: string, envelope: unknown): void => {
+  execFileSync('git', ['-C', repo, 'notes', `--ref=${REF}`, 'add', '-f', '-m', JSON.stringify(envelope), commit], { stdio: 'ignore' });
+};
+const python = (...commits: string[]) => spawnSync('python3', [PY, repo, vkey, ...commits], { encoding: 'utf8' });
+
+beforeAll(() => {
+  vkey = cliJson<{ signingKey: { vkey: string } }>(['init', '--blueprint', ORBIT, '--repo', repo], { cwd: root }).signingKey.vkey;
+  expect(runCli(['run', '--repo', repo], { cwd: root }).code).toBe(0);
+  const base = events(repo).find((e) => e.type === 'BuildInitialized')!.data.baseHead as string;
+  integrated = gitOut('rev-list', '--reverse', `${base}..longbuild/integration`).split('\n');
+  // `run` wrote the notes as it ended: publishing again (every note checked against the log) writes none.
+  expect(gitOut('notes', `--ref=${REF}`, 'list').split('\n')).toHaveLength(integrated.length);
+  const pub = cliJson(['provenance', 'publish'], { cwd: repo });
+  expect(pub).toMatchObject({ action: 'publish', commits: integrated.length, written: 0 });
+}, 120_000);
+
+describe('provenance of integrated commits (issue 47, R-62)', () => {
+  it('every integrated commit has a note whose envelope an independent verifier (python3-cryptography) checks, naming its node and the verification that passed', () => {
+    const promoted = events(repo).filter((e) => e.type === 'IntegrationPromoted');
+    const nodes = promoted.flatMap((e) => e.data.receipt.nodeIds as string[]);
+    expect(integrated.length).toBeGreaterThan(2);
+    const r = python(...integrated);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    const facts = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { commit: string; node: string; predicateType: string; verification: number[]; builder: string });
+    expect(facts.map((f) => f.commit)).toEqual(integrated);
+    const buildId = events(repo)[0]!.data.buildId as string;
+    for (const f of facts) {
+      expect(nodes).toContain(f.node);
+      expect(f.predicateType).toBe('https://slsa.dev/provenance/v1');
+      expect(f.verification.length).toBeGreaterThan(0);
+      expect(f.verification.every((code) => code === 0)).toBe(true);
+      expect(f.builder).toBe(`urn:longbuild:build:${buildId}`);
+    }
+    // git shows them; publishing again writes nothing (the envelopes are deterministic).
+    expect(gitOut('log', '--notes=longbuild/provenance', '-1', 'longbuild/integration')).toMatch(/Notes \(longbuild\/provenance\):\n\s+\{"payload":/);
+    expect(cliJson(['provenance', 'publish'], { cwd: repo })).toMatchObject({ written: 0 });
+    const shown = cliJson(['provenance', integrated.at(-1)!], { cwd: repo });
+    expect(shown.summary).toMatchObject({ nodeId: facts.at(-1)!.node, verification: [expect.objectContaining({ exitCode: 0 })] });
+    expect(shown.envelope).toEqual(note(integrated.at(-1)!));
+    expect(cliJson(['provenance', 'verify', integrated[0]!, '--key', vkey], { cwd: repo })).toMatchObject({ ok: true, keyId: vkey.split('+')[1] });
+  });
+
+  it('a controller killed before it wrote the notes (real SIGKILL) leaves none missing after the resume, and the work done before the kill is attested as the log said it right after the kill', () => {
+    const other = join(tempDir('longbuild-provenance-kill-'), 'repo');
+    cliJson(['init', '--blueprint', ORBIT, '--repo', other], { cwd: root });
+    const killed = runCli(['run', '--repo', other], { cwd: root, env: { LONGBUILD_CRASH_AT: 'after-append:IntegrationPromoted:2' } });
+    expect(killed.signal).toBe('SIGKILL');
+    expect(execFileSync('git', ['-C', other, 'notes', `--ref=${REF}`, 'list'], { encoding: 'utf8' }).trim()).toBe('');
+    const promotedBefore = execFileSync('git', ['-C', other, 'rev-list', '--reverse', `${events(other)[0]!.data.baseHead}..longbuild/integration`], { encoding: 'utf8' }).trim().split('\n');
+    const before = promotedBefore.map((c) => [c, cliJson(['provenance', c], { cwd: other }).statement] as const);
+    expect(before.length).toBeGreaterThan(1);
+    expect(runCli(['run', '--repo', other], { cwd: root }).code).toBe(0);
+    const base = events(other)[0]!.data.baseHead as string;
+    const commits = execFileSync('git', ['-C', other, 'rev-list', '--reverse', `${base}..longbuild/integration`], { encoding: 'utf8' }).trim().split('\n');
+    expect(commits).toEqual(integrated); // the logical clock: the same work, the same commits
+    const r = spawnSync('python3', [PY, other, events(other)[0]!.data.signing.vkey, ...commits], { encoding: 'utf8' });
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    // What the log said of the work promoted before the kill (asked right after it) is what the notes written after the resume sign.
+    for (const [c, statement] of before) {
+      expect(JSON.parse(Buffer.from(JSON.parse(execFileSync('git', ['-C', other, 'notes', `--ref=${REF}`, 'show', c], { encoding: 'utf8' })).payload, 'base64').toString('utf8'))).toEqual(statement);
+    }
+  }, 120_000);
+
+  it('a tampered note is refused: edited, moved to another commit, re-signed with another key, or missing', () => {
+    const [a, b] = integrated as [string, string];
+    const original = note(a);
+    const verify = (c: string) => runCli(['provenance', 'verify', c], { cwd: repo });
+    try {
+      // Edited: one field of the statement changed, the signature kept.
+      const statement = JSON.parse(Buffer.from(original.payload, 'base64').toString('utf8'));
+      statement.predicate.runDetails.byproducts[0].annotations.exitCode = 1;
+      setNote(a, { ...original, payload: Buffer.from(JSON.stringify(statement)).toString('base64') });
+      let r = verify(a);
+      expect([r.code, r.stderr.trim()]).toEqual([1, expect.stringMatching(/^longbuild: provenance verify: [0-9a-f]{12}'s note: the signature by .* does not verify/)]);
+      expect(python(a).status).toBe(1);
+      // Moved: b's (valid, signed) note put on a — the signature holds, the statement is b's.
+      setNote(a, note(b));
+      r = verify(a);
+      expect([r.code, r.stderr]).toEqual([1, expect.stringMatching(/note is signed but its statement is not what the log says of this commit \(at \$\.(predicate|subject)/)]);
+      expect(python(a).stdout).toMatch(/the statement is about another commit/);
+      // Re-signed with another key (under that key's id): not the build's signature.
+      const other = crypto.generateKeyPairSync('ed25519').privateKey;
+      const body = Buffer.from(original.payload, 'base64');
+      const pae = Buffer.concat([Buffer.from(`DSSEv1 ${original.payloadType.length} ${original.payloadType} ${body.length} `), body]);
+      setNote(a, { ...original, signatures: [{ keyid: '0badc0de', sig: crypto.sign(null, pae, other).toString('base64') }] });
+      r = verify(a);
+      expect([r.code, r.stderr]).toEqual([1, expect.stringMatching(/no signature by b-[0-9a-f]+\+[0-9a-f]{8}/)]);
+      expect(python(a).stdout).toMatch(/no signature by key/);
+      // The same forgery under the build's key id: the signature does not verify.
+      setNote(a, { ...original, signatures: [{ keyid: vkey.split('+')[1], sig: crypto.sign(null, pae, other).toString('base64') }] });
+      expect(verify(a).stderr).toMatch(/does not verify/);
+      expect(python(a).stdout).toMatch(/bad signature/);
+      // Missing.
+      execFileSync('git', ['-C', repo, 'notes', `--ref=${REF}`, 'remove', a]);
+      r = verify(a);
+      expect([r.code, r.stderr]).toEqual([1, expect.stringMatching(/has no provenance note \(refs\/notes\/longbuild\/provenance\); `longbuild provenance publish` writes them/)]);
+    } finally {
+      setNote(a, original);
+    }
+    expect(verify(a).code).toBe(0);
+    // A commit no promotion made is refused in one line.
+    const base = events(repo)[0]!.data.baseHead as string;
+    const none = runCli(['provenance', base], { cwd: repo });
+    expect([none.code, none.stderr.trim().split('\n').length]).toEqual([1, 1]);
+    expect(none.stderr).toMatch(/was not put on the integration ref by a promotion of this build/);
+  });
+});
