@@ -47,7 +47,7 @@ describe('provenance of integrated commits (issue 47, R-62)', () => {
     expect(integrated.length).toBeGreaterThan(2);
     const r = python(...integrated);
     expect(r.status, r.stdout + r.stderr).toBe(0);
-    const facts = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { commit: string; node: string; predicateType: string; verification: number[]; builder: string });
+    const facts = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { commit: string; node: string; attempt: string; predicateType: string; verification: number[]; builder: string });
     expect(facts.map((f) => f.commit)).toEqual(integrated);
     const buildId = events(repo)[0]!.data.buildId as string;
     for (const f of facts) {
@@ -64,6 +64,23 @@ describe('provenance of integrated commits (issue 47, R-62)', () => {
     expect(shown.summary).toMatchObject({ nodeId: facts.at(-1)!.node, verification: [expect.objectContaining({ exitCode: 0 })] });
     expect(shown.envelope).toEqual(note(integrated.at(-1)!));
     expect(cliJson(['provenance', 'verify', integrated[0]!, '--key', vkey], { cwd: repo })).toMatchObject({ ok: true, keyId: vkey.split('+')[1] });
+    // Each commit's trailers (git's own parser) name the build, the node and the attempt its statement names.
+    for (const f of facts) {
+      const trailers = execFileSync('git', ['interpret-trailers', '--parse'], { input: gitOut('log', '-1', '--format=%B', f.commit), encoding: 'utf8' });
+      expect(trailers).toBe(`Longbuild-Build: ${buildId}\nLongbuild-Node: ${f.node}\nLongbuild-Attempt: ${f.attempt}\n`);
+    }
+  });
+
+  it('an agent worker\'s commits will say which agent and model assisted (Assisted-by, recorded in the build\'s settings)', () => {
+    const cfg = tempDir('longbuild-provenance-agent-');
+    const other = join(cfg, 'repo');
+    execFileSync('git', ['init', '-q', other]);
+    execFileSync('git', ['-C', other, 'commit', '-q', '--allow-empty', '-m', 'init']);
+    const config = join(cfg, 'longbuild.config.json');
+    const request = join(cfg, 'request.json');
+    execFileSync(process.execPath, ['-e', `require('fs').writeFileSync(${JSON.stringify(config)}, JSON.stringify({ planner: { command: ['true'] }, worker: { agent: 'claude', model: 'claude-sonnet-4-5' }, verify: [['true']] })); require('fs').writeFileSync(${JSON.stringify(request)}, '{}')`]);
+    cliJson(['init', '--request', request, '--config', config, '--repo', other], { cwd: cfg });
+    expect(events(other)[0]!.data.settings.trailers).toEqual({ assistedBy: 'claude (claude-sonnet-4-5)' });
   });
 
   it('a controller killed before it wrote the notes (real SIGKILL) leaves none missing after the resume, and the work done before the kill is attested as the log said it right after the kill', () => {

@@ -59,6 +59,15 @@ describe('the pure step: dispatch and worker results (R-18, R-24)', () => {
     expect(run.result).toMatchObject({ outcome: 'dispatched', detail: 'a attempt 1: validating', nodeId: 'a' });
   });
 
+  it('R-62 a build with trailers commits the attempt with trailers naming the build, node and attempt, and the agent that assisted', () => {
+    const run = step(sealed({ trailers: { assistedBy: 'claude (claude-sonnet-4-5)' } }), [
+      ['worker', { kept: KEPT, worktree: '/wt/a.1' }],
+      ['finish-clone', { kind: 'committed', ...COMMIT }],
+      ['check-candidate', { problem: null }],
+    ]);
+    expect((run.effects[2] as { commit: { message: string } }).commit.message).toBe('longbuild: a (attempt 1)\n\nLongbuild-Build: b-test\nLongbuild-Node: a\nLongbuild-Attempt: a.1\nAssisted-by: claude (claude-sonnet-4-5)');
+  });
+
   it('R-29 a candidate that touches a protected path is a failed attempt naming the rule, never a candidate', () => {
     const run = step(sealed(), [
       ['worker', { kept: KEPT, worktree: '/wt/a.1' }],

@@ -35,6 +35,7 @@ function blueprintSettings(bp: Blueprint): BuildSettings {
     ...parallelSettings(bp.concurrency ?? 1, bp.speculation),
     ...(bp.acceptanceRepairs !== undefined ? { acceptanceRepairs: bp.acceptanceRepairs } : {}),
     ...setupSetting(bp.setup ?? []),
+    trailers: {},
     // An install leaves node_modules/: allowed by default where there is setup (dirty, as before, where not).
     ...((bp.ignoredFiles ?? ((bp.setup ?? []).length > 0 ? 'allowed' : 'dirty')) === 'allowed' ? { ignoredFiles: 'allowed' as const } : {}),
   };
@@ -68,6 +69,7 @@ function configSettings(c: LongbuildConfig): BuildSettings {
     ...(c.budget !== undefined ? { budget: c.budget } : {}),
     ...(c.approve !== undefined ? { approve: [...new Set(c.approve)] } : {}),
     ...(c.notify !== undefined ? { notify: c.notify } : {}),
+    trailers: c.worker.agent !== undefined ? { assistedBy: `${c.worker.agent}${c.worker.model !== undefined ? ` (${c.worker.model})` : ''}` } : {},
   };
 }
 

@@ -351,8 +351,20 @@ function finishAttempt(state: BuildState, a: AttemptRecord, out: KeptWorkerOutco
   }
   if (out.outcome === 'failed') return go({ kind: 'finish-clone', attemptId: a.attemptId, draft, noCommitReason: out.reason ?? 'worker failed', report, commit: null });
   // The host commits what the worker left in its clone (R-24); nothing of the clone's .git is used.
-  const commit = { branch: a.branch, baseHead: a.baseHead, worktree, message: `longbuild: ${a.nodeId} (attempt ${a.attempt})`, date: a.commitDate };
+  const commit = { branch: a.branch, baseHead: a.baseHead, worktree, message: attemptMessage(state, a), date: a.commitDate };
   return go({ kind: 'finish-clone', attemptId: a.attemptId, draft, noCommitReason: 'worker produced no change', report, commit });
+}
+
+/**
+ * The message of an attempt's commit: deterministic (R-19: a resumed build makes the same commit),
+ * with trailers naming the build, node and attempt, and the agent that assisted (R-62).
+ */
+export function attemptMessage(state: BuildState, a: Pick<AttemptRecord, 'nodeId' | 'attempt' | 'attemptId'>): string {
+  const subject = `longbuild: ${a.nodeId} (attempt ${a.attempt})`;
+  const t = state.build?.settings.trailers;
+  if (t === undefined) return subject;
+  const trailers = [`Longbuild-Build: ${state.build!.buildId}`, `Longbuild-Node: ${a.nodeId}`, `Longbuild-Attempt: ${a.attemptId}`, ...(t.assistedBy !== undefined ? [`Assisted-by: ${t.assistedBy}`] : [])];
+  return `${subject}\n\n${trailers.join('\n')}`;
 }
 
 /** The evidence fields of an AttemptFinished for what a worker call returned (its input digest and reuse too, R-41). */

@@ -259,6 +259,11 @@ const BuildSettingsSchema = z.strictObject({
   approve: z.array(z.enum(APPROVAL_GATES)).min(1).optional(),
   /** Who is told what (R-61); absent: nobody. */
   notify: z.array(NotifierSchema).min(1).max(16).optional(),
+  /**
+   * The host's attempt commits carry trailers naming the build, node and attempt (R-62), and
+   * `Assisted-by` the worker's agent and model when an agent preset works; absent: builds from before.
+   */
+  trailers: z.strictObject({ assistedBy: z.string().min(1).max(200).optional() }).optional(),
 });
 export type BuildSettings = z.infer<typeof BuildSettingsSchema>;
 

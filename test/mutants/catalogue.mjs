@@ -754,6 +754,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/adapters/cli/commands/provenance.ts', find: 'if (!payload.equals(expected)) {', replace: 'if (payload.length < 0 && !payload.equals(expected)) {' }],
     caughtBy: ['test/provenance.test.ts'],
   },
+  {
+    name: 'trailers-dropped',
+    bug: "an attempt's commit does not name its build, node and attempt in trailers (issue 47, R-62)",
+    edits: [{ file: 'src/commands/step.ts', find: 'if (t === undefined) return subject;', replace: 'if (t !== null) return subject;', js: { find: 'if (t === undefined)\n        return subject;', replace: 'if (t !== null)\n        return subject;' } }],
+    caughtBy: ['test/step.test.ts', 'test/provenance.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

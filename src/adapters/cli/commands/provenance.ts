@@ -7,7 +7,7 @@ import { PROVENANCE_NOTES_REF, provenanceStatement, statementBytes, type BuildFa
 import { readEventsFrom } from '../../log/paging.js';
 import { git } from '../../git/exec.js';
 import { loadSigningKey, signingKeyPath, buildKeyFrom } from '../../transparency/keys.js';
-import { attestedCommits, promotionsOf, publishNotes, readNote, type Promotion } from '../../provenance/attestations.js';
+import { attestedCommits, historyOf, promotionsOf, publishNotes, readNote, type Promotion } from '../../provenance/attestations.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import type { EventLog } from '../../../events/log.js';
@@ -90,7 +90,8 @@ export async function readPromotions(ctx: CommandContext, open?: EventLog): Prom
 async function everyAttested(ctx: CommandContext): Promise<{ build: BuildFacts; all: CommitFacts[] }> {
   const { build, promotions } = await readPromotions(ctx);
   const all: CommitFacts[] = [];
-  for (const p of promotions) all.push(...await attestedCommits(ctx.repo, p));
+  const history = await historyOf(ctx.repo, promotions);
+  for (const p of promotions) all.push(...await attestedCommits(ctx.repo, p, history));
   return { build, all };
 }
 

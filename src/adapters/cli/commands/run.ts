@@ -10,6 +10,7 @@ import { concurrencyOf } from '../../../commands/next-action.js';
 import { Notifications } from '../../notify/notifications.js';
 import type { BuildSession } from '../../session.js';
 import { publishProvenance } from './provenance.js';
+import { readNote } from '../../provenance/attestations.js';
 
 export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' }, 'signing-key': { type: 'string' }, progress: { type: 'string' } };
 
@@ -77,7 +78,10 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
     // What the notifiers came to, recorded (a crash before this delivers them again, with the same keys).
     for (const sent of (await notify?.settle()) ?? []) await s.operate(() => ({ ok: true, event: { type: 'NotificationSent', data: sent } }), 'notify');
     // the provenance notes of the commits integrated (this run's, and any an earlier run left unwritten).
-    if (steps > 0) {
+    // The head's note is written last: when it has one, every integrated commit has.
+    // A build that has promoted nothing (its head is where it started) has nothing to attest.
+    const head = s.controller.current.integrationHead;
+    if (steps > 0 && head !== null && head !== s.controller.current.build?.baseHead && (await readNote(ctx.repo, head)) === null) {
       try {
         await publishProvenance(ctx, false, s.log);
       } catch (err) {
