@@ -65,10 +65,10 @@ export async function run(ctx: CommandContext): Promise<ProvenanceOutput> {
 
 /** The build's facts and the facts of `rev`'s commit, which a promotion must have put on the integration ref. */
 async function factsOf(ctx: CommandContext, rev: string): Promise<{ build: BuildFacts; facts: CommitFacts; all: CommitFacts[] }> {
+  const { build, all } = await everyAttested(ctx); // no build here: said first
   const resolved = await git(ctx.repo, ['rev-parse', '-q', '--verify', `${rev}^{commit}`], { allowFail: true });
   if (resolved.code !== 0) throw new NotFoundError(`provenance: '${rev}' is not a commit of ${ctx.repo}`);
   const commit = resolved.stdout.trim();
-  const { build, all } = await everyAttested(ctx);
   const facts = all.find((f) => f.commit === commit);
   if (facts === undefined) throw new NotFoundError(`provenance: ${commit.slice(0, 12)} was not put on the integration ref by a promotion of this build (see \`git log ${build.integrationRef}\`)`);
   return { build, facts, all };
