@@ -7,7 +7,7 @@ import type * as crypto from 'node:crypto';
 import type { StoredEvent } from '../../events/envelope.js';
 import { IN_TOTO_PAYLOAD_TYPE, signEnvelope, type Envelope } from '../../events/dsse.js';
 import { PROVENANCE_NOTES_REF, provenanceStatement, statementBytes, type BuildFacts, type CommandRun, type CommitFacts } from '../../commands/provenance.js';
-import { git } from '../git/exec.js';
+import { git, LONGBUILD_EMAIL, LONGBUILD_NAME } from '../git/exec.js';
 
 /** One promotion as the log records it, with what the statement of each of its commits needs. */
 export interface Promotion {
@@ -217,7 +217,7 @@ export async function writeNotes(repo: string, notes: readonly { commit: string;
   const data = (text: string): string => `data ${Buffer.byteLength(text, 'utf8')}\n${text}\n`;
   const stream = [
     `commit ${PROVENANCE_NOTES_REF}\n`,
-    `committer longbuild <longbuild@localhost> ${Math.floor(Date.now() / 1000)} +0000\n`,
+    `committer ${LONGBUILD_NAME} <${LONGBUILD_EMAIL}> ${Math.floor(Date.now() / 1000)} +0000\n`,
     data(message),
     ...(parent !== '' ? [`from ${parent}\n`] : []),
     ...notes.flatMap((n) => [`N inline ${n.commit}\n`, data(n.text)]),

@@ -3,7 +3,7 @@ import { homedir, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import * as crypto from 'node:crypto';
 import { NotFoundError, ValidationError } from '../../events/errors.js';
-import { ED25519, NoteError, formatSignerKey, formatVerifierKey, parseSignerKey, privateKeyFromSeed, rawPublicKey, seedOf } from '../../events/signed-note.js';
+import { ED25519, NoteError, formatSignerKey, formatVerifierKey, parseSignerKey, parseVerifierKey, privateKeyFromSeed, rawPublicKey, seedOf, type VerifierKey } from '../../events/signed-note.js';
 
 /** longbuild's per-user configuration directory (never inside a build directory). */
 export function configDir(env: NodeJS.ProcessEnv): string {
@@ -113,4 +113,10 @@ export function buildKeyFrom(key: crypto.KeyObject, buildId: string, vkey: strin
   const derived = deriveBuildKey(key, buildId);
   if (buildVerifierKey(buildId, derived) === vkey) return derived;
   return buildVerifierKey(buildId, key) === vkey ? key : null;
+}
+
+/** A `--key VKEY|FILE` argument: a verifier key, or a file (relative to `cwd`) holding one. Throws NoteError when it is neither. */
+export function verifierKeyArg(arg: string, cwd: string): VerifierKey {
+  const file = resolve(cwd, arg);
+  return parseVerifierKey(existsSync(file) ? readFileSync(file, 'utf8') : arg);
 }

@@ -1,4 +1,5 @@
 import { awaitingApproval, decideApprove } from '../../../commands/operator.js';
+import { describeGate } from '../../../commands/gates.js';
 import type { DomainEvent } from '../../../events/catalogue.js';
 import type { BuildState } from '../../../projections/build-state.js';
 import { git } from '../../git/exec.js';
@@ -66,7 +67,7 @@ const WHAT = { seal: 'the first plan', renew: 'the renewal', repair: 'the repair
 /** The thing approved or shown, in words. */
 export function approvedWhat(d: ApproveOutput): string {
   if (d.gate === 'plan') return `${WHAT[d.purpose ?? 'seal']} (${d.callId})`;
-  return d.gate === 'checkpoint' ? `milestone '${d.milestoneId}''s checkpoint at ${d.head!.slice(0, 12)}` : `the final head ${d.head!.slice(0, 12)}`;
+  return describeGate({ gate: d.gate, ...(d.milestoneId !== undefined ? { milestoneId: d.milestoneId } : {}), head: d.head! });
 }
 
 export function render(d: ApproveOutput): string {

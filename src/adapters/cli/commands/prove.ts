@@ -8,6 +8,7 @@ import { checkProofFile, formatConsistencyProof, formatInclusionProof, type Chec
 import { NoteError, parseVerifierKey, type VerifierKey } from '../../../events/signed-note.js';
 import { buildExists } from '../../build-dir.js';
 import { Notary, readCheckpoint, type SignedCheckpoint } from '../../transparency/notary.js';
+import { verifierKeyArg } from '../../transparency/keys.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
@@ -105,7 +106,7 @@ async function checkFile(ctx: CommandContext, file: string): Promise<ProveOutput
 async function keyFor(ctx: CommandContext): Promise<VerifierKey> {
   const k = ctx.flags.key;
   try {
-    if (typeof k === 'string') return parseVerifierKey(existsSync(resolve(ctx.cwd, k)) ? readFileSync(resolve(ctx.cwd, k), 'utf8') : k);
+    if (typeof k === 'string') return verifierKeyArg(k, ctx.cwd);
   } catch (err) {
     throw new UsageError(`prove: --key must be a verifier key or a file holding one: ${(err as Error).message}`);
   }

@@ -1,4 +1,3 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { NotFoundError, UsageError, ValidationError } from '../../../events/errors.js';
 import { EnvelopeError, parseEnvelope, verifyEnvelope, type Envelope } from '../../../events/dsse.js';
 import { parseVerifierKey } from '../../../events/signed-note.js';
@@ -6,7 +5,7 @@ import { canonicalJson } from '../../../events/canonical.js';
 import { PROVENANCE_NOTES_REF, provenanceStatement, statementBytes, type BuildFacts, type CommitFacts } from '../../../commands/provenance.js';
 import { readEventsFrom } from '../../log/paging.js';
 import { git } from '../../git/exec.js';
-import { loadSigningKey, signingKeyPath, buildKeyFrom } from '../../transparency/keys.js';
+import { buildKeyFrom, loadSigningKey, signingKeyPath, verifierKeyArg } from '../../transparency/keys.js';
 import { attestedCommits, historyOf, promotionsOf, publishNotes, readNote, type Promotion } from '../../provenance/attestations.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
@@ -97,10 +96,9 @@ async function everyAttested(ctx: CommandContext): Promise<{ build: BuildFacts; 
 
 async function verify(ctx: CommandContext, rev: string): Promise<ProvenanceOutput> {
   const { build, facts } = await factsOf(ctx, rev);
-  const keyText = typeof ctx.flags.key === 'string' ? (existsSync(ctx.flags.key) ? readFileSync(ctx.flags.key, 'utf8') : ctx.flags.key) : build.vkey;
   let key;
   try {
-    key = parseVerifierKey(keyText);
+    key = typeof ctx.flags.key === 'string' ? verifierKeyArg(ctx.flags.key, ctx.cwd) : parseVerifierKey(build.vkey);
   } catch (err) {
     throw new UsageError(`provenance verify: --key is not a verifier key: ${(err as Error).message}`);
   }
