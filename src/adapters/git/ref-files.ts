@@ -77,7 +77,12 @@ export function listRefFiles(commonDir: string, prefix: string): Map<string, str
         continue;
       }
       if (!e.isFile() || !isValidRefName(name)) return false;
-      const sha = readFileSync(join(commonDir, name), 'utf8').trim();
+      let sha: string;
+      try {
+        sha = readFileSync(join(commonDir, name), 'utf8').trim();
+      } catch {
+        return false; // deleted (or replaced) between the listing and the read: ask git
+      }
       if (!HEX40.test(sha)) return false;
       found.set(name, sha);
     }
