@@ -10,6 +10,7 @@ import { GENESIS_HASH } from '../src/events/hash.js';
 import { eventLeafHash, hashLeaves } from '../src/events/merkle.js';
 import { COSIGNATURE_V1, ED25519, checkpointText, formatVerifierKey, rawPublicKey, signNote } from '../src/events/signed-note.js';
 import { generateSigningKey } from '../src/adapters/transparency/keys.js';
+import { IN_TOTO_PAYLOAD_TYPE, signEnvelope } from '../src/events/dsse.js';
 import { cliJson, runCli } from './support/cli.js';
 
 // The audit bundle (R-37) checked the way an auditor would: copied to a fresh directory with no
@@ -80,10 +81,29 @@ function fixManifest(dir: string): void {
   writeFileSync(join(dir, 'bundle.json'), JSON.stringify(m));
 }
 
-/** Re-sign every checkpoint over the bundle's (rewritten) log with `key`, and swap the log's vkey for it. */
+/**
+ * Re-sign every checkpoint over the bundle's (rewritten) log with `key`, and swap the log's vkey
+ * for it; the attestations (R-62) too, naming the new key, with their digests recorded anew.
+ */
 function resign(dir: string, evs: StoredEvent[], key = generateSigningKey()): StoredEvent[] {
   const origin = (evs[0]!.data as { buildId: string }).buildId;
-  const swapped = evs.map((e, i) => (i === 0 ? { ...e, data: { ...(e.data as object), signing: { vkey: formatVerifierKey(origin, ED25519, rawPublicKey(key)) } } as JsonValue } : e));
+  const vkeyNew = formatVerifierKey(origin, ED25519, rawPublicKey(key));
+  const digests = new Map<string, string>();
+  const att = join(dir, 'attestations');
+  for (const f of existsSync(att) ? readdirSync(att) : []) {
+    const env = JSON.parse(readFileSync(join(att, f), 'utf8')) as { payload: string };
+    const st = JSON.parse(Buffer.from(env.payload, 'base64').toString('utf8'));
+    st.predicate.runDetails.builder.version.verifierKeyId = vkeyNew.split('+')[1];
+    const text = `${JSON.stringify(signEnvelope(IN_TOTO_PAYLOAD_TYPE, Buffer.from(canonicalJson(st)), origin, key))}\n`;
+    writeFileSync(join(att, f), text);
+    digests.set(f.replace(/\.json$/, ''), createHash('sha256').update(text).digest('hex'));
+  }
+  const swapped = evs.map((e, i) => {
+    if (i === 0) return { ...e, data: { ...(e.data as object), signing: { vkey: vkeyNew } } as JsonValue };
+    if (e.type !== 'ProvenanceRecorded') return e;
+    const d = e.data as { attestations: { commit: string; envelopeSha256: string }[] };
+    return { ...e, data: { attestations: d.attestations.map((a) => ({ ...a, envelopeSha256: digests.get(a.commit) ?? a.envelopeSha256 })) } as unknown as JsonValue };
+  });
   writeEvents(dir, swapped);
   const leaves = events(dir).map((e) => eventLeafHash(e.hash));
   for (const f of readdirSync(join(dir, 'checkpoints'))) {
@@ -98,13 +118,14 @@ describe('R-37 the audit bundle and its standalone verifier', () => {
     const dir = copy();
     const r = standalone(dir, '--key', vkey);
     expect(r.code, r.out).toBe(0);
-    expect(r.out.split('\n').filter((l) => l.startsWith('ok ')).map((l) => l.split(':')[0])).toEqual(['ok bundle', 'ok chain', 'ok schemas', 'ok keys', 'ok checkpoints', 'ok coverage', 'ok evidence', 'ok tests', 'ok git', 'ok graph']);
+    expect(r.out.split('\n').filter((l) => l.startsWith('ok ')).map((l) => l.split(':')[0])).toEqual(['ok bundle', 'ok chain', 'ok schemas', 'ok keys', 'ok checkpoints', 'ok coverage', 'ok evidence', 'ok tests', 'ok git', 'ok provenance', 'ok graph']);
     expect(r.out.split('\n')[0]).toBe(`verifier sha256 ${createHash('sha256').update(readFileSync(join(dir, 'verify.mjs'))).digest('hex')} (compare with \`longbuild audit verifier\` from your own install, never with this line alone)`);
     expect(r.out).toMatch(/ok tests: \d+ verifications' test reports read again from their evidence; \d+ promotions held to the ratchet/);
     expect(r.out).toMatch(/ok graph: \d+ graph revisions reconstructed/);
     const same = cliJson<{ ok: boolean; checks: unknown[] }>(['audit', 'verify', dir, '--key', vkey], { cwd: root });
     expect(same.ok).toBe(true);
-    expect(same.checks).toHaveLength(10);
+    expect(same.checks).toHaveLength(11);
+    expect(r.out).toMatch(/ok provenance: \d+ attestations of integrated commits: each the one the log recorded/);
   });
 
   it('R-37 a build that names no commit yet (just initialised, and one of read-only nodes run to its end) exports a bundle holding its base commit, and it verifies', () => {

@@ -9,6 +9,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as crypto from 'node:crypto';
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cliJson, runCli, tempDir } from './support/cli.js';
@@ -16,6 +17,7 @@ import { events } from './support/outcomes.js';
 
 const ORBIT = join(import.meta.dirname, 'fixtures', 'orbit.json');
 const PY = join(import.meta.dirname, 'support', 'verify_provenance.py');
+const PY_TLOG = join(import.meta.dirname, 'support', 'verify_tlog_record.py');
 const REF = 'refs/notes/longbuild/provenance';
 
 const root = tempDir('longbuild-provenance-');
@@ -104,6 +106,81 @@ describe('provenance of integrated commits (issue 47, R-62)', () => {
     }
   }, 120_000);
 
+  it('the log records each note\'s SHA-256 once, in a signed checkpoint: an independent verifier (RFC 9162, C2SP) checks the inclusion proof and the note against it', () => {
+    const records = events(repo).filter((e) => e.type === 'ProvenanceRecorded').flatMap((e) => e.data.attestations as { commit: string; envelopeSha256: string }[]);
+    expect(records.map((r) => r.commit).sort()).toEqual([...integrated].sort()); // each integrated commit, once
+    const dir = tempDir('longbuild-provenance-proofs-');
+    for (const c of integrated) {
+      const shown = cliJson<{ record: { position: number; envelopeSha256: string }; inclusion: { proof: string; checkpointSize: number } }>(['provenance', c], { cwd: repo });
+      expect(shown.record.envelopeSha256).toBe(crypto.createHash('sha256').update(execFileSync('git', ['-C', repo, 'notes', `--ref=${REF}`, 'show', c])).digest('hex'));
+      const file = join(dir, `${c}.proof`);
+      writeFileSync(file, shown.inclusion.proof);
+      const r = spawnSync('python3', [PY_TLOG, repo, vkey, c, file], { encoding: 'utf8' });
+      expect(r.status, r.stdout + r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ commit: c, position: shown.record.position, size: shown.inclusion.checkpointSize });
+    }
+    // The verifier can fail: one hash of the audit path changed.
+    const first = join(dir, `${integrated[0]}.proof`);
+    const lines = readFileSync(first, 'utf8').split('\n');
+    lines[3] = Buffer.alloc(32, 7).toString('base64');
+    writeFileSync(first, lines.join('\n'));
+    expect(spawnSync('python3', [PY_TLOG, repo, vkey, integrated[0]!, first], { encoding: 'utf8' }).stdout).toMatch(/is not in the tree the checkpoint signed/);
+    const v = cliJson<{ record: { position: number }; inclusion: { checkpointSize: number } }>(['provenance', 'verify', integrated[0]!], { cwd: repo });
+    expect(v.inclusion.checkpointSize).toBeGreaterThanOrEqual(v.record.position);
+  });
+
+  it('land says the landed commits carry their attestations as notes and how to share them; without the head\'s note it says how to write them', () => {
+    const landed = cliJson<{ provenance: { noted: boolean; ref: string } }>(['land', '--into', 'landed'], { cwd: repo });
+    expect(landed.provenance).toEqual({ noted: true, ref: REF });
+    expect(gitOut('notes', `--ref=${REF}`, 'show', 'landed')).toContain('"payloadType":"application/vnd.in-toto+json"');
+    const head = integrated.at(-1)!;
+    const saved = gitOut('notes', `--ref=${REF}`, 'show', head);
+    execFileSync('git', ['-C', repo, 'notes', `--ref=${REF}`, 'remove', head], { stdio: 'ignore' });
+    try {
+      const r = runCli(['land', '--into', 'landed'], { cwd: repo });
+      expect([r.code, r.stdout]).toEqual([0, expect.stringContaining('no provenance note yet: `longbuild provenance publish` writes them')]);
+    } finally {
+      execFileSync('git', ['-C', repo, 'notes', `--ref=${REF}`, 'add', '-f', '-m', saved, head], { stdio: 'ignore' });
+    }
+    expect(runCli(['provenance', 'verify', head], { cwd: repo }).code).toBe(0);
+  });
+
+  it('an audit bundle carries every attestation and audit verify (and the standalone verify.mjs) checks each: a rewritten or missing one fails though bundle.json is fixed up', () => {
+    const dir = join(tempDir('longbuild-provenance-audit-'), 'bundle');
+    expect(cliJson(['audit', 'export', '--to', dir], { cwd: repo })).toMatchObject({ attestations: integrated.length, unnoted: 0 });
+    const good = runCli(['audit', 'verify', dir, '--key', vkey], { cwd: root });
+    expect(good.code, good.stdout + good.stderr).toBe(0);
+    expect(good.stdout).toContain(`ok provenance: ${integrated.length} attestations of integrated commits`);
+    expect(spawnSync(process.execPath, [join(dir, 'verify.mjs'), '--key', vkey], { encoding: 'utf8' }).status).toBe(0);
+    const fixManifest = (d: string): void => {
+      const m = JSON.parse(readFileSync(join(d, 'bundle.json'), 'utf8')) as { files: Record<string, string> };
+      for (const f of Object.keys(m.files)) {
+        if (existsSync(join(d, f))) m.files[f] = crypto.createHash('sha256').update(readFileSync(join(d, f))).digest('hex');
+        else delete m.files[f];
+      }
+      writeFileSync(join(d, 'bundle.json'), JSON.stringify(m));
+    };
+    const a = integrated[0]!;
+    const tampered = (name: string, change: (d: string) => void): string => {
+      const d = join(tempDir(`longbuild-provenance-${name}-`), 'bundle');
+      cpSync(dir, d, { recursive: true });
+      change(d);
+      fixManifest(d);
+      const r = runCli(['audit', 'verify', d, '--key', vkey], { cwd: root });
+      expect(r.code).toBe(1);
+      const standalone = spawnSync(process.execPath, [join(d, 'verify.mjs'), '--key', vkey], { encoding: 'utf8' });
+      expect(standalone.status).toBe(1);
+      return r.stdout;
+    };
+    // Rewritten though validly signed (a second signature entry): not the attestation the log recorded.
+    expect(tampered('rewritten', (d) => {
+      const env = JSON.parse(readFileSync(join(d, 'attestations', `${a}.json`), 'utf8'));
+      writeFileSync(join(d, 'attestations', `${a}.json`), `${JSON.stringify({ ...env, signatures: [...env.signatures, { keyid: '00000000', sig: 'AA==' }] })}\n`);
+    })).toMatch(new RegExp(`FAILED provenance at position [0-9]+: attestations/${a}.json is not the attestation the log recorded at position [0-9]+ \\(its SHA-256 differs: rewritten\\)`));
+    // Missing.
+    expect(tampered('missing', (d) => rmSync(join(d, 'attestations', `${a}.json`)))).toMatch(new RegExp(`FAILED provenance at position [0-9]+: the attestation of ${a} the log records at position [0-9]+ is missing from the bundle`));
+  });
+
   it('a tampered note is refused: edited, moved to another commit, re-signed with another key, or missing', () => {
     const [a, b] = integrated as [string, string];
     const original = note(a);
@@ -133,6 +210,15 @@ describe('provenance of integrated commits (issue 47, R-62)', () => {
       setNote(a, { ...original, signatures: [{ keyid: vkey.split('+')[1], sig: crypto.sign(null, pae, other).toString('base64') }] });
       expect(verify(a).stderr).toMatch(/does not verify/);
       expect(python(a).stdout).toMatch(/bad signature/);
+      // Rewritten though valid (a second signature entry added): the signature and the statement
+      // hold, and the independent verifier passes it; the log's record of the note does not.
+      setNote(a, { ...original, signatures: [...original.signatures, { keyid: '00000000', sig: 'AA==' }] });
+      expect(python(a).status).toBe(0);
+      r = verify(a);
+      expect([r.code, r.stderr]).toEqual([1, expect.stringMatching(/note is not the attestation the log recorded at position [0-9]+ \(its SHA-256 differs: the note was rewritten\)/)]);
+      const proofFile = join(tempDir('longbuild-provenance-rewritten-'), 'a.proof');
+      writeFileSync(proofFile, cliJson<{ inclusion: { proof: string } }>(['provenance', a], { cwd: repo }).inclusion.proof);
+      expect(spawnSync('python3', [PY_TLOG, repo, vkey, a, proofFile], { encoding: 'utf8' }).stdout).toMatch(/the note is not the one the log recorded/);
       // Missing.
       execFileSync('git', ['-C', repo, 'notes', `--ref=${REF}`, 'remove', a]);
       r = verify(a);

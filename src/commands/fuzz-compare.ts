@@ -128,7 +128,7 @@ export function foldLog(events: Iterable<StoredEvent>): Folded {
     else if (e.type === 'NotificationSent') {
       const d = e.data as unknown as Omit<NotificationRecord, 'position'>;
       notifications.push({ position: e.position, notifier: d.notifier, kind: d.kind, triggers: d.triggers, outcome: d.outcome });
-    } else if (e.type !== 'RefRepaired') eventTypes.push(e.type);
+    } else if (e.type !== 'RefRepaired' && !RUN_END_RECORDS.has(e.type)) eventTypes.push(e.type);
     if (e.type === 'RefRepaired') {
       const d = e.data as { where: string; ref: string; found: string | null };
       refRepairs.push(`${d.where} ${d.ref} at ${d.found ?? '(missing)'}`);
@@ -527,6 +527,16 @@ const CLOSES = /^after-(append|effect):/;
  * every append it began is committed and every effect it began has ended. Only then can a fresh
  * process started on that stopped build stand in for the clean run's process at that place.
  */
+/**
+ * Events the host records as a `run` ends, about what the run did, not a decision of the build
+ * (R-62's attestations): how many and where depends on how many runs there were, so they are not
+ * compared, and a stopped run's points of them are not the clean run's.
+ */
+export const RUN_END_RECORDS: ReadonlySet<string> = new Set(['ProvenanceRecorded']);
+
+/** Whether a point line is about a run-end record (its append). */
+export const runEndPoint = (line: string): boolean => RUN_END_RECORDS.has(line.split('\t')[0]!.trim().replace(/^(before|after)-append:/, ''));
+
 export function stoppedLikeClean(clean: readonly string[], staged: readonly string[]): boolean {
   if (staged.length === 0 || staged.length > clean.length) return false;
   const prefix = clean.slice(0, staged.length);

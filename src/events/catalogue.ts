@@ -607,6 +607,22 @@ export const NotificationSent = e('NotificationSent', z.strictObject({
 }));
 
 /**
+ * The attestations of integrated commits (R-62), recorded before their notes are written: for
+ * each commit a promotion put on the integration ref, the SHA-256 of its note (the DSSE envelope's
+ * JSON line, as git stores it). A note that is not the recorded one was rewritten. Recorded by the
+ * host when a run ends (or by `provenance publish`) for the promotions no record names yet.
+ */
+export const ProvenanceRecorded = e('ProvenanceRecorded', z.strictObject({
+  attestations: z.array(z.strictObject({
+    commit: GitShaSchema,
+    nodeId: SafeIdSchema,
+    /** The log position of the IntegrationPromoted that put it on the ref. */
+    promotion: z.number().int().positive(),
+    envelopeSha256: Sha256Schema,
+  })).min(1),
+}));
+
+/**
  * An operator's `longbuild budget` (issue 46, R-59): the build's budget from now on (the limits
  * given replace those of the budget in force; the others stay).
  */
@@ -777,6 +793,7 @@ export const DomainEventSchema = z.discriminatedUnion('type', [
   BudgetChanged,
   BudgetReached,
   NotificationSent,
+  ProvenanceRecorded,
   NodeCanceled,
   AcceptanceStarted,
   AcceptanceFinished,
@@ -818,6 +835,7 @@ export const SCHEMA_VERSIONS: Record<DomainEventType, number> = {
   BudgetChanged: 1,
   BudgetReached: 1,
   NotificationSent: 1,
+  ProvenanceRecorded: 1,
   NodeCanceled: 1,
   AcceptanceStarted: 1,
   AcceptanceFinished: 1,

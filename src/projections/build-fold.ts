@@ -368,6 +368,11 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
     }
     case 'NotificationSent':
       return; // the outbox (above) settles it
+    case 'ProvenanceRecorded':
+      // The notes' digests (R-62), recorded as a run ends: no state of the build, and no tick of the
+      // logical clock, so a build run in several `run`s records the times (and commits) of one.
+      draft.recoveries += 1;
+      return;
     case 'BudgetChanged':
       draft.budget = event.data.budget;
       delete draft.budgetPause;

@@ -755,6 +755,18 @@ export const MUTANTS = [
     caughtBy: ['test/provenance.test.ts'],
   },
   {
+    name: 'provenance-record-unchecked',
+    bug: '`provenance verify` accepts a note that is validly signed but not the one the log recorded (issue 47, R-62)',
+    edits: [{ file: 'src/adapters/cli/commands/provenance.ts', find: 'if (sha256Hex(note) !== record.envelopeSha256) {', replace: 'if (note.length < 0 && sha256Hex(note) !== record.envelopeSha256) {' }],
+    caughtBy: ['test/provenance.test.ts'],
+  },
+  {
+    name: 'audit-attestation-unchecked',
+    bug: "`audit verify` accepts a bundle's attestation whatever its bytes, if the log records one (issue 47, R-62)",
+    edits: [{ file: 'src/adapters/audit/verifier.ts', find: 'if (sha256(text) !== rec.envelopeSha256)', replace: 'if (text.length < 0)' }],
+    caughtBy: ['test/provenance.test.ts'],
+  },
+  {
     name: 'trailers-dropped',
     bug: "an attempt's commit does not name its build, node and attempt in trailers (issue 47, R-62)",
     edits: [{ file: 'src/commands/step.ts', find: 'if (t === undefined) return subject;', replace: 'if (t !== null) return subject;', js: { find: 'if (t === undefined)\n        return subject;', replace: 'if (t !== null)\n        return subject;' } }],

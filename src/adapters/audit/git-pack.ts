@@ -158,6 +158,13 @@ export function commitTree(o: GitObject): string | null {
   return m ? m[1]! : null;
 }
 
+/** A commit's first parent, or null (a root commit, or not a commit). */
+export function commitFirstParent(o: GitObject): string | null {
+  if (o.type !== 'commit') return null;
+  const m = /^parent ([0-9a-f]{40})$/m.exec(o.content.toString('utf8').split('\n\n', 1)[0]!);
+  return m ? m[1]! : null;
+}
+
 /** The entries of a tree object: mode, name and object id (git's binary tree format). */
 export function treeEntries(o: GitObject): { mode: string; name: string; sha: string }[] {
   const out: { mode: string; name: string; sha: string }[] = [];

@@ -4,7 +4,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startFor, stoppedLikeClean, type LedgerCall, type PointOccurrence } from '../../commands/fuzz-compare.js';
+import { runEndPoint, startFor, stoppedLikeClean, type LedgerCall, type PointOccurrence } from '../../commands/fuzz-compare.js';
 import { childEnv, longbuild, pointLines } from './child.js';
 import { readLedgerCalls } from './observe.js';
 import { copyBuild } from './copy-build.js';
@@ -92,7 +92,8 @@ export async function stagedStops(env: Readonly<Record<string, string | undefine
     const pointsFile = join(dir, `points-${stage}.txt`);
     const ledgerFile = join(dir, `ledger-${stage}.ndjson`);
     const r = await longbuild(['run', '--json', '--max-steps', String(stride)], repo, childEnv(env, { LONGBUILD_POINTS_FILE: pointsFile, LONGBUILD_EFFECTS_LEDGER: ledgerFile }), launch === undefined ? {} : { launch });
-    const lines = pointLines(pointsFile);
+    // A stopped run records what it integrated as it ends (R-62); the clean run, once, at its end.
+    const lines = pointLines(pointsFile).filter((l) => !runEndPoint(l));
     if (r.signal !== null || (r.code !== 0 && r.code !== 1) || lines.length === 0) break;
     passed.push(...lines);
     calls.push(...readLedgerCalls(ledgerFile));

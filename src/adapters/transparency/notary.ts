@@ -31,8 +31,8 @@ export function logLeavesOf(log: EventLog): LogLeaves | undefined {
   return (start, end) => reader.readHashesSync!(start + 1, end - start).map(eventLeafHash);
 }
 
-/** The events a checkpoint is signed after: every promotion, milestone checkpoint and end. */
-export const SIGNED_AFTER: ReadonlySet<string> = new Set(['IntegrationPromoted', 'CheckpointWritten', 'BuildCompleted', 'BuildBlocked']);
+/** The events a checkpoint is signed after: every promotion, milestone checkpoint and end, and every record of attestations. */
+export const SIGNED_AFTER: ReadonlySet<string> = new Set(['IntegrationPromoted', 'CheckpointWritten', 'BuildCompleted', 'BuildBlocked', 'ProvenanceRecorded']);
 
 /** Signed checkpoint files of a build, smallest tree size first. */
 export function checkpointFiles(paths: BuildPaths): { size: number; file: string }[] {

@@ -9,7 +9,8 @@ import type { StoredEvent } from '../../../events/envelope.js';
 import type { EventLog } from '../../../events/log.js';
 import { PAGE_SIZE, readPages } from '../../log/paging.js';
 import { checkpointFiles } from '../../transparency/notary.js';
-import { AuditFailure, BUNDLE_FORMAT, NAMING_TYPES, commitsNamed, eventSchemas, evidenceNamed, verifyBundle, type CheckLine } from '../../audit/verifier.js';
+import { AuditFailure, BUNDLE_FORMAT, NAMING_TYPES, attestationFile, commitsNamed, eventSchemas, evidenceNamed, verifyBundle, type CheckLine } from '../../audit/verifier.js';
+import { readNotes } from '../../provenance/attestations.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { packageFile, packageVersion } from '../../package-files.js';
@@ -18,7 +19,7 @@ export const flags: Record<string, FlagSpec> = { to: { type: 'string' }, key: { 
 export const positionals = { min: 1, max: 2 };
 
 export type AuditOutput =
-  | { readonly action: 'export'; readonly to: string; readonly events: number; readonly checkpoints: number; readonly evidence: number; readonly commits: number; readonly bytes: number; readonly unvouched: number }
+  | { readonly action: 'export'; readonly to: string; readonly events: number; readonly checkpoints: number; readonly evidence: number; readonly commits: number; readonly attestations: number; readonly unnoted: number; readonly bytes: number; readonly unvouched: number }
   | { readonly action: 'verify'; readonly dir: string; readonly ok: boolean; readonly checks: CheckLine[]; readonly failure?: { check: string; position?: number; problem: string }; readonly verifier: VerifierInfo }
   | { readonly action: 'verifier'; readonly path: string; readonly sha256: string; readonly version: string };
 
@@ -69,6 +70,7 @@ async function exportBundle(ctx: CommandContext, to: string): Promise<AuditOutpu
     mkdirSync(join(to, 'schemas'));
     const evidence = new Set<string>();
     const commits = new Set<string>();
+    const attested = new Set<string>();
     let buildId = '';
     let vkey: string | undefined;
     let events = 0;
@@ -79,6 +81,10 @@ async function exportBundle(ctx: CommandContext, to: string): Promise<AuditOutpu
         for (const { type, line, event } of page) {
           events += 1;
           chunk += `${line}\n`;
+          if (type === 'ProvenanceRecorded') {
+            for (const a of ((event ?? (JSON.parse(line) as StoredEvent)).data as { attestations: { commit: string }[] }).attestations) attested.add(a.commit);
+            continue;
+          }
           if (events !== 1 && !NAMING_TYPES.has(type)) continue;
           const e = event ?? (JSON.parse(line) as StoredEvent);
           if (events === 1) {
@@ -108,6 +114,10 @@ async function exportBundle(ctx: CommandContext, to: string): Promise<AuditOutpu
     copyFileSync(paths.driver, join(to, 'driver.json'));
     for (const [type, text] of Object.entries(eventSchemas())) writeFileSync(join(to, 'schemas', `${type}.json`), text);
     await gitBundle(paths.integrator, [...commits], join(to, 'git.bundle'));
+    // R-62: each recorded attestation's note, byte for byte, from the user's repository.
+    const notes = await readNotes(paths.repo, [...attested]);
+    if (notes.size > 0) mkdirSync(join(to, 'attestations'));
+    for (const [commit, text] of notes) writeFileSync(join(to, attestationFile(commit)), text);
     copyFileSync(VERIFY_MJS, join(to, 'verify.mjs'));
     const files: Record<string, string> = {};
     let bytes = 0;
@@ -118,7 +128,7 @@ async function exportBundle(ctx: CommandContext, to: string): Promise<AuditOutpu
     }
     const last = cps[cps.length - 1];
     writeFileSync(join(to, 'bundle.json'), `${JSON.stringify({ format: BUNDLE_FORMAT, buildId, vkey, events, lastCheckpoint: last?.size ?? null, files }, null, 1)}\n`);
-    return { action: 'export', to, events, checkpoints: cps.length, evidence: evidence.size, commits: commits.size, bytes, unvouched: events - (last?.size ?? 0) };
+    return { action: 'export', to, events, checkpoints: cps.length, evidence: evidence.size, commits: commits.size, attestations: notes.size, unnoted: attested.size - notes.size, bytes, unvouched: events - (last?.size ?? 0) };
   } finally {
     await log.close();
   }
@@ -189,7 +199,8 @@ async function verifyDir(ctx: CommandContext, dir: string): Promise<AuditOutput>
 
 export function render(d: AuditOutput): string {
   if (d.action === 'export') {
-    return `exported ${d.events} events, ${d.checkpoints} signed checkpoints, ${d.evidence} evidence files and ${d.commits} commits (${Math.round(d.bytes / 1024)} KiB) to ${d.to}\n`
+    return `exported ${d.events} events, ${d.checkpoints} signed checkpoints, ${d.evidence} evidence files, ${d.commits} commits and ${d.attestations} attestations (${Math.round(d.bytes / 1024)} KiB) to ${d.to}\n`
+      + (d.unnoted > 0 ? `note: ${d.unnoted} attestation${d.unnoted === 1 ? '' : 's'} the log records ${d.unnoted === 1 ? 'has' : 'have'} no note in the repository (removed?): \`longbuild provenance publish\` writes them again; then export again\n` : '')
       + (d.unvouched > 0 ? `note: the last ${d.unvouched} events are after the last signed checkpoint (a run was interrupted): an auditor must pass --allow-unsigned-tail; \`longbuild step\` signs them, then export again\n` : '')
       + `an auditor checks it with their own longbuild: longbuild audit verify ${d.to} --key VKEY\n`;
   }

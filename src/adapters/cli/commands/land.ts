@@ -1,6 +1,8 @@
 import { NotFoundError, RefusedTransitionError, UsageError } from '../../../events/errors.js';
 import { git } from '../../git/exec.js';
 import { landApproved } from '../../../commands/gates.js';
+import { PROVENANCE_NOTES_REF } from '../../../commands/provenance.js';
+import { readNote } from '../../provenance/attestations.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { withBuild } from '../with-build.js';
 
@@ -14,6 +16,8 @@ export interface LandOutput {
   readonly to: string;
   readonly mode: 'created' | 'up-to-date' | 'fast-forward' | 'merge';
   readonly completed: boolean;
+  /** Whether the integration head has its provenance note (R-62) in the repository, under `ref` (null: nothing was integrated). */
+  readonly provenance: { readonly noted: boolean | null; readonly ref: string };
 }
 
 /**
@@ -42,7 +46,9 @@ export async function run(ctx: CommandContext): Promise<LandOutput> {
       throw new NotFoundError(`land: the integration head ${head} is not in ${repo}; run \`longbuild verify\` (it repairs the published ref)`);
     }
     const tip = (await git(repo, ['rev-parse', '-q', '--verify', `${ref}^{commit}`], { allowFail: true })).stdout.trim() || null;
-    const out = (mode: LandOutput['mode'], to: string): LandOutput => ({ into, integrationHead: head, from: tip, to, mode, completed: st.completed });
+    // R-62: the landed commits' attestations are git notes in this same repository; said, with how to share them.
+    const noted = head === st.build.baseHead ? null : (await readNote(repo, head)) !== null;
+    const out = (mode: LandOutput['mode'], to: string): LandOutput => ({ into, integrationHead: head, from: tip, to, mode, completed: st.completed, provenance: { noted, ref: PROVENANCE_NOTES_REF } });
     if (tip === null) {
       await git(repo, ['update-ref', ref, head, '']);
       return out('created', head);
@@ -73,5 +79,8 @@ export function render(d: LandOutput): string {
   const what = d.mode === 'created' ? `created ${d.into} at ${d.to}`
     : d.mode === 'up-to-date' ? `${d.into} already has the integration head ${d.integrationHead}`
       : d.mode === 'fast-forward' ? `fast-forwarded ${d.into} ${d.from} -> ${d.to}` : `merged the integration head into ${d.into}: ${d.to}`;
-  return `${what}${d.completed ? '' : '\nnote: the build is not complete; this lands what is integrated so far'}\n`;
+  const provenance = d.provenance.noted === null ? '' : d.provenance.noted
+    ? `\nprovenance: the landed commits' attestations are notes under ${d.provenance.ref} (git log --notes=longbuild/provenance); share them with: git push REMOTE ${d.provenance.ref}`
+    : '\nnote: the integration head has no provenance note yet: `longbuild provenance publish` writes them';
+  return `${what}${d.completed ? '' : '\nnote: the build is not complete; this lands what is integrated so far'}${provenance}\n`;
 }

@@ -63,23 +63,7 @@ export async function run(ctx: CommandContext): Promise<ProveOutput> {
         make = (tree) => formatConsistencyProof(held.size, held.root, consistencyProof(tree, held.size, cp.size), cp.note);
         extra = { kind: 'consistency', from: held.size };
       }
-      // A proof is handed out only once it checks, as `prove --check` would check it: a tree.db
-      // damaged on disk (a cache) is built again from the log first (issue 45).
-      const checks = (text: string): void => void checkProofFile(text, key);
-      let proof = make((await notary.tree(cp.size)).source());
-      try {
-        checks(proof);
-      } catch (err) {
-        if (!(err instanceof NoteError)) throw err;
-        ctx.stderr(`longbuild: ${paths.tree} gave a proof that does not check: building it again from the log (it is a cache)\n`);
-        proof = make((await notary.rebuildTree(cp.size)).source());
-        try {
-          checks(proof);
-        } catch (again) {
-          if (!(again instanceof NoteError)) throw again;
-          throw new CorruptLogError(cp.size, `prove: no proof from this log checks against the checkpoint signed at size ${cp.size} (${again.message}); run \`longbuild verify\``);
-        }
-      }
+      const proof = await checkedProof(notary, cp.size, make, key, ctx.stderr, paths.tree);
       const target = typeof out === 'string' ? resolve(ctx.cwd, out) : null;
       if (target !== null) writeFileSync(target, proof);
       return { action: 'prove', ...extra, size: cp.size, proof, file: target };
@@ -89,6 +73,29 @@ export async function run(ctx: CommandContext): Promise<ProveOutput> {
   } finally {
     await log.close();
   }
+}
+
+/**
+ * A proof is handed out only once it checks, as `prove --check` would check it: a tree.db damaged
+ * on disk (a cache) is built again from the log first (issue 45).
+ */
+export async function checkedProof(notary: Notary, size: number, make: (tree: TreeSource) => string, key: VerifierKey, stderr: (s: string) => void, treeFile: string): Promise<string> {
+  const checks = (text: string): void => void checkProofFile(text, key);
+  let proof = make((await notary.tree(size)).source());
+  try {
+    checks(proof);
+  } catch (err) {
+    if (!(err instanceof NoteError)) throw err;
+    stderr(`longbuild: ${treeFile} gave a proof that does not check: building it again from the log (it is a cache)\n`);
+    proof = make((await notary.rebuildTree(size)).source());
+    try {
+      checks(proof);
+    } catch (again) {
+      if (!(again instanceof NoteError)) throw again;
+      throw new CorruptLogError(size, `prove: no proof from this log checks against the checkpoint signed at size ${size} (${again.message}); run \`longbuild verify\``);
+    }
+  }
+  return proof;
 }
 
 async function checkFile(ctx: CommandContext, file: string): Promise<ProveOutput> {

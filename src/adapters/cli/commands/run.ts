@@ -83,7 +83,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
     const head = s.controller.current.integrationHead;
     if (steps > 0 && head !== null && head !== s.controller.current.build?.baseHead && (await readNote(ctx.repo, head)) === null) {
       try {
-        await publishProvenance(ctx, false, s.log);
+        await publishProvenance(ctx, s, false);
       } catch (err) {
         ctx.stderr(`longbuild: provenance notes not written (${err instanceof Error ? err.message : String(err)}); \`longbuild provenance publish\` writes them\n`);
       }
