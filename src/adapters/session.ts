@@ -44,6 +44,7 @@ import { callsInDoubt, type BuildState } from '../projections/build-state.js';
 import type { OperatorVerdict } from '../commands/operator.js';
 import { parseVerifierKey } from '../events/signed-note.js';
 import { Notary, SIGNED_AFTER } from './transparency/notary.js';
+import { traceparentOf } from '../commands/otel.js';
 import { buildKeyFrom, homePaths, loadSigningKey, secretPaths, signedHeadPath, signingKeyPath } from './transparency/keys.js';
 
 export const INTEGRATION_REF = 'refs/heads/longbuild/integration';
@@ -198,7 +199,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
       calls,
       drivers: callDrivers(driver),
       // Only a command build's calls report usage; a blueprint's scripted ones use nothing.
-      ...(driver.kind === 'command' ? { usage: new UsageFiles(paths.usage, driver.config.prices), warn } : {}),
+      ...(driver.kind === 'command' ? { usage: new UsageFiles(paths.usage, driver.config.prices), warn, traceparent: (kind: 'planner' | 'attempt', key: string) => traceparentOf(initData.buildId, kind, key) } : {}),
       ...(folded?.fork !== undefined ? { reuse: parentResults(folded.fork, evidence, warn) } : {}),
       faults: opts.faults ?? faultsFromEnv(env),
       ...(opts.beforeAppend ? { beforeAppend: opts.beforeAppend } : {}),

@@ -95,6 +95,8 @@ export interface Planner {
 export interface CallOptions {
   /** The file a command reports its usage in (LONGBUILD_USAGE_FILE, R-58); its directory exists and is the call's to write. */
   readonly usageFile?: string;
+  /** A W3C traceparent naming the call's span in the build's trace (issue 48): given to the call as TRACEPARENT, so an agent's own spans join it. */
+  readonly traceparent?: string;
 }
 
 export interface PlannerAnswer {

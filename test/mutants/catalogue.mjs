@@ -767,6 +767,18 @@ export const MUTANTS = [
     caughtBy: ['test/provenance.test.ts'],
   },
   {
+    name: 'otel-failed-job-ok',
+    bug: 'a failed integration job is exported as a span without the error status (issue 48)',
+    edits: [{ file: 'src/commands/otel.ts', find: "end('job', d.jobId, at, [str('longbuild.job.outcome', 'failed')], { code: 2,", replace: "end('job', d.jobId, at, [str('longbuild.job.outcome', 'failed')], { code: 1,", js: { find: "end('job', d.jobId, at, [str('longbuild.job.outcome', 'failed')], { code: 2,", replace: "end('job', d.jobId, at, [str('longbuild.job.outcome', 'failed')], { code: 1," } }],
+    caughtBy: ['test/otel.test.ts'],
+  },
+  {
+    name: 'otel-traceparent-other-span',
+    bug: "a worker's TRACEPARENT names a span the export does not have (issue 48)",
+    edits: [{ file: 'src/adapters/controller/effects.ts', find: "deps.traceparent('attempt', r.attemptId)", replace: "deps.traceparent('attempt', r.key)" }],
+    caughtBy: ['test/otel.test.ts'],
+  },
+  {
     name: 'trailers-dropped',
     bug: "an attempt's commit does not name its build, node and attempt in trailers (issue 47, R-62)",
     edits: [{ file: 'src/commands/step.ts', find: 'if (t === undefined) return subject;', replace: 'if (t !== null) return subject;', js: { find: 'if (t === undefined)\n        return subject;', replace: 'if (t !== null)\n        return subject;' } }],

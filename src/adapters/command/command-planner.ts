@@ -58,7 +58,7 @@ export class CommandPlanner implements Planner {
       makeReadOnly(dir);
       const call = this.o.style.plan({
         role: 'planner', callId: input.callId, payload: input, cwd: dir,
-        env: { LONGBUILD_IDEMPOTENCY_KEY: input.callId, LONGBUILD_CALL_PURPOSE: input.purpose },
+        env: { LONGBUILD_IDEMPOTENCY_KEY: input.callId, LONGBUILD_CALL_PURPOSE: input.purpose, ...(options.traceparent !== undefined ? { TRACEPARENT: options.traceparent } : {}) },
         ...(options.usageFile !== undefined ? { usageFile: options.usageFile } : {}),
       });
       try {

@@ -45,6 +45,7 @@ export class CommandWorker implements Worker {
     const call = this.o.style.plan({
       role: 'worker', callId: packet.idempotencyKey, payload: packet, cwd, ...(options.usageFile !== undefined ? { usageFile: options.usageFile } : {}),
       env: {
+        ...(options.traceparent !== undefined ? { TRACEPARENT: options.traceparent } : {}),
         LONGBUILD_IDEMPOTENCY_KEY: packet.idempotencyKey,
         LONGBUILD_NODE_ID: packet.nodeId,
         LONGBUILD_ATTEMPT_ID: packet.attemptId,

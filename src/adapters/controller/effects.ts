@@ -49,6 +49,8 @@ export interface EffectDeps {
   readonly fence?: () => Promise<void>;
   /** Where commands report what their calls used, and the prices (R-58); absent: nothing is read. */
   readonly usage?: UsageFiles;
+  /** The traceparent of a call's span in the build's trace (issue 48; commands/otel.ts). */
+  readonly traceparent?: (kind: 'planner' | 'attempt', key: string) => string;
   /** One line about a usage report that was not taken (a warning; the call stands). */
   readonly warn?: (line: string) => void;
 }
@@ -153,7 +155,7 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
           return result;
         }
         const usageFile = deps.usage?.prepare(r.callId, r.invocation);
-        const options = usageFile !== undefined ? { usageFile } : {};
+        const options = { ...(usageFile !== undefined ? { usageFile } : {}), ...(deps.traceparent !== undefined ? { traceparent: deps.traceparent('planner', r.callId) } : {}) };
         const got: PlannerAnswer = await call('planner', async (): Promise<PlannerAnswer> => (deps.planner.answer !== undefined ? deps.planner.answer(input, options) : { proposal: await deps.planner.propose(input) }),
           { key: r.callId, invocation: r.invocation }, { key: r.callId, label: `planner (${r.purpose}, ${r.callId})` });
         const answer = got.proposal;
@@ -190,7 +192,8 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
           return { kept: reused, worktree: prepared.worktree };
         }
         const usageFile = deps.usage?.prepare(r.key, r.invocation);
-        const out = await call('worker', () => deps.worker.implement(full, prepared.worktree, usageFile !== undefined ? { usageFile } : {}),
+        const options = { ...(usageFile !== undefined ? { usageFile } : {}), ...(deps.traceparent !== undefined ? { traceparent: deps.traceparent('attempt', r.attemptId) } : {}) };
+        const out = await call('worker', () => deps.worker.implement(full, prepared.worktree, options),
           { key: r.key, invocation: r.invocation }, { key: r.attemptId, label: `worker on ${packet.nodeId} (attempt ${packet.attempt})` });
         const used = usageOf(out.usage, r.key, r.invocation);
         const kept: KeptWorkerOutcome = {
