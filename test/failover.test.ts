@@ -73,8 +73,11 @@ function spawnCli(args: readonly string[], cwd: string, env: Record<string, stri
  * made of measured durations (verification times), so only its nodes are compared.
  */
 function outcomeOf(repo: string) {
-  const { graphSha256: _g, summaries, criticalPath, ...status } = cliJson(['status'], { cwd: repo });
+  const { graphSha256: _g, summaries, criticalPath, position: _p, ...status } = cliJson(['status'], { cwd: repo });
   const verify = cliJson(['verify'], { cwd: repo });
+  // What a run records as it ends (R-62's ProvenanceRecorded) is where runs ended, not a decision: a
+  // build run in stages has more of them. The decisions are compared, in order, with their times.
+  const logged = runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l)).filter((e) => e.type !== 'ProvenanceRecorded');
   const alias = (id: string, milestone: string) => (id.startsWith('summary-') ? `summary@${milestone}` : id);
   return {
     status: { ...status, summaries: summaries.length, criticalPath: criticalPath.nodes },
@@ -84,11 +87,8 @@ function outcomeOf(repo: string) {
       ...(n.summary ? { summary: { milestoneId: n.summary.milestoneId, compacted: n.summary.compacted } } : {}),
     })),
     tree: git(repo, 'ls-tree', '-r', 'refs/heads/longbuild/integration'),
-    verify: { ok: verify.ok, events: verify.events },
-    events: runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => {
-      const e = JSON.parse(l);
-      return `${e.position} ${e.streamId}@${e.revision} ${e.type} ${e.metadata.recordedAt}`;
-    }),
+    verify: { ok: verify.ok },
+    events: logged.map((e) => `${e.streamId} ${e.type} ${e.metadata.recordedAt}`),
   };
 }
 

@@ -46,7 +46,12 @@ describe('following a build', () => {
     expect(steps).toHaveLength(result.steps);
     expect(steps.every((s) => s.type === 'step' && typeof s.elapsedMs === 'number')).toBe(true);
     expect(steps.map((s) => s.step)).toEqual(steps.map((_, i) => i + 1));
-    expect(steps.at(-1)).toMatchObject({ outcome: 'horizon_complete', position: result.position });
+    // The last step is the build's completion; the result's position is the log's head, after what
+    // the run recorded as it ended (R-62's ProvenanceRecorded).
+    const logged = runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; position: number });
+    expect(steps.at(-1)).toMatchObject({ outcome: 'horizon_complete', position: logged.find((e) => e.type === 'BuildCompleted')!.position });
+    expect(result.position).toBe(logged.length);
+    expect(logged.slice(steps.at(-1).position).map((e) => e.type)).toEqual(['ProvenanceRecorded']);
     const positions = steps.map((s) => s.position);
     expect([...positions].sort((a, b) => a - b)).toEqual(positions);
     const bad = runCli(['run', '--progress', 'ndjson'], { cwd: helios() });
@@ -64,8 +69,13 @@ describe('following a build', () => {
     const [followed, ran] = await Promise.all([follower.done, run.done]);
     expect(ran.code).toBe(0);
     expect(followed.code).toBe(0);
-    expect(followed.stdout).toBe(runCli(['log', '--json'], { cwd: repo }).stdout);
-    expect(JSON.parse(followed.stdout.trim().split('\n').at(-1)!).type).toBe('BuildCompleted');
+    // The same lines log prints, through BuildCompleted; what the run records as it ends (R-62's
+    // ProvenanceRecorded) is printed when it was there by the follower's last read.
+    const logged = runCli(['log', '--json'], { cwd: repo }).stdout.trim().split('\n');
+    const completed = logged.findIndex((l) => JSON.parse(l).type === 'BuildCompleted');
+    const got = followed.stdout.trim().split('\n');
+    expect(got.length).toBeGreaterThanOrEqual(completed + 1);
+    expect(got).toEqual(logged.slice(0, got.length));
   }, 120_000);
 
   it('log --follow ends with exit 0 on Ctrl-C', async () => {
