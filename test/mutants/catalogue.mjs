@@ -779,6 +779,12 @@ export const MUTANTS = [
     caughtBy: ['test/otel.test.ts'],
   },
   {
+    name: 'mcp-control-unguarded',
+    bug: 'an MCP client changes the build without the server being started with --allow-control (issue 48)',
+    edits: [{ file: 'src/adapters/mcp/server.ts', find: 'if (control && !o.allowControl) return failed(', replace: 'if (control && o.allowControl && !o.allowControl) return failed(', js: { find: 'if (control && !o.allowControl)\n', replace: 'if (control && o.allowControl && !o.allowControl)\n' } }],
+    caughtBy: ['test/mcp.test.ts'],
+  },
+  {
     name: 'trailers-dropped',
     bug: "an attempt's commit does not name its build, node and attempt in trailers (issue 47, R-62)",
     edits: [{ file: 'src/commands/step.ts', find: 'if (t === undefined) return subject;', replace: 'if (t !== null) return subject;', js: { find: 'if (t === undefined)\n        return subject;', replace: 'if (t !== null)\n        return subject;' } }],

@@ -56,12 +56,12 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   },
   retry: {
     summary: 'give a blocked node more attempts (and unblock the build)',
-    help: 'longbuild retry NODE [--attempts N]\n  A node that used up its attempts gets N more (default: the build\'s maxAttempts), recorded as a\n  NodeRetried event naming the operator; a build it blocked goes on with `longbuild run`. Its next\n  attempt is told why the last one failed. Holds the controller lease (exit 3 while a run runs).\nexample: longbuild retry api --attempts 2',
+    help: 'longbuild retry NODE [--attempts N] [--as NAME]\n  A node that used up its attempts gets N more (default: the build\'s maxAttempts), recorded as a\n  NodeRetried event naming the operator; a build it blocked goes on with `longbuild run`. Its next\n  attempt is told why the last one failed. Holds the controller lease (exit 3 while a run runs).\nexample: longbuild retry api --attempts 2',
     load: () => import('./commands/retry.js'),
   },
   replan: {
     summary: 'ask the planner again when every proposal of a round was refused (unblocks the build)',
-    help: 'longbuild replan [--reason TEXT] [--asks N]\n  A build blocked in planning (the first plan, a renewal or a repair window: every ask refused)\n  asks its planner N more times (default: the build\'s planner.asks), recorded as a PlanningReopened\n  event naming the operator; the planner is told every refusal so far and the reason. Holds the\n  controller lease (exit 3 while a run runs).\nexample: longbuild replan --reason "keep the API milestone to three nodes"',
+    help: 'longbuild replan [--reason TEXT] [--asks N] [--as NAME]\n  A build blocked in planning (the first plan, a renewal or a repair window: every ask refused)\n  asks its planner N more times (default: the build\'s planner.asks), recorded as a PlanningReopened\n  event naming the operator; the planner is told every refusal so far and the reason. Holds the\n  controller lease (exit 3 while a run runs).\nexample: longbuild replan --reason "keep the API milestone to three nodes"',
     load: () => import('./commands/replan.js'),
   },
   approve: {
@@ -81,7 +81,7 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   },
   cancel: {
     summary: 'cancel a node and the nodes that depend on it (and unblock the build)',
-    help: 'longbuild cancel NODE [--reason TEXT]\n  The node and every node that depends on it and is not accepted yet are never worked on again,\n  recorded as one NodeCanceled event naming the operator. A milestone whose nodes are all accepted\n  or canceled is complete (its checkpoint lists the accepted ones); a build they blocked goes on\n  with `longbuild run`. Refused for accepted work and while the node is in flight. Holds the\n  controller lease (exit 3 while a run runs).\nexample: longbuild cancel flaky-e2e --reason "out of scope for this release"',
+    help: 'longbuild cancel NODE [--reason TEXT] [--as NAME]\n  The node and every node that depends on it and is not accepted yet are never worked on again,\n  recorded as one NodeCanceled event naming the operator. A milestone whose nodes are all accepted\n  or canceled is complete (its checkpoint lists the accepted ones); a build they blocked goes on\n  with `longbuild run`. Refused for accepted work and while the node is in flight. Holds the\n  controller lease (exit 3 while a run runs).\nexample: longbuild cancel flaky-e2e --reason "out of scope for this release"',
     load: () => import('./commands/cancel.js'),
   },
   accept: {
@@ -108,6 +108,11 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     summary: 'export a self-contained audit bundle, or verify one (offline, with plain node)',
     help: 'longbuild audit export --to DIR\nlongbuild audit verify DIR [--key VKEY|FILE] [--expect CHECKPOINT_FILE] [--witness VKEY]... [--allow-unsigned-tail]\nlongbuild audit verifier\n  export: the log (canonical NDJSON), every signed checkpoint, every evidence file and commit the\n  log names with every tree and blob (git.bundle), the driver file, the event schemas (JSON Schema),\n  bundle.json (SHA-256 of every file, the counts) and verify.mjs: one file that needs only Node (R-37).\n  verify: this install\'s checks, one line each: bundle, chain, schemas, keys, checkpoints (signatures,\n  Merkle roots, consistency, witness cosignatures), expect, coverage (every event under a signed\n  checkpoint, R-54: else exit 1 unless --allow-unsigned-tail), evidence, tests, git, graph. Exit 1\n  naming the first failure. The bundle\'s verify.mjs is compared with this install\'s, never run.\n  verifier: the SHA-256 of this install\'s verify.mjs, to compare with a bundle\'s before running it.\nexample: longbuild audit export --to audit-2026-12 && longbuild audit verify audit-2026-12 --key "$VKEY"',
     load: () => import('./commands/audit.js'),
+  },
+  mcp: {
+    summary: 'a Model Context Protocol server (stdio) for the build: its status, log, evidence, provenance; control with --allow-control',
+    help: 'longbuild mcp [--allow-control]\n  Speaks MCP on stdin/stdout for the build in --repo/--dir, until the client closes it. Tools:\n  status, show, diff, log (paged), evidence, verify, provenance, otel — each the output of the CLI\n  command with --json. With --allow-control also run (a handle polled with run_status), retry,\n  cancel, approve, reject, replan, each recorded naming the client (mcp:<name>); without it they\n  are refused. Resources longbuild://status and longbuild://log, with subscriptions (a new event\n  in the log is a resources/updated notification).\nexample (Claude Code): claude mcp add longbuild -- longbuild mcp --repo ./myapp',
+    load: () => import('./commands/mcp.js'),
   },
   otel: {
     summary: 'the build as OpenTelemetry traces (OTLP), derived from the log',

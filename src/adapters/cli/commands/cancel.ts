@@ -2,7 +2,7 @@ import { decideCancel } from '../../../commands/operator.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { operate } from '../operate.js';
 
-export const flags: Record<string, FlagSpec> = { reason: { type: 'string' }, 'signing-key': { type: 'string' } };
+export const flags: Record<string, FlagSpec> = { reason: { type: 'string' }, as: { type: 'string' }, 'signing-key': { type: 'string' } };
 export const positionals = { min: 1, max: 1 };
 
 export interface CancelOutput {

@@ -4,7 +4,7 @@ import type { CommandContext, FlagSpec } from '../types.js';
 import { operate } from '../operate.js';
 import { operatorText } from './approve.js';
 
-export const flags: Record<string, FlagSpec> = { reason: { type: 'string' }, asks: { type: 'int' }, 'signing-key': { type: 'string' } };
+export const flags: Record<string, FlagSpec> = { reason: { type: 'string' }, asks: { type: 'int' }, as: { type: 'string' }, 'signing-key': { type: 'string' } };
 
 export interface ReplanOutput {
   readonly purpose: 'seal' | 'renew' | 'repair';

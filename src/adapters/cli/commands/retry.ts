@@ -3,7 +3,7 @@ import { UsageError } from '../../../events/errors.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { operate } from '../operate.js';
 
-export const flags: Record<string, FlagSpec> = { attempts: { type: 'int' }, 'signing-key': { type: 'string' } };
+export const flags: Record<string, FlagSpec> = { attempts: { type: 'int' }, as: { type: 'string' }, 'signing-key': { type: 'string' } };
 export const positionals = { min: 1, max: 1 };
 
 export interface RetryOutput {
