@@ -128,6 +128,33 @@ describe('otel export (issue 48)', () => {
     expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, 'longbuild: otel export: --endpoint must be http:// or https://, not ftp:']);
   }, 60_000);
 
+  it('run --otel streams the spans to a collector as the build goes: what it received is what otel export gives; a collector that hangs is skipped with one line and the run ends', async () => {
+    const ok = await receiver(200);
+    const other = join(tempDir('longbuild-otel-stream-'), 'repo');
+    cliJson(['init', '--blueprint', ORBIT, '--repo', other], { cwd: root });
+    const r = await cliAsync(['run', '--otel', ok.url], other);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(/collector/);
+    expect(ok.got.length).toBeGreaterThan(1); // streamed in several posts, not one at the end
+    const received = new Map<string, Span>();
+    for (const g of ok.got) {
+      expect(g.path).toBe('/v1/traces');
+      for (const s of JSON.parse(g.body).resourceSpans[0].scopeSpans[0].spans as Span[]) received.set(s.spanId, s);
+    }
+    const file = join(root, 'streamed.json');
+    runCli(['otel', 'export', '--to', file], { cwd: other });
+    const exported = spansOf(file);
+    expect([...received.values()].sort((a, b) => (a.spanId < b.spanId ? -1 : 1))).toEqual([...exported].sort((a, b) => (a.spanId < b.spanId ? -1 : 1)));
+    // A collector that never answers: the run still ends, saying where the spans did not go.
+    const hanging = await receiver(null);
+    const slow = join(tempDir('longbuild-otel-hang-'), 'repo');
+    cliJson(['init', '--blueprint', ORBIT, '--repo', slow], { cwd: root });
+    const h = await cliAsync(['run', '--otel', hanging.url], slow);
+    expect(h.code, h.stderr).toBe(0);
+    expect(h.stderr).toMatch(new RegExp(`the OpenTelemetry collector at ${hanging.url}/v1/traces did not take the last spans within 10 s|spans? did not reach the OpenTelemetry collector`));
+    expect(events(slow).some((e) => e.type === 'BuildCompleted')).toBe(true);
+  }, 120_000);
+
   it('a command worker is given TRACEPARENT naming its attempt\'s span, and the span carries what the call used (GenAI conventions)', () => {
     const seen = join(tempDir('longbuild-otel-tp-'), 'traceparents.ndjson');
     const { repo: cmd } = build({ milestones: 1, perMilestone: 2, workerExtra: `appendFileSync(${JSON.stringify(seen)}, JSON.stringify({ attemptId: packet.attemptId, traceparent: process.env.TRACEPARENT }) + '\\n');` });

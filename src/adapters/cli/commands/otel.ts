@@ -30,7 +30,7 @@ export interface OtelOutput {
 export async function run(ctx: CommandContext): Promise<OtelOutput> {
   if (ctx.positionals[0] !== 'export') throw new UsageError(`otel: unknown action '${ctx.positionals[0]}' (expected: export)`);
   const to = typeof ctx.flags.to === 'string' ? resolve(ctx.cwd, ctx.flags.to) : null;
-  const endpoint = typeof ctx.flags.endpoint === 'string' ? tracesUrl(ctx.flags.endpoint) : null;
+  const endpoint = typeof ctx.flags.endpoint === 'string' ? tracesUrl(ctx.flags.endpoint, 'otel export: --endpoint') : null;
   if (to !== null && endpoint !== null) throw new UsageError('otel export: give --to FILE or --endpoint URL, not both');
   const log = await openBuildLog(pathsOf(ctx));
   let traces: OtlpTraces;
@@ -48,14 +48,14 @@ export async function run(ctx: CommandContext): Promise<OtelOutput> {
 }
 
 /** The collector's traces URL: `/v1/traces` on a URL given without a path (OTLP/HTTP's default). */
-function tracesUrl(text: string): URL {
+export function tracesUrl(text: string, what: string): URL {
   let url: URL;
   try {
     url = new URL(text);
   } catch {
-    throw new UsageError(`otel export: --endpoint '${text}' is not a URL (e.g. http://localhost:4318)`);
+    throw new UsageError(`${what} '${text}' is not a URL (e.g. http://localhost:4318)`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`otel export: --endpoint must be http:// or https://, not ${url.protocol}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${what} must be http:// or https://, not ${url.protocol}`);
   if (url.pathname === '/' || url.pathname === '') url.pathname = '/v1/traces';
   return url;
 }

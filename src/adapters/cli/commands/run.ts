@@ -11,8 +11,14 @@ import { Notifications } from '../../notify/notifications.js';
 import type { BuildSession } from '../../session.js';
 import { publishProvenance } from './provenance.js';
 import { readNote } from '../../provenance/attestations.js';
+import { OtelStream } from '../../otel/stream.js';
+import { packageVersion } from '../../package-files.js';
+import { tracesUrl } from './otel.js';
 
-export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' }, 'signing-key': { type: 'string' }, progress: { type: 'string' } };
+/** The most a run's end waits for its last spans to reach the collector (--otel). */
+const OTEL_SETTLE_MS = 10_000;
+
+export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' }, 'signing-key': { type: 'string' }, progress: { type: 'string' }, otel: { type: 'string' } };
 
 export interface RunOutput {
   readonly outcome: StepOutcome;
@@ -33,6 +39,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
   const isTty = process.stderr.isTTY === true;
   const mode = progressMode(ctx, isTty);
   if (mode === 'ndjson' && !ctx.json) throw new UsageError('run: --progress ndjson streams JSON on stdout; give --json as well');
+  const otelUrl = typeof ctx.flags.otel === 'string' ? tracesUrl(ctx.flags.otel, 'run: --otel') : null;
   let calls: () => readonly CallInFlight[] = () => [];
   const progress = new Progress({ write: ctx.stderr, writeJson: ctx.stdout, mode, color: useColor(ctx.env, isTty), columns: process.stderr.columns ?? 100, calls: () => calls() });
   return withControl(ctx, (lease) => withBuild(ctx, async (s) => {
@@ -40,6 +47,9 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
     // R-61: notifications due (left by an earlier run too) go out in the background as steps end.
     const notify = notificationsOf(s, ctx);
     notify?.poke(s.controller.current);
+    // Issue 48: spans streamed to a collector from the log, in the background, as steps end.
+    const otel = otelUrl !== null ? new OtelStream({ url: otelUrl, log: s.log, version: packageVersion(), warn: (line) => ctx.stderr(`longbuild: ${line}\n`) }) : null;
+    otel?.poke();
     const outcomes: Partial<Record<StepOutcome, number>> = {};
     let steps = 0;
     let last: StepResult | null = null;
@@ -54,6 +64,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
           progress.step(r, s.controller.current);
           progress.begin(s.controller.current);
           notify?.poke(s.controller.current);
+          otel?.poke();
         }, () => steps >= limit);
       } finally {
         progress.finish();
@@ -72,6 +83,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
       outcomes[last.outcome] = (outcomes[last.outcome] ?? 0) + 1;
       progress.step(last, s.controller.current);
       notify?.poke(s.controller.current);
+      otel?.poke();
       if (endsRun(last.outcome)) break;
     }
     progress.finish();
@@ -88,6 +100,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
         ctx.stderr(`longbuild: provenance notes not written (${err instanceof Error ? err.message : String(err)}); \`longbuild provenance publish\` writes them\n`);
       }
     }
+    await otel?.settle(OTEL_SETTLE_MS);
     const st = s.controller.current;
     return {
       outcome: last?.outcome ?? 'horizon_complete',
