@@ -13,6 +13,7 @@ import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, cliJson, runCli, tempDir } from './support/cli.js';
 import { events } from './support/outcomes.js';
+import { build } from './support/spend-build.js';
 
 const ORBIT = join(import.meta.dirname, 'fixtures', 'orbit.json');
 const root = tempDir('longbuild-mcp-');
@@ -41,8 +42,8 @@ describe('longbuild mcp (issue 48)', () => {
   it('every read tool answers what the CLI answers with --json, for the same question', async () => {
     const client = await connect(repo);
     const tools = (await client.listTools()).tools;
-    expect(tools.map((t) => t.name).sort()).toEqual(['approve', 'cancel', 'diff', 'evidence', 'log', 'otel', 'provenance', 'reject', 'replan', 'retry', 'run', 'run_status', 'show', 'status', 'verify'].sort());
-    for (const t of tools) expect(t.inputSchema.type).toBe('object');
+    expect(tools.map((t) => t.name).sort()).toEqual(['approve', 'cancel', 'critical_path', 'diff', 'evidence', 'log', 'otel', 'provenance', 'reject', 'replan', 'retry', 'run', 'run_status', 'show', 'spend', 'status', 'verify'].sort());
+    for (const t of tools) expect([t.name, t.inputSchema.type, t.outputSchema?.type]).toEqual([t.name, 'object', 'object']);
     const same = async (tool: string, args: Record<string, unknown>, cli: string[]): Promise<void> => {
       const r = await client.callTool({ name: tool, arguments: args });
       expect(r.isError, `${tool}: ${textOf(r)}`).not.toBe(true);
@@ -52,6 +53,9 @@ describe('longbuild mcp (issue 48)', () => {
     await same('show', { at: 12 }, ['show', '--at', '12']);
     await same('diff', { from: '10', to: '30' }, ['diff', '10', '30']);
     await same('verify', {}, ['verify']);
+    const status = cliJson(['status'], { cwd: repo });
+    expect(structured(await client.callTool({ name: 'spend', arguments: {} }))).toEqual({ spend: status.spend ?? null });
+    expect(structured(await client.callTool({ name: 'critical_path', arguments: {} }))).toEqual({ criticalPath: status.criticalPath ?? null });
     const log = events(repo);
     const attempt = log.find((e) => e.type === 'AttemptFinished')!.data.attemptId as string;
     await same('evidence', { id: attempt }, ['evidence', attempt]);
@@ -87,6 +91,20 @@ describe('longbuild mcp (issue 48)', () => {
     }
     // Still answering.
     expect(structured(await client.callTool({ name: 'status', arguments: {} }))).toEqual(cliJson(['status'], { cwd: repo }));
+  }, 120_000);
+
+  it('with --allow-control, a control tool records the operator event the CLI records, naming the MCP client', async () => {
+    const { repo: gated } = build({ approve: ['plan'], milestones: 1, perMilestone: 1 });
+    expect(cliJson(['run'], { cwd: gated }).outcome).toBe('awaiting_approval');
+    const client = await connect(gated, '--allow-control');
+    const r = await client.callTool({ name: 'approve', arguments: { reason: 'looks right' } });
+    expect(r.isError, textOf(r)).not.toBe(true);
+    const approved = events(gated).find((e) => e.type === 'ProposalApproved')!;
+    expect(approved.data.operator).toEqual({ action: 'approve', user: 'mcp:mcp-test' });
+    expect(approved.data.reason).toBe('looks right');
+    // Nothing waits any more: the CLI's refusal, as an error result.
+    const again = await client.callTool({ name: 'approve', arguments: {} });
+    expect([again.isError, textOf(again)]).toEqual([true, runCli(['approve'], { cwd: gated }).stderr.trim().split('\n')[0]]);
   }, 120_000);
 
   it('with --allow-control, run is a handle polled to its end while a subscription to the log is told of every append', async () => {

@@ -10,7 +10,7 @@ export interface Report { model?: string; inputTokens: number; outputTokens: num
  * report `plannerUsage` / `workerUsage` (a worker's may depend on its node) and append each report
  * to `ledger` (outside the repository: the sandbox is off). `workerExtra`: more of the worker's script.
  */
-export function build(o: { budget?: unknown; prices?: unknown; perMilestone?: number; milestones?: number; workerUsage?: string; plannerUsage?: Report | null; workerExtra?: string; maxAttempts?: number; concurrency?: number; compaction?: boolean } = {}) {
+export function build(o: { budget?: unknown; prices?: unknown; perMilestone?: number; milestones?: number; workerUsage?: string; plannerUsage?: Report | null; workerExtra?: string; maxAttempts?: number; concurrency?: number; compaction?: boolean; approve?: string[] } = {}) {
   const cfg = tempDir('longbuild-spend-cfg-');
   const ledger = join(cfg, 'ledger.ndjson');
   const plannerUsage = o.plannerUsage === undefined ? { model: 'planner-model', inputTokens: 1000, outputTokens: 200 } : o.plannerUsage;
@@ -32,7 +32,7 @@ ${o.workerExtra ?? ''}
   writeFileSync(join(cfg, 'request.json'), JSON.stringify({ goal: 'spend' }));
   writeFileSync(join(cfg, 'longbuild.config.json'), JSON.stringify({
     planner: { command: ['node', join(cfg, 'planner.mjs')] }, worker: { command: ['node', join(cfg, 'worker.mjs')] }, verify: [['true']], sandbox: 'off',
-    ...(o.budget !== undefined ? { budget: o.budget } : {}), ...(o.prices !== undefined ? { prices: o.prices } : {}), ...(o.maxAttempts !== undefined ? { maxAttempts: o.maxAttempts } : {}), ...(o.concurrency !== undefined ? { concurrency: o.concurrency } : {}), ...(o.compaction !== undefined ? { compaction: o.compaction } : {}),
+    ...(o.budget !== undefined ? { budget: o.budget } : {}), ...(o.prices !== undefined ? { prices: o.prices } : {}), ...(o.maxAttempts !== undefined ? { maxAttempts: o.maxAttempts } : {}), ...(o.concurrency !== undefined ? { concurrency: o.concurrency } : {}), ...(o.compaction !== undefined ? { compaction: o.compaction } : {}), ...(o.approve !== undefined ? { approve: o.approve } : {}),
   }));
   const repo = userRepo();
   cliJson(['init', '--request', join(cfg, 'request.json'), '--config', join(cfg, 'longbuild.config.json')], { cwd: repo });

@@ -69,7 +69,7 @@ export async function serveMcp(o: McpOptions): Promise<void> {
     return { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured };
   };
   const tool = (name: string, description: string, input: z.ZodObject, args: (a: any) => string[], control = false, post?: (r: CallToolResult, a: any) => CallToolResult): void => {
-    server.registerTool(name, { description, inputSchema: input, annotations: { readOnlyHint: !control } }, async (a: unknown): Promise<CallToolResult> => {
+    server.registerTool(name, { description, inputSchema: input, outputSchema: OUTPUTS[name] ?? z.looseObject({}), annotations: { readOnlyHint: !control } }, async (a: unknown): Promise<CallToolResult> => {
       if (control && !o.allowControl) return failed(`${name} changes the build: refused (start the server with \`longbuild mcp --allow-control\`)`);
       const argv = [...args(a), ...(control ? ['--as', clientName()] : [])];
       const r = asResult(argv, await cli(argv));
@@ -99,13 +99,19 @@ export async function serveMcp(o: McpOptions): Promise<void> {
   tool('evidence', 'What an attempt, an integration job or an acceptance run printed, and its commands (`longbuild evidence ID --json`).', strict({ id }), (a) => ['evidence', a.id]);
   tool('verify', 'Check the log, its signed checkpoints, the projections and the refs (`longbuild verify --json`).', strict({}), () => ['verify']);
   tool('provenance', 'The in-toto/SLSA attestation of an integrated commit, its record in the log and inclusion proof (`longbuild provenance COMMIT --json`).', strict({ commit: rev }), (a) => ['provenance', a.commit]);
+  const field = (key: string) => (r: CallToolResult): CallToolResult => {
+    const picked = { [key]: (r.structuredContent as Record<string, unknown>)[key] ?? null };
+    return { content: [{ type: 'text', text: JSON.stringify(picked) }], structuredContent: picked };
+  };
+  tool('spend', 'What the build spent: tokens and USD, per node, milestone and in total (`status --json`\'s spend).', strict({}), () => ['status'], false, field('spend'));
+  tool('critical_path', 'The chain of unfinished nodes that bounds the build\'s end, with its estimate (`status --json`\'s criticalPath).', strict({}), () => ['status'], false, field('criticalPath'));
   tool('otel', 'The build as OpenTelemetry traces (OTLP/JSON), derived from the log (`longbuild otel export --json`).', strict({}), () => ['otel', 'export']);
 
   // Control: refused unless --allow-control; each names the client as the operator.
   const runs = new Map<string, { child: ChildProcess; out: string; err: string; code: number | null | undefined }>();
   server.registerTool('run', {
     description: 'Start `longbuild run` (optionally at most maxSteps steps) in the background; returns a handle to poll with run_status. Needs --allow-control.',
-    inputSchema: strict({ maxSteps: z.number().int().positive().max(100_000).optional() }), annotations: { readOnlyHint: false },
+    inputSchema: strict({ maxSteps: z.number().int().positive().max(100_000).optional() }), outputSchema: z.strictObject({ handle: z.string(), pid: z.number().int().nullable(), state: z.literal('running') }), annotations: { readOnlyHint: false },
   }, async (a: { maxSteps?: number }): Promise<CallToolResult> => {
     if (!o.allowControl) return failed('run changes the build: refused (start the server with `longbuild mcp --allow-control`)');
     if ([...runs.values()].some((r) => r.code === undefined)) return failed('a run started here is still going: poll it with run_status');
@@ -121,7 +127,7 @@ export async function serveMcp(o: McpOptions): Promise<void> {
   });
   server.registerTool('run_status', {
     description: 'Where a run started with `run` stands: running, or exited with its exit code and `longbuild run --json` output.',
-    inputSchema: strict({ handle: id }), annotations: { readOnlyHint: true },
+    inputSchema: strict({ handle: id }), outputSchema: z.looseObject({ handle: z.string(), state: z.enum(['running', 'exited']), exitCode: z.number().int().nullable().optional() }), annotations: { readOnlyHint: true },
   }, async (a: { handle: string }): Promise<CallToolResult> => {
     const r = runs.get(a.handle);
     if (r === undefined) return failed(`no run '${a.handle}' was started by this server`);
@@ -203,6 +209,19 @@ export async function serveMcp(o: McpOptions): Promise<void> {
   await (log as EventLog | null)?.close();
   await server.close();
 }
+
+/** Each tool's structured output (the CLI's --json shape: the keys a client can count on; the rest passes). */
+const event = z.looseObject({ position: z.number().int(), type: z.string(), data: z.unknown() });
+const OUTPUTS: Record<string, z.ZodObject> = {
+  status: z.looseObject({ position: z.number().int(), graphRevision: z.number().int(), integrationHead: z.string().nullable() }),
+  show: z.looseObject({ nodes: z.array(z.looseObject({ id: z.string(), state: z.string() })) }),
+  log: z.strictObject({ events: z.array(event), next: z.number().int().optional() }),
+  verify: z.looseObject({ ok: z.boolean() }),
+  provenance: z.looseObject({ action: z.literal('show'), commit: z.string(), statement: z.looseObject({}), envelope: z.looseObject({}).nullable() }),
+  otel: z.looseObject({ action: z.literal('export'), spans: z.number().int(), traceId: z.string().nullable() }),
+  spend: z.strictObject({ spend: z.unknown() }),
+  critical_path: z.strictObject({ criticalPath: z.unknown() }),
+};
 
 const failed = (message: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text: message }] });
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
