@@ -41,7 +41,7 @@ export function parseArgs(argv: readonly string[], specs: Readonly<Record<string
     const eq = arg.indexOf('=');
     const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
     const spec = specs[name];
-    if (!spec) throw new UsageError(`unknown flag '--${name}'`);
+    if (!spec) throw new UsageError(`unknown flag '--${name}'${didYouMean(name, Object.keys(specs), '--')}`);
     let raw: string | undefined;
     if (spec.type === 'boolean') {
       if (eq !== -1) throw new UsageError(`flag --${name} takes no value`);
@@ -69,4 +69,27 @@ export function parseArgs(argv: readonly string[], specs: Readonly<Record<string
 function parseNonNegativeInt(name: string, raw: string): number {
   if (!/^\d{1,15}$/.test(raw)) throw new UsageError(`flag --${name} needs a non-negative integer, got '${raw}'`);
   return Number(raw);
+}
+
+/** Edit distance with adjacent transpositions (optimal string alignment): `tial` is one edit from `tail`. */
+function distance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** ` (did you mean --json?)` for the closest known name within two edits (or one it starts), else ''. */
+export function didYouMean(name: string, known: readonly string[], prefix = ''): string {
+  let best: { name: string; d: number } | null = null;
+  for (const k of known) {
+    const d = k.startsWith(name) && name.length >= 3 ? 1 : distance(name, k);
+    if (d <= Math.min(2, Math.max(1, Math.floor(k.length / 3))) && (best === null || d < best.d)) best = { name: k, d };
+  }
+  return best === null ? '' : ` (did you mean ${prefix}${best.name}?)`;
 }

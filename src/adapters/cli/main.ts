@@ -1,5 +1,7 @@
 import { InterruptedError, LongbuildError, UsageError, type LongbuildErrorCode } from '../../events/errors.js';
-import { GLOBAL_FLAGS, parseArgs } from './args.js';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { GLOBAL_FLAGS, didYouMean, parseArgs } from './args.js';
 import { COMMANDS } from './registry.js';
 import type { CommandContext } from './types.js';
 import { packageVersion } from '../package-files.js';
@@ -86,9 +88,11 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
   if (parsed.positionals.length > max) throw new UsageError(`${name}: unexpected argument '${parsed.positionals[max]}'`);
   // Loaded here, not at the top: build-dir pulls in SQLite, and --version/--help must stay fast.
   const { buildPaths } = await import('../build-dir.js');
+  // Without --repo/--dir, the build is found as git finds its repository: here or in a directory above (up to the repository's top).
+  const found = typeof parsed.flags.repo !== 'string' && typeof parsed.flags.dir !== 'string' && !CREATES_BUILD.has(name) ? buildAbove(io.cwd) : null;
   const paths = buildPaths({
     cwd: io.cwd,
-    ...(typeof parsed.flags.repo === 'string' ? { repo: parsed.flags.repo } : {}),
+    ...(typeof parsed.flags.repo === 'string' ? { repo: parsed.flags.repo } : found !== null ? { repo: found } : {}),
     ...(typeof parsed.flags.dir === 'string' ? { dir: parsed.flags.dir } : {}),
   });
   // What people read is escaped (agents' and tests' text must not drive the terminal); `--json` and a command's raw mode are not.
@@ -117,6 +121,17 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
   return 0;
 }
 
+/** Commands that make a build where they are asked (never one found above). */
+const CREATES_BUILD: ReadonlySet<string> = new Set(['init', 'demo', 'config-schema', 'fuzz']);
+
+/** The nearest directory from `cwd` up that holds a build (`.longbuild`), not past the repository's top (`.git`); null when none. */
+export function buildAbove(cwd: string): string | null {
+  for (let d = cwd; ; d = dirname(d)) {
+    if (existsSync(join(d, '.longbuild'))) return d;
+    if (existsSync(join(d, '.git')) || dirname(d) === d) return null;
+  }
+}
+
 /** The command is the first argument that is neither a flag nor a global flag's value. */
 export function splitCommand(argv: readonly string[]): { name: string | undefined; rest: string[] } {
   for (let i = 0; i < argv.length; i++) {
@@ -134,7 +149,10 @@ export function splitCommand(argv: readonly string[]): { name: string | undefine
 
 function entryOf(name: string): (typeof COMMANDS)[string] {
   const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (!entry) throw new UsageError(`unknown command '${name}' (commands: ${Object.keys(COMMANDS).sort().join(', ')})`);
+  if (!entry) {
+    const hint = didYouMean(name, Object.keys(COMMANDS));
+    throw new UsageError(`unknown command '${name}'${hint !== '' ? hint : ` (commands: ${Object.keys(COMMANDS).sort().join(', ')})`}`);
+  }
   return entry;
 }
 
@@ -152,7 +170,7 @@ function overview(): string {
     '',
     'global flags:',
     '  --dir DIR    build directory (default <repo>/.longbuild)',
-    '  --repo DIR   git repository (default the current directory)',
+    '  --repo DIR   git repository (default: the nearest directory up from here holding a build, not past the repository\'s top; else here)',
     '  --json       machine-readable output on stdout',
     '  --verbose    stack traces on errors',
     '  --help       help for a command: longbuild <command> --help',

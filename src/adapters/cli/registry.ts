@@ -136,7 +136,7 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   },
   log: {
     summary: 'print the events of the log',
-    help: 'longbuild log [--from POSITION] [--type TYPE] [--follow]\n  --from P   start at global position P (default 1)\n  --type T   only events of type T (repeatable)\n  --follow   then print each event as it is appended, until BuildCompleted or Ctrl-C (exit 0)\n  --json     one JSON object per line (NDJSON)\nexample: longbuild log --follow --json | jq -c \'{position, type}\'',
+    help: 'longbuild log [--from POSITION] [--type TYPE] [--limit N | --tail N] [--follow]\n  --from P   start at global position P (default 1)\n  --type T   only events of type T (repeatable)\n  --limit N  only the first N of them; --tail N: only the last N\n  --follow   then print each event as it is appended, until BuildCompleted or Ctrl-C (exit 0)\n  --json     one JSON object per line (NDJSON)\nexample: longbuild log --follow --json | jq -c \'{position, type}\'',
     load: () => import('./commands/log.js'),
   },
   verify: {

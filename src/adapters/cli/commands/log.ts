@@ -10,7 +10,7 @@ import type { CommandContext, FlagSpec } from '../types.js';
 import type { EventLog } from '../../../events/log.js';
 import { pause } from '../../interrupt.js';
 
-export const flags: Record<string, FlagSpec> = { from: { type: 'int' }, type: { type: 'string', repeatable: true }, follow: { type: 'boolean' } };
+export const flags: Record<string, FlagSpec> = { from: { type: 'int' }, type: { type: 'string', repeatable: true }, follow: { type: 'boolean' }, limit: { type: 'int' }, tail: { type: 'int' } };
 
 /** How often `--follow` looks for new events. */
 const FOLLOW_POLL_MS = 250;
@@ -25,10 +25,40 @@ export async function run(ctx: CommandContext): Promise<LogOutput> {
   // A type the catalogue does not know can match nothing: say so rather than print nothing.
   const unknown = [...(types ?? [])].filter((t) => !(t in SCHEMA_VERSIONS));
   if (unknown.length > 0) throw new UsageError(`log: unknown event type '${unknown[0]}' (known: ${Object.keys(SCHEMA_VERSIONS).sort().join(', ')})`);
+  const limit = typeof ctx.flags.limit === 'number' ? ctx.flags.limit : null;
+  const tail = typeof ctx.flags.tail === 'number' ? ctx.flags.tail : null;
+  if (limit !== null && tail !== null) throw new UsageError('log: give --limit N (the first N) or --tail N (the last N), not both');
+  if ((limit !== null || tail !== null) && ctx.flags.follow === true) throw new UsageError('log: --follow prints every event as it comes; --limit and --tail do not go with it');
   // Opened for reading: `log` changes nothing, and works on a full disk (issue 45).
   const log = await openBuildLog(pathsOf(ctx), { reading: true });
   const from = typeof ctx.flags.from === 'number' ? Math.max(1, ctx.flags.from) : 1;
   if (ctx.flags.follow === true) return follow(ctx, log, from, types);
+  const read = await readMatching(log, from, types);
+  return { events: limit !== null ? firstOf(read, limit) : tail !== null ? lastOf(read, tail) : read };
+}
+
+/** The first `n` events. */
+function* firstOf(events: Iterable<StoredEvent>, n: number): Generator<StoredEvent> {
+  if (n === 0) return;
+  let i = 0;
+  for (const e of events) {
+    yield e;
+    if (++i >= n) return;
+  }
+}
+
+/** The last `n` events (read through, keeping `n`). */
+function lastOf(events: Iterable<StoredEvent>, n: number): StoredEvent[] {
+  const kept: StoredEvent[] = [];
+  for (const e of events) {
+    kept.push(e);
+    if (kept.length > n) kept.shift();
+  }
+  return kept;
+}
+
+/** The events from `from` of the `types` (all: null), lazily on the embedded log. */
+async function readMatching(log: Awaited<ReturnType<typeof openBuildLog>>, from: number, types: Set<string> | null): Promise<Iterable<StoredEvent>> {
   if (!(log instanceof SqliteLogReader)) {
     // Renderers are synchronous: a remote log is read through the port, page by page, up front.
     const events: StoredEvent[] = [];
@@ -37,7 +67,7 @@ export async function run(ctx: CommandContext): Promise<LogOutput> {
     } finally {
       await log.close();
     }
-    return { events };
+    return events;
   }
   // The embedded log streams lazily while printing, so a long log never sits in memory.
   const sqlite = log;
@@ -48,7 +78,7 @@ export async function run(ctx: CommandContext): Promise<LogOutput> {
       void sqlite.close();
     }
   }
-  return { events: events() };
+  return events();
 }
 
 /**
