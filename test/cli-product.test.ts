@@ -27,8 +27,10 @@ describe('longbuild demo (issue 6)', () => {
   }, 240_000);
 
   it('prints no animation and no colour without a terminal, and the summary names the commands to explore', () => {
-    const r = runCli(['demo', join(tempDir(), 'd')], { cwd: ROOT, env: { NO_COLOR: '1' } });
+    // Started through npx (npm exec): the commands it names are npx's, which work where it was started.
+    const r = runCli(['demo', join(tempDir(), 'd')], { cwd: ROOT, env: { NO_COLOR: '1', npm_command: 'exec' } });
     expect(r.code).toBe(0);
+    expect(r.stdout).toContain('npx longbuild status');
     expect(r.stdout + r.stderr).not.toMatch(ANSI);
     expect(r.stderr).not.toContain('\r');
     // `longbuild` when it is on PATH, else the exact node command that ran the demo.

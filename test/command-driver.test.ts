@@ -113,7 +113,7 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
     expect(cliJson(['step'], { cwd: repo })).toMatchObject({ outcome: 'dispatched', detail: 'hello-module attempt 1: revising (worker exited 3; `longbuild evidence hello-module.1`)' });
     const r = runCli(['run'], { cwd: repo });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("hello-module is blocked after 3 attempts (last: worker exited 3; see `longbuild evidence hello-module.3`)");
+    expect(r.stderr).toContain("hello-module is blocked after 3 attempts (last: worker exited 3; see `longbuild evidence hello-module.3`, then `longbuild retry hello-module` or `longbuild cancel hello-module`)");
     expect(runCli(['evidence', 'hello-module.3'], { cwd: repo }).stdout).toContain('cannot do it');
 
     // The operator fixes the cause and gives the node one more attempt: the build goes on.
@@ -147,7 +147,7 @@ describe('verification that fits real projects (issue 14)', () => {
     const repo = initFrom(cfgDir);
     const r = runCli(['run'], { cwd: repo });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('hello-module is blocked after 1 attempt (last: verification failed: ["node","-e","setTimeout(() => {}, 60000)"] timed out after 1000 ms; see `longbuild evidence job-1`)');
+    expect(r.stderr).toContain('hello-module is blocked after 1 attempt (last: verification failed: ["node","-e","setTimeout(() => {}, 60000)"] timed out after 1000 ms; see `longbuild evidence job-1`, then `longbuild retry hello-module` or `longbuild cancel hello-module`)');
     const job = cliJson(['evidence', 'job-1'], { cwd: repo });
     expect([job.outcome, job.reason]).toEqual(['failed', '["node","-e","setTimeout(() => {}, 60000)"] timed out after 1000 ms']);
   });

@@ -364,7 +364,7 @@ function stuckNode(state: BuildState, id: string): string {
   const n = state.nodes[id]!;
   if (n.state !== 'blocked' || !n.lastFailure) return `${id} is ${n.state}`;
   const f = n.lastFailure;
-  return `${id} is blocked after ${n.attempts} attempt${n.attempts === 1 ? '' : 's'} (last: ${f.reason}; see \`longbuild evidence ${f.attemptId ?? f.jobId}\`)`;
+  return `${id} is blocked after ${n.attempts} attempt${n.attempts === 1 ? '' : 's'} (last: ${f.reason}; see \`longbuild evidence ${f.attemptId ?? f.jobId}\`, then \`longbuild retry ${id}\` or \`longbuild cancel ${id}\`)`;
 }
 
 /** Job ids in the order they were started (job-2 before job-10). */

@@ -109,6 +109,8 @@ export function render(d: DemoOutput): string {
 
 /** `longbuild` when it is on PATH (npm link, a global install), else the node command that ran us. */
 function cliName(): string {
+  // Through npx (npm exec) the bin is on PATH only for npx's own child: what the user types is npx's.
+  if (process.env.npm_command === 'exec') return 'npx longbuild';
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
     if (dir && existsSync(join(dir, 'longbuild'))) return 'longbuild';
   }
