@@ -36,6 +36,16 @@ function maxOpen(log: { type: string }[]): number {
 const treeOf = (repo: string) => git(repo, 'rev-parse', 'refs/heads/longbuild/integration^{tree}');
 
 describe('several workers in flight through the CLI (issue 16)', () => {
+  it('run --max-steps N takes exactly N steps with several in flight (the steps in flight count), and runs on from there', () => {
+    const repo = tempDir();
+    cliJson(['init', '--blueprint', blueprint(repo, 3)], { cwd: repo });
+    for (const n of [5, 4]) {
+      const r = cliJson(['run', '--max-steps', String(n)], { cwd: repo });
+      expect(r.steps).toBe(n);
+    }
+    expect(cliJson(['run'], { cwd: repo }).outcome).toBe('horizon_complete');
+  });
+
   it('concurrency 3: up to 3 attempts are open at once, never more, and the build ends with every module on the integration ref', () => {
     const repo = tempDir();
     cliJson(['init', '--blueprint', blueprint(tempDir(), 3)], { cwd: repo });

@@ -99,7 +99,8 @@ export interface BuildSession {
    * Run to the end (or until `stop`), with up to `concurrency` worker calls in flight (issue 16),
    * reporting each step as it ends; under the same log checks, and signed at the end.
    */
-  runAll(onStep: (r: StepResult) => void, stop?: () => boolean): Promise<StepResult | null>;
+  /** `stop(inFlight)`: whether to decide nothing more, given the steps started and not ended yet. */
+  runAll(onStep: (r: StepResult) => void, stop?: (inFlight: number) => boolean): Promise<StepResult | null>;
   /** Record an operator's decision (`retry`), under the same log checks as a step. */
   operate(decide: (state: BuildState) => OperatorVerdict, causationId: string): Promise<StepResult>;
   /**

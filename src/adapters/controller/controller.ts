@@ -168,7 +168,7 @@ export class Controller {
    * reported as it ends; the first failure stops new work, the calls in flight are awaited, and it
    * is thrown.
    */
-  async runAll(onStep: (r: StepResult) => void, stop: () => boolean = () => false): Promise<StepResult | null> {
+  async runAll(onStep: (r: StepResult) => void, stop: (inFlight: number) => boolean = () => false): Promise<StepResult | null> {
     await this.cursor.catchUp();
     const fibers = new Map<string, Promise<void>>();
     let failure: { err: unknown } | null = null;
@@ -180,7 +180,8 @@ export class Controller {
       }));
     };
     let last: StepResult | null = null;
-    while (failure === null && !stop()) {
+    // `stop` is told the steps in flight: each ends as a step, so a limit counts them before deciding more.
+    while (failure === null && !stop(fibers.size)) {
       let r: StepResult | 'wait' | 'forked';
       try {
         r = await this.follow(() => decideStep(this.current, this.context()), fork);

@@ -65,7 +65,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
           progress.begin(s.controller.current);
           notify?.poke(s.controller.current);
           otel?.poke();
-        }, () => steps >= limit);
+        }, (inFlight) => steps + inFlight >= limit); // --max-steps N: N steps, the ones in flight counted
       } finally {
         progress.finish();
       }
