@@ -153,8 +153,7 @@ export async function serveMcp(o: McpOptions): Promise<void> {
     return { contents: [{ uri: uri.href, mimeType: 'application/json', text: r.stdout.trim() }] };
   });
   server.registerResource('log', 'longbuild://log', { description: `The last ${LOG_TAIL} events of the log (NDJSON, log --json)`, mimeType: 'application/x-ndjson' }, async (uri) => {
-    const head = await headPosition();
-    const r = await cli(['log', '--from', String(Math.max(1, head - LOG_TAIL + 1))]);
+    const r = await cli(['log', '--tail', String(LOG_TAIL)]);
     return { contents: [{ uri: uri.href, mimeType: 'application/x-ndjson', text: r.stdout }] };
   });
   const subscribed = new Set<string>();

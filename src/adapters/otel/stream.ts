@@ -10,6 +10,21 @@ import type { StoredEvent } from '../../events/envelope.js';
 import type { EventLog } from '../../events/log.js';
 import { traceOfLog, type OtlpSpan } from '../../commands/otel.js';
 
+/** What one OTLP/HTTP POST came to. */
+export type Posted = { readonly kind: 'sent' } | { readonly kind: 'refused'; readonly status: number; readonly text: string } | { readonly kind: 'unreachable'; readonly why: string };
+
+/** POST OTLP/JSON traces to a collector, within `timeoutMs`; never throws. */
+export async function postTraces(url: URL, body: string, timeoutMs: number): Promise<Posted> {
+  let res: Response;
+  try {
+    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    return { kind: 'unreachable', why: (err as Error).name === 'TimeoutError' ? `no answer within ${Math.round(timeoutMs / 1000)} s` : ((err as Error & { cause?: Error }).cause?.message ?? (err as Error).message) };
+  }
+  const text = await res.text().catch(() => '');
+  return res.ok ? { kind: 'sent' } : { kind: 'refused', status: res.status, text: text.trim() };
+}
+
 export interface OtelStreamOptions {
   readonly url: URL;
   readonly log: EventLog;
@@ -78,17 +93,12 @@ export class OtelStream {
     this.lastPost = Date.now();
     const tries = this.o.tries ?? 3;
     for (let i = 0; i < tries; i++) {
-      try {
-        const res = await fetch(this.o.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(this.o.timeoutMs ?? 5000) });
-        await res.text().catch(() => '');
-        if (res.ok) {
-          for (const s of fresh) this.posted.add(key(s));
-          this.sent += fresh.length;
-          return;
-        }
-      } catch {
-        // refused, down or too slow: tried again after a pause
+      if ((await postTraces(this.o.url, body, this.o.timeoutMs ?? 5000)).kind === 'sent') {
+        for (const s of fresh) this.posted.add(key(s));
+        this.sent += fresh.length;
+        return;
       }
+      // refused, down or too slow: tried again after a pause
       if (i < tries - 1) await new Promise((r) => setTimeout(r, 200 * 2 ** i).unref());
     }
     for (const s of fresh) this.posted.add(key(s)); // skipped: not tried again (otel export sends the whole trace)

@@ -47,14 +47,14 @@ function* firstOf(events: Iterable<StoredEvent>, n: number): Generator<StoredEve
   }
 }
 
-/** The last `n` events (read through, keeping `n`). */
+/** The last `n` events (read through, keeping at most 2n at a time). */
 function lastOf(events: Iterable<StoredEvent>, n: number): StoredEvent[] {
-  const kept: StoredEvent[] = [];
+  let kept: StoredEvent[] = [];
   for (const e of events) {
     kept.push(e);
-    if (kept.length > n) kept.shift();
+    if (kept.length >= 2 * n + 1) kept = kept.slice(-n);
   }
-  return kept;
+  return n === 0 ? [] : kept.slice(-n);
 }
 
 /** The events from `from` of the `types` (all: null), lazily on the embedded log. */

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { EffectError, UsageError } from '../../../events/errors.js';
 import { traceOfLog, type OtlpTraces } from '../../../commands/otel.js';
+import { postTraces } from '../../otel/stream.js';
 import { readEventsFrom } from '../../log/paging.js';
 import { packageVersion } from '../../package-files.js';
 import { openBuildLog, pathsOf } from '../open-build.js';
@@ -62,15 +63,9 @@ export function tracesUrl(text: string, what: string): URL {
 
 /** POST the traces (OTLP/HTTP, JSON encoding); a refusal or a timeout is one line naming the collector. */
 async function post(url: URL, body: string, timeoutMs: number): Promise<void> {
-  let res: Response;
-  try {
-    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(timeoutMs) });
-  } catch (err) {
-    const why = (err as Error).name === 'TimeoutError' ? `no answer within ${Math.round(timeoutMs / 1000)} s` : ((err as Error & { cause?: Error }).cause?.message ?? (err as Error).message);
-    throw new EffectError(`otel export: the collector at ${url.href} could not be reached (${why}); is it running?`);
-  }
-  const text = await res.text().catch(() => '');
-  if (!res.ok) throw new EffectError(`otel export: the collector at ${url.href} refused the traces (HTTP ${res.status}${text.trim() !== '' ? `: ${text.trim().slice(0, 200)}` : ''})`);
+  const r = await postTraces(url, body, timeoutMs);
+  if (r.kind === 'unreachable') throw new EffectError(`otel export: the collector at ${url.href} could not be reached (${r.why}); is it running?`);
+  if (r.kind === 'refused') throw new EffectError(`otel export: the collector at ${url.href} refused the traces (HTTP ${r.status}${r.text !== '' ? `: ${r.text.slice(0, 200)}` : ''})`);
 }
 
 export function render(d: OtelOutput): string {
