@@ -19,6 +19,11 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     help: 'longbuild config-schema\n  The JSON Schema generated from the same zod schema `init --request` validates the config with.\n  Point "$schema" in your config at a saved copy for completion and checking in editors.\nexample: longbuild config-schema > longbuild.config.schema.json',
     load: () => import('./commands/config-schema.js'),
   },
+  schema: {
+    summary: 'print the JSON Schema of what agents speak (proposal, packet, planner-input) or of the config',
+    help: 'longbuild schema proposal|packet|planner-input|config\n  JSON Schema (draft 2020-12) generated from the zod schemas the host uses:\n  proposal       what a planner prints (validated by the host before anything is recorded)\n  packet         what a worker gets on stdin (an agent preset: in its prompt)\n  planner-input  what a planner gets on stdin\n  config         longbuild.config.json (same as config-schema)\n  Copies live in schemas/ of the package.\nexample: longbuild schema packet > work-packet.schema.json',
+    load: () => import('./commands/schema.js'),
+  },
   demo: {
     summary: 'the built-in example build (a small JS library, 4 milestones, 16 nodes), end to end',
     help: 'longbuild demo [DIR]\n  Builds "textkit" in DIR (default: a new temporary directory): horizon sealed, nodes\n  implemented and integrated with real node:test verification, one failed attempt revised,\n  checkpoints, compaction, one renewal, horizon_complete. Deterministic: same tree every time.\nexample: longbuild demo ./textkit && cd textkit && longbuild status',

@@ -1,11 +1,8 @@
 import { configJsonSchema } from '../../config/config.js';
 import type { CommandContext } from '../types.js';
+export { render } from './schema.js';
 
-/** The JSON Schema of longbuild.config.json, generated from the zod schema the host validates with. */
+/** The JSON Schema of longbuild.config.json (the same as `schema config`). */
 export async function run(_ctx: CommandContext): Promise<unknown> {
   return configJsonSchema();
-}
-
-export function render(d: unknown): string {
-  return `${JSON.stringify(d, null, 2)}\n`;
 }
