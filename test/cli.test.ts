@@ -177,7 +177,7 @@ describe('CLI: usage and exit codes', () => {
     const ms = performance.now() - started;
     expect(r.status).toBe(0);
     expect(r.stdout.trim()).toBe((JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version);
-    expect(ms).toBeLessThan(2000); // generous for a loaded CI box; the figure itself is in the README
+    expect(ms).toBeLessThan(2000); // generous for a loaded CI box; the figure itself is in docs/guide/09-benchmarks.md
     const bad = spawnSync(process.execPath, [bin, 'nope'], { encoding: 'utf8' });
     expect(bad.status).toBe(2);
   });

@@ -24,7 +24,7 @@ afterAll(() => {
 const realUrl = process.env.LONGBUILD_EVENTSTORE_URL || undefined;
 if (!realUrl) {
   console.warn('[eventstore-log.test.ts] SKIPPED the EventLog contract against a real EventStoreDB: LONGBUILD_EVENTSTORE_URL is not set '
-    + '(no EventStoreDB server can run on this machine; see README "Log backends"). The adapter runs below against a gRPC test DOUBLE only.');
+    + '(no EventStoreDB server can run on this machine; see docs/guide/05-log-backends.md). The adapter runs below against a gRPC test DOUBLE only.');
 }
 
 const freshStream = () => `test-${randomBytes(6).toString('hex')}`;
