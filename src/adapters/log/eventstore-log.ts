@@ -35,6 +35,11 @@ import { prepareVerbatim, rawRowToEvent, type VerbatimImportable } from './verba
  * an append to another stream is retried at the new head.
  */
 
+/** Loads the client package now (the CLI's bundle loads it on first use): throws MODULE_NOT_FOUND when it is not installed. */
+export function loadEventStoreClient(): string {
+  return typeof START;
+}
+
 export interface EventStoreLogOptions {
   /** EventStoreDB connection string, e.g. esdb://localhost:2113?tls=false */
   readonly url?: string;

@@ -1,5 +1,5 @@
 import type { EventCatalogue } from '../../events/catalogue.js';
-import { ValidationError } from '../../events/errors.js';
+import { NotFoundError, ValidationError } from '../../events/errors.js';
 import { SqliteLogReader } from './sqlite-log-reader.js';
 import type { TransferableEventLog } from './verbatim.js';
 import type { AppendFence } from './postgres-log.js';
@@ -57,11 +57,27 @@ export async function openEventLog(spec: string, opts: OpenLogOptions = {}): Pro
     case 'eventstore': {
       const { url, param } = splitParam(rest, /^esdb(\+discover)?:\/\//, 'stream', spec);
       const stream = param ?? opts.eventstoreStream;
-      const { EventStoreEventLog } = await import('./eventstore-log.js');
+      const EventStoreEventLog = await eventStoreAdapter();
       return new EventStoreEventLog({ url, ...(stream ? { stream } : {}), ...catalogue });
     }
     default:
       throw new ValidationError(`unknown log backend ${JSON.stringify(spec)}: ${LOG_SPEC_HELP}`);
+  }
+}
+
+/**
+ * The EventStoreDB client (~11 MB with gRPC and protobufjs) is an optional peer dependency that
+ * few builds need: loaded on first use, and named with the command that installs it when missing.
+ */
+async function eventStoreAdapter(): Promise<typeof import('./eventstore-log.js').EventStoreEventLog> {
+  try {
+    const { EventStoreEventLog, loadEventStoreClient } = await import('./eventstore-log.js');
+    loadEventStoreClient();
+    return EventStoreEventLog;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if ((code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') || !String((e as Error).message).includes('@eventstore/db-client')) throw e;
+    throw new NotFoundError('an eventstore: log needs the EventStoreDB client, which is not installed: run `npm i @eventstore/db-client` where longbuild is installed');
   }
 }
 
