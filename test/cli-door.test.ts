@@ -62,3 +62,46 @@ describe('the door (issue 49)', () => {
     expect(runCli(['log', '--follow', '--tail', '1'], { cwd: repo }).code).toBe(2);
   });
 });
+
+describe('shell completion and opening a browser (issue 49)', () => {
+  /** What bash offers for the words typed so far (the real bash, the generated script sourced). */
+  const complete = (script: string, ...words: string[]) => execFileSync('bash', ['-c', `${script}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _longbuild; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+
+  it('longbuild completion bash completes commands, each command\'s own flags and its actions, in a real bash', () => {
+    const r = runCli(['completion', 'bash'], { cwd: root });
+    expect(r.code).toBe(0);
+    expect(complete(r.stdout, 'longbuild', 'sta')).toEqual(['status']);
+    expect(complete(r.stdout, 'longbuild', 'run', '--max')).toEqual(['--max-steps']);
+    expect(complete(r.stdout, 'longbuild', '--repo', 'x', 'run', '--pro')).toEqual(['--progress']);
+    expect(complete(r.stdout, 'longbuild', 'cache', 'g')).toEqual(['gc']);
+    expect(complete(r.stdout, 'longbuild', 'schema', 'p').sort()).toEqual(['packet', 'planner-input', 'proposal']);
+    expect(complete(r.stdout, 'longbuild', 'status', '--max')).toEqual([]); // run's flag is not status's
+    const zsh = runCli(['completion', 'zsh'], { cwd: root });
+    expect(zsh.stdout.startsWith('autoload -U +X bashcompinit && bashcompinit\n')).toBe(true);
+    const bad = runCli(['completion', 'fish'], { cwd: root });
+    expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, "longbuild: completion: unknown shell 'fish' (expected: bash, zsh)"]);
+  });
+
+  it('ui --open runs the platform\'s opener: $BROWSER when set (a real child process receives the URL), open, start or xdg-open otherwise', async () => {
+    const { browserCommand } = await import('../src/adapters/cli/commands/ui.js');
+    const url = 'http://127.0.0.1:4177/?at=3&node=a';
+    expect(browserCommand('linux', url, {})).toEqual(['xdg-open', url]);
+    expect(browserCommand('darwin', url, {})).toEqual(['open', url]);
+    expect(browserCommand('win32', url, {})).toEqual(['cmd', '/c', 'start', '""', 'http://127.0.0.1:4177/?at=3^&node=a']);
+    expect(browserCommand('darwin', url, { BROWSER: 'firefox:chromium' })).toEqual(['firefox', url]);
+    const seen = join(tempDir('longbuild-browser-'), 'seen');
+    const opener = join(tempDir('longbuild-browser-'), 'opener.sh');
+    (await import('node:fs')).writeFileSync(opener, `#!/bin/sh\necho "$1" > '${seen}'\n`, { mode: 0o755 });
+    const { spawn } = await import('node:child_process');
+    const { BIN } = await import('./support/cli.js');
+    const ui = spawn(process.execPath, [BIN, 'ui', '--port', '0', '--json', '--open'], { cwd: repo, env: { ...process.env, BROWSER: opener }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = await new Promise<string>((resolve) => {
+      let out = '';
+      ui.stdout!.on('data', (b: Buffer) => { out += b; if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0]!).url); });
+    });
+    const fs = await import('node:fs');
+    for (let i = 0; i < 400 && !fs.existsSync(seen); i++) await new Promise((r) => setTimeout(r, 50));
+    ui.kill('SIGINT');
+    expect(fs.readFileSync(seen, 'utf8').trim()).toBe(started);
+  }, 60_000);
+});

@@ -122,7 +122,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
 }
 
 /** Commands that make a build where they are asked (never one found above). */
-const CREATES_BUILD: ReadonlySet<string> = new Set(['init', 'demo', 'config-schema', 'schema', 'fuzz']);
+const CREATES_BUILD: ReadonlySet<string> = new Set(['init', 'demo', 'config-schema', 'schema', 'completion', 'fuzz']);
 
 /** The nearest directory from `cwd` up that holds a build (`.longbuild`), not past the repository's top (`.git`); null when none. */
 export function buildAbove(cwd: string): string | null {

@@ -24,6 +24,11 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     help: 'longbuild schema proposal|packet|planner-input|config\n  JSON Schema (draft 2020-12) generated from the zod schemas the host uses:\n  proposal       what a planner prints (validated by the host before anything is recorded)\n  packet         what a worker gets on stdin (an agent preset: in its prompt)\n  planner-input  what a planner gets on stdin\n  config         longbuild.config.json (same as config-schema)\n  Copies live in schemas/ of the package.\nexample: longbuild schema packet > work-packet.schema.json',
     load: () => import('./commands/schema.js'),
   },
+  completion: {
+    summary: 'print a shell completion script (bash or zsh) for commands, flags and actions',
+    help: 'longbuild completion bash|zsh\n  Completes command names, each command\'s flags and its actions (cache stats|verify|gc, schema ...),\n  and file names after --dir, --repo, --config, --request and the like.\nexamples: longbuild completion bash > ~/.local/share/bash-completion/completions/longbuild\n          echo \'source <(longbuild completion zsh)\' >> ~/.zshrc',
+    load: () => import('./commands/completion.js'),
+  },
   demo: {
     summary: 'the built-in example build (a small JS library, 4 milestones, 16 nodes), end to end',
     help: 'longbuild demo [DIR]\n  Builds "textkit" in DIR (default: a new temporary directory): horizon sealed, nodes\n  implemented and integrated with real node:test verification, one failed attempt revised,\n  checkpoints, compaction, one renewal, horizon_complete. Deterministic: same tree every time.\nexample: longbuild demo ./textkit && cd textkit && longbuild status',
@@ -101,7 +106,7 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   },
   ui: {
     summary: 'a local, read-only web viewer of the build: timeline, graph, horizon, events, diffs',
-    help: 'longbuild ui [--port N] [--host HOST] [--open]\n  Serves a viewer of the build in this directory at http://127.0.0.1:4177/ (--port 0: any free\n  port) until Ctrl-C: a timeline over log positions (arrow keys step event by event), the work\n  graph at the selected point, its horizon, the event list with each event\'s canonical JSON, hash\n  and evidence, a diff between two points, the chain check, and new events as a run appends them.\n  The point, comparison and node are in the URL. Read-only; answers 127.0.0.1/localhost only\n  unless --host is given. --open starts a browser (xdg-open). --json prints {"url"} first.\nexample: longbuild ui --open',
+    help: 'longbuild ui [--port N] [--host HOST] [--open]\n  Serves a viewer of the build in this directory at http://127.0.0.1:4177/ (--port 0: any free\n  port) until Ctrl-C: a timeline over log positions (arrow keys step event by event), the work\n  graph at the selected point, its horizon, the event list with each event\'s canonical JSON, hash\n  and evidence, a diff between two points, the chain check, and new events as a run appends them.\n  The point, comparison and node are in the URL. Read-only; answers 127.0.0.1/localhost only\n  unless --host is given. --open starts a browser ($BROWSER, else open on macOS, start on Windows, xdg-open elsewhere). --json prints {"url"} first.\nexample: longbuild ui --open',
     load: () => import('./commands/ui.js'),
   },
   diff: {

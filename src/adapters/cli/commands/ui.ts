@@ -55,7 +55,8 @@ export async function run(ctx: CommandContext): Promise<UiOutput> {
     ctx.stderr(`longbuild: ui: serving on ${host}: anyone who can reach it can read this build's log and evidence (no login)\n`);
   }
   if (ctx.flags.open === true) {
-    execFile('xdg-open', [started.url], { timeout: 10_000 }, (err) => {
+    const [program, ...args] = browserCommand(process.platform, started.url, ctx.env);
+    execFile(program!, args, { timeout: 10_000 }, (err) => {
       if (err) ctx.stderr(`longbuild: ui: could not open a browser (${err.message.split('\n')[0]}); open ${started.url}\n`);
     });
   }
@@ -89,4 +90,17 @@ function verifyInChild(ctx: CommandContext): Promise<{ ok: boolean; events: numb
       }
     });
   });
+}
+
+/**
+ * How this platform opens a URL in the user's browser: `$BROWSER` when set (a program, as
+ * Python's webbrowser and xdg-utils read it), else `open` on macOS, `start` on Windows and
+ * `xdg-open` elsewhere (WSL included, where wslu makes it reach Windows' browser).
+ */
+export function browserCommand(platform: NodeJS.Platform, url: string, env: Readonly<Record<string, string | undefined>>): string[] {
+  const chosen = env.BROWSER?.split(':').find((b) => b.trim() !== '');
+  if (chosen !== undefined) return [chosen.trim(), url];
+  if (platform === 'darwin') return ['open', url];
+  if (platform === 'win32') return ['cmd', '/c', 'start', '""', url.replaceAll('&', '^&')];
+  return ['xdg-open', url];
 }
