@@ -19,7 +19,7 @@ import { buildVerifierKey, generateSigningKey } from '../dist/adapters/transpare
 import { parseVerifierKey } from '../dist/events/signed-note.js';
 import { syntheticBuild } from './lib/synthetic-build.mjs';
 import { ProjectionStore } from '../dist/projections/engine.js';
-import { allProjections } from '../dist/projections/registry.js';
+import { allProjections } from '../dist/projections/all-projections.js';
 import { buildProjection } from '../dist/projections/build-projection.js';
 import { positionOfRevision } from '../dist/projections/build-state.js';
 import { graphSha256 } from '../dist/projections/graph.js';

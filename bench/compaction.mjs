@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteEventLog } from '../dist/adapters/log/sqlite-log.js';
 import { ProjectionStore } from '../dist/projections/engine.js';
-import { allProjections } from '../dist/projections/registry.js';
+import { allProjections } from '../dist/projections/all-projections.js';
 import { buildProjection } from '../dist/projections/build-projection.js';
 import { SqliteSnapshotStore } from '../dist/projections/snapshot-store.js';
 import { stateAt } from '../dist/projections/time-travel.js';

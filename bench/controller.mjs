@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteEventLog } from '../dist/adapters/log/sqlite-log.js';
 import { ProjectionStore } from '../dist/projections/engine.js';
-import { allProjections } from '../dist/projections/registry.js';
+import { allProjections } from '../dist/projections/all-projections.js';
 import { Controller } from '../dist/adapters/controller/controller.js';
 import { logicalClock } from '../dist/adapters/clock.js';
 import { noFaults } from '../dist/adapters/faults.js';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { initFromBlueprint } from '../dist/adapters/build-init.js';
 import { blueprintDriver } from '../dist/adapters/driver-file.js';
 import { openBuild } from '../dist/adapters/session.js';
-import { forkBuild } from '../dist/adapters/fork/fork.js';
+import { forkBuild } from '../dist/adapters/fork/fork-build.js';
 import { demoBlueprint } from '../dist/adapters/demo/demo-blueprint.js';
 import { ScriptedPlanner } from '../dist/adapters/blueprint/scripted-planner.js';
 import { ScriptedWorker } from '../dist/adapters/blueprint/scripted-worker.js';

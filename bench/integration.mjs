@@ -115,7 +115,7 @@ for (let i = 0; i < 20; i++) {
 hits.sort((a, b) => a - b);
 const median = hits[Math.floor(hits.length / 2)];
 // The cache's own share of a hit: the lookup (read key, read entry, hash re-check, decode).
-const { trustedEnvSha256 } = await import('../dist/commands/verification-cache.js');
+const { trustedEnvSha256 } = await import('../dist/commands/cache-key.js');
 const identity = { tree: applied.tree, argv: VERIFY[0], envSha256: trustedEnvSha256(ENV) };
 const lookups = [];
 for (let i = 0; i < 200; i++) {

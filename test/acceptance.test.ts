@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../src/events/catalogue.js';
-import type { EffectRequest, EffectResults, StepContext, StepResult } from '../src/commands/step.js';
+import type { EffectRequest, EffectResults, StepContext, StepResult } from '../src/commands/decide-step.js';
 import { interpretStep } from './support/pure-step.js';
 import { nextAction } from '../src/commands/next-action.js';
 import { decideAcceptanceRun } from '../src/commands/operator.js';

@@ -10,7 +10,7 @@ import { nextAction } from '../src/commands/next-action.js';
 import type { BuildState } from '../src/projections/build-state.js';
 import { rankReadyWave, readyListBytes } from '../src/projections/graph.js';
 import { ProjectionStore } from '../src/projections/engine.js';
-import { allProjections } from '../src/projections/registry.js';
+import { allProjections } from '../src/projections/all-projections.js';
 import { dagArb, dagToProposal, type NodeFate } from './support/arbitraries.js';
 import {
   acceptNode, attemptFinished, attemptStarted, buildInitialized, given, horizonSealed, integrationStarted, milestone, node, type BuildSpec,

@@ -21,7 +21,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Planner, Worker } from '../src/commands/ports.js';
 import type { StoredEvent } from '../src/events/envelope.js';
-import { forkBuild } from '../src/adapters/fork/fork.js';
+import { forkBuild } from '../src/adapters/fork/fork-build.js';
 import { initFromBlueprint } from '../src/adapters/build-init.js';
 import { blueprintDriver } from '../src/adapters/driver-file.js';
 import { openBuild } from '../src/adapters/session.js';

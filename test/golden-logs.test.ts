@@ -15,7 +15,7 @@ import { domainCatalogue } from '../src/events/catalogue.js';
 import type { StoredEvent } from '../src/events/envelope.js';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
 import { ProjectionStore } from '../src/projections/engine.js';
-import { allProjections } from '../src/projections/registry.js';
+import { allProjections } from '../src/projections/all-projections.js';
 import { ROOT } from './support/cli.js';
 import { readLog } from './support/log-oracle.js';
 import { evolveBuild, initialBuildState } from '../src/projections/build-state.js';

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isSafeEffectId } from '../src/adapters/git/worktrees.js';
 import { validateProposal } from '../src/commands/horizon.js';
-import { attemptIdOf } from '../src/commands/ids.js';
+import { attemptIdOf } from '../src/commands/call-ids.js';
 import { isSafeId, SafeIdSchema } from '../src/events/ids.js';
 import { initialBuildState } from '../src/projections/build-state.js';
 import { safeIdArb, unsafeIdArb } from './support/arbitraries.js';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { deriveCheckpoint } from '../src/commands/checkpoint.js';
 import { plannerInputOf } from '../src/commands/effect-inputs.js';
 import { nextAction } from '../src/commands/next-action.js';
-import { attemptIdOf, jobIdOf, plannerCallId } from '../src/commands/ids.js';
+import { attemptIdOf, jobIdOf, plannerCallId } from '../src/commands/call-ids.js';
 import { inFlightNodes, rankReadyWave } from '../src/projections/graph.js';
 import { progressCaseArb } from './support/arbitraries.js';
 import {

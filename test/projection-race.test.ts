@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StoredEvent } from '../src/events/envelope.js';
 import { ProjectionStore } from '../src/projections/engine.js';
-import { allProjections } from '../src/projections/registry.js';
+import { allProjections } from '../src/projections/all-projections.js';
 import { ROOT, tempDir } from './support/cli.js';
 
 const load = (name: string): StoredEvent[] =>

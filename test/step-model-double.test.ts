@@ -23,7 +23,7 @@ import type { JsonValue } from '../src/events/canonical.js';
 import type { StoredEvent } from '../src/events/envelope.js';
 import { buildView, evolveBuild, initialBuildState, type BuildState } from '../src/projections/build-state.js';
 import { nextAction } from '../src/commands/next-action.js';
-import { statusOf } from '../src/adapters/cli/commands/status.js';
+import { statusOf } from '../src/adapters/app/build-status.js';
 import { viewOf } from '../src/projections/view.js';
 import { rankReadyWave } from '../src/projections/graph.js';
 import { dagArb, type RandomDag } from './support/arbitraries.js';

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../src/events/catalogue.js';
-import type { EffectRequest, EffectResults, StepContext } from '../src/commands/step.js';
+import type { EffectRequest, EffectResults, StepContext } from '../src/commands/decide-step.js';
 import { interpretStep, type StepRun } from './support/pure-step.js';
 import { attemptFinished, attemptStarted, BASE_HEAD, buildInitialized, given, gitShaOf, horizonSealed, integrationStarted, milestone, node, sha256Of, type BuildSpec } from './support/given.js';
 

@@ -5,7 +5,7 @@ import { integrateCandidates } from '../src/adapters/git/git.js';
 import { attemptCommit, directRunner, newRepo } from './support/git-fixture.js';
 import { verifyWithCache } from '../src/adapters/cache/cached-verification.js';
 import { VerificationCache } from '../src/adapters/cache/verification-cache.js';
-import { CACHE_POLICY_VERSION, entryBytes, trustedEnvSha256 } from '../src/commands/verification-cache.js';
+import { CACHE_POLICY_VERSION, entryBytes, trustedEnvSha256 } from '../src/commands/cache-key.js';
 import { gitBinding } from '../src/adapters/controller/git-binding.js';
 import { sha256Hex } from '../src/events/hash.js';
 import { ReceiptSchema } from '../src/events/catalogue.js';

@@ -11,7 +11,7 @@ import { canonicalJson } from '../../dist/events/canonical.js';
 import { sha256Hex } from '../../dist/events/hash.js';
 import { parseVerifierKey } from '../../dist/events/signed-note.js';
 import { ProjectionStore } from '../../dist/projections/engine.js';
-import { allProjections } from '../../dist/projections/registry.js';
+import { allProjections } from '../../dist/projections/all-projections.js';
 import { initialBuildState, evolveBuild } from '../../dist/projections/build-state.js';
 import { graphRecords } from '../../dist/projections/graph-record.js';
 

@@ -5,7 +5,7 @@ import type { EventCatalogue } from '../events/catalogue.js';
 import { openEventLog, type OpenLogOptions } from './log/open-log.js';
 import type { TransferableEventLog } from './log/verbatim.js';
 import { ProjectionStore, type ProjectionStoreOptions } from '../projections/engine.js';
-import { allProjections } from '../projections/registry.js';
+import { allProjections } from '../projections/all-projections.js';
 
 /** Where a build keeps its files. Everything under `dir` is owned by longbuild. */
 export interface BuildPaths {

@@ -7,8 +7,8 @@
 import { FileCallMarks } from './controller/call-marks.js';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve as resolvePath } from 'node:path';
-import { buildIdOf } from '../commands/ids.js';
-import { buildInitialized } from '../commands/init.js';
+import { buildIdOf } from '../commands/call-ids.js';
+import { buildInitialized } from '../commands/first-events.js';
 import { canonicalJson, type JsonValue } from '../events/canonical.js';
 import type { SandboxSettings } from '../events/catalogue.js';
 import { ValidationError } from '../events/errors.js';

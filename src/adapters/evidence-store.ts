@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256Hex } from '../events/hash.js';
 import { writeAtomically } from './atomic-write.js';
-import type { EvidenceStore } from './controller/ports.js';
+import type { EvidenceStore } from './controller/effect-ports.js';
 
 /**
  * Evidence bytes (worker and verification stdout/stderr), content-addressed under

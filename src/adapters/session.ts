@@ -44,7 +44,7 @@ import { callsInDoubt, type BuildState } from '../projections/build-state.js';
 import type { OperatorVerdict } from '../commands/operator.js';
 import { parseVerifierKey } from '../events/signed-note.js';
 import { Notary, SIGNED_AFTER } from './transparency/notary.js';
-import { traceparentOf } from '../commands/otel.js';
+import { traceparentOf } from '../commands/otel-trace.js';
 import { buildKeyFrom, homePaths, loadSigningKey, secretPaths, signedHeadPath, signingKeyPath } from './transparency/keys.js';
 
 export const INTEGRATION_REF = 'refs/heads/longbuild/integration';

@@ -11,7 +11,7 @@ import type { StoredEvent } from '../events/envelope.js';
 import { attemptOf, evolveBuild, jobOf, type BuildState, type NodeRecord } from '../projections/build-state.js';
 import { graphSha256, rankReadyWave, readyListBytes } from '../projections/graph.js';
 import { summaryOfMilestone, wholeSummary, type SummaryRecord } from '../projections/summaries.js';
-import { attemptIdOf } from './ids.js';
+import { attemptIdOf } from './call-ids.js';
 import { refuse, type Refusal } from './refusal.js';
 
 export type CompactionVerdict =

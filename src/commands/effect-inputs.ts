@@ -3,10 +3,10 @@ import type { AttemptRecord, BuildState } from '../projections/build-state.js';
 import { wholeCheckpoint, type NodeFailure } from '../projections/build-records.js';
 import { graphSha256 } from '../projections/graph.js';
 import { earlierRefusals } from './next-action.js';
-import { workerCallKey } from './ids.js';
+import { workerCallKey } from './call-ids.js';
 import { acceptanceForPlanner } from './acceptance.js';
 import { reviewsForPlanner } from './gates.js';
-import type { PlannerPurpose } from './ids.js';
+import type { PlannerPurpose } from './call-ids.js';
 import { wholeSummary } from '../projections/summaries.js';
 
 /**

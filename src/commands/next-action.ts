@@ -7,8 +7,8 @@ import { activeMilestone, firstReady } from '../projections/graph.js';
 import { graphIndexOf } from '../projections/graph-index.js';
 import { batchGroup, isBatchMode } from './batch.js';
 import { pendingCompaction } from './compaction.js';
-import { acceptanceRunIdOf, attemptIdOf, jobIdOf, plannerAskId } from './ids.js';
-import type { PlannerPurpose } from './ids.js';
+import { acceptanceRunIdOf, attemptIdOf, jobIdOf, plannerAskId } from './call-ids.js';
+import type { PlannerPurpose } from './call-ids.js';
 import { checkpointGate, describeGate, headGateReason, landGate, unansweredRejection, type HeadGate } from './gates.js';
 
 /** What the controller's next event is about, decided from state alone. */

@@ -5,7 +5,7 @@
 import type { Usage } from '../events/catalogue.js';
 import type { JsonValue } from '../events/canonical.js';
 import type { Checkpoint, MilestoneRef, NodeKind, NodeState, PlannedNode } from '../events/catalogue.js';
-import type { PlannerPurpose } from './ids.js';
+import type { PlannerPurpose } from './call-ids.js';
 
 /** What a planner sees. It never receives a writable path. */
 export interface PlannerInput {

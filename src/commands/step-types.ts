@@ -6,7 +6,7 @@ import type { JsonValue } from '../events/canonical.js';
 import type { CommandEvidence, Usage, DataOf, DomainEvent, JobTests, ReportSetting, TestCounts } from '../events/catalogue.js';
 import type { PlannerInput, WorkPacket } from './ports.js';
 import type { ObservedRefs, RefRepair } from './refs.js';
-import type { PlannerPurpose } from './ids.js';
+import type { PlannerPurpose } from './call-ids.js';
 import type { SurfaceJudgement } from './test-surface.js';
 
 export type StepOutcome =

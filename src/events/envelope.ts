@@ -1,6 +1,6 @@
 import { jsonString, type JsonValue } from './canonical.js';
 import { GENESIS_HASH, canonicalSha256, sha256Hex } from './hash.js';
-import type { LogHead } from './log.js';
+import type { LogHead } from './event-log.js';
 
 /**
  * Metadata every event carries (R-2). `recordedAt` comes from an injected clock. Checked on

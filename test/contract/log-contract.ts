@@ -3,7 +3,7 @@ import type { EventCatalogue } from '../../src/events/catalogue.js';
 import { computeEventHash, type NewEvent } from '../../src/events/envelope.js';
 import { ConcurrencyError, ValidationError } from '../../src/events/errors.js';
 import { GENESIS_HASH } from '../../src/events/hash.js';
-import type { EventLog } from '../../src/events/log.js';
+import type { EventLog } from '../../src/events/event-log.js';
 import { testCatalogue } from './test-catalogue.js';
 
 export { testCatalogue };

@@ -41,8 +41,8 @@ export const MUTANTS = [
     name: 'skip-adoption',
     bug: 'a resumed controller never adopts an in-doubt outcome: the commit on an attempt branch, a promotion already made (R-18)',
     edits: [
-      { file: 'src/commands/step.ts', find: 'if (r.writable && found.found) {', replace: 'if (false && r.writable && found.found) {' },
-      { file: 'src/commands/step.ts', find: 'const at = found === null ? -1 : results.indexOf(found);', replace: 'const at = -1;' },
+      { file: 'src/commands/decide-step.ts', find: 'if (r.writable && found.found) {', replace: 'if (false && r.writable && found.found) {' },
+      { file: 'src/commands/decide-step.ts', find: 'const at = found === null ? -1 : results.indexOf(found);', replace: 'const at = -1;' },
     ],
     // The real-process counterpart: test/fuzz.test.ts runs `longbuild fuzz` on this mutant's CLI and expects it reported.
     caughtBy: ['test/step-model-double.test.ts'],
@@ -50,13 +50,13 @@ export const MUTANTS = [
   {
     name: 'stacked-job-promoted-early',
     bug: 'a speculative job is promoted (or blamed) without waiting for the jobs it is stacked on (issue 16)',
-    edits: [{ file: 'src/commands/step.ts', find: 'if (awaited !== undefined) {', replace: 'if (false) {' }],
+    edits: [{ file: 'src/commands/decide-step.ts', find: 'if (awaited !== undefined) {', replace: 'if (false) {' }],
     caughtBy: ['test/step-model-double.test.ts'],
   },
   {
     name: 'stacked-job-verified-alone',
     bug: 'a speculative job is verified on the head alone, without the candidates of the jobs below it (a blind merge, R-24)',
-    edits: [{ file: 'src/commands/step.ts', find: '...(below.length > 0 ? { layers:', replace: '...(false ? { layers:' }],
+    edits: [{ file: 'src/commands/decide-step.ts', find: '...(below.length > 0 ? { layers:', replace: '...(false ? { layers:' }],
     caughtBy: ['test/step-model-double.test.ts'],
   },
   {
@@ -68,7 +68,7 @@ export const MUTANTS = [
   {
     name: 'promoted-run-ignores-failure',
     bug: 'a run of stacked jobs promoted together takes in a job whose verification failed (R-24)',
-    edits: [{ file: 'src/commands/step.ts', find: "next.status !== 'verified' || next.verification?.passed !== true ||", replace: "next.status !== 'verified' ||" }],
+    edits: [{ file: 'src/commands/decide-step.ts', find: "next.status !== 'verified' || next.verification?.passed !== true ||", replace: "next.status !== 'verified' ||" }],
     caughtBy: ['test/step-model-double.test.ts'],
   },
   {
@@ -112,7 +112,7 @@ export const MUTANTS = [
   {
     name: 'reading-view-unchecked',
     bug: "a reading command takes the state folded from a view snapshot without checking its graph against the SHA-256 the log recorded for its revision (R-37, decision 0020): a forged view (its own SHA recomputed) is printed",
-    edits: [{ file: 'src/adapters/cli/time-travel.ts', find: '  if (await graphAsRecorded(log, fast)) return fast;', replace: '  if (fast !== null) return fast;', js: { find: 'if (await graphAsRecorded(log, fast))', replace: 'if (fast !== null)' } }],
+    edits: [{ file: 'src/adapters/app/state-at.ts', find: '  if (await graphAsRecorded(log, fast)) return fast;', replace: '  if (fast !== null) return fast;', js: { find: 'if (await graphAsRecorded(log, fast))', replace: 'if (fast !== null)' } }],
     caughtBy: ['test/log-audit.test.ts'],
   },
   {
@@ -147,7 +147,7 @@ export const MUTANTS = [
   {
     name: 'reading-opens-writer',
     bug: "a reading command opens the build's log with its append path (decision 0022): status and show load the event schemas (zod) they never use, ~40 ms each",
-    edits: [{ file: 'src/adapters/cli/with-reading.ts', find: 'openBuildLog(paths, { reading: true })', replace: 'openBuildLog(paths)' }],
+    edits: [{ file: 'src/adapters/app/reading.ts', find: 'openBuildLog(paths, { reading: true })', replace: 'openBuildLog(paths)' }],
     caughtBy: ['test/log-audit.test.ts'],
   },
   {
@@ -694,7 +694,7 @@ export const MUTANTS = [
   {
     name: 'plan-gate-skipped',
     bug: 'a gated build seals its plan without waiting for approval (issue 46, R-60)',
-    edits: [{ file: 'src/commands/step.ts', find: "if (!approved && (state.build?.settings.approve ?? []).includes('plan')) {", replace: 'if (!approved && state.build === null) {' }],
+    edits: [{ file: 'src/commands/decide-step.ts', find: "if (!approved && (state.build?.settings.approve ?? []).includes('plan')) {", replace: 'if (!approved && state.build === null) {' }],
     caughtBy: ['test/approval.test.ts'],
   },
   {
@@ -769,7 +769,7 @@ export const MUTANTS = [
   {
     name: 'otel-failed-job-ok',
     bug: 'a failed integration job is exported as a span without the error status (issue 48)',
-    edits: [{ file: 'src/commands/otel.ts', find: "end('job', d.jobId, at, [str('longbuild.job.outcome', 'failed')], { code: 2,", replace: "end('job', d.jobId, at, [str('longbuild.job.outcome', 'failed')], { code: 1,", js: { find: "end('job', d.jobId, at, [str('longbuild.job.outcome', 'failed')], { code: 2,", replace: "end('job', d.jobId, at, [str('longbuild.job.outcome', 'failed')], { code: 1," } }],
+    edits: [{ file: 'src/commands/otel-trace.ts', find: "end('job', d.jobId, at, [str('longbuild.job.outcome', 'failed')], { code: 2,", replace: "end('job', d.jobId, at, [str('longbuild.job.outcome', 'failed')], { code: 1,", js: { find: "end('job', d.jobId, at, [str('longbuild.job.outcome', 'failed')], { code: 2,", replace: "end('job', d.jobId, at, [str('longbuild.job.outcome', 'failed')], { code: 1," } }],
     caughtBy: ['test/otel.test.ts'],
   },
   {
@@ -787,7 +787,7 @@ export const MUTANTS = [
   {
     name: 'trailers-dropped',
     bug: "an attempt's commit does not name its build, node and attempt in trailers (issue 47, R-62)",
-    edits: [{ file: 'src/commands/step.ts', find: 'if (t === undefined) return subject;', replace: 'if (t !== null) return subject;', js: { find: 'if (t === undefined)\n        return subject;', replace: 'if (t !== null)\n        return subject;' } }],
+    edits: [{ file: 'src/commands/decide-step.ts', find: 'if (t === undefined) return subject;', replace: 'if (t !== null) return subject;', js: { find: 'if (t === undefined)\n        return subject;', replace: 'if (t !== null)\n        return subject;' } }],
     caughtBy: ['test/step.test.ts', 'test/provenance.test.ts'],
   },
 ];

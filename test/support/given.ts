@@ -12,7 +12,7 @@ import { sealEvent, type StoredEvent } from '../../src/events/envelope.js';
 import { canonicalSha256, GENESIS_HASH, sha256Hex } from '../../src/events/hash.js';
 import { evolveBuild, initialBuildState, type BuildState } from '../../src/projections/build-state.js';
 import { validateProposal, type Proposal, type ValidPlan } from '../../src/commands/horizon.js';
-import { attemptIdOf } from '../../src/commands/ids.js';
+import { attemptIdOf } from '../../src/commands/call-ids.js';
 import { deriveCheckpoint } from '../../src/commands/checkpoint.js';
 import { dagToProposal, type ProgressCase } from './arbitraries.js';
 

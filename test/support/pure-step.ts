@@ -1,10 +1,10 @@
 /**
- * One step of the pure controller (src/commands/step.ts), interpreted without git, processes or
+ * One step of the pure controller (src/commands/decide-step.ts), interpreted without git, processes or
  * files: the decisions' events are folded into the spec, each effect is answered by `answer`, until
  * the step is done. A fresh step's refs check is answered "in agreement" unless `answer` takes it.
  */
 import type { DomainEvent } from '../../src/events/catalogue.js';
-import { decideStep, describe as describeStep, isEffect, settle, type EffectRequest, type EffectResults, type StepContext, type StepResult } from '../../src/commands/step.js';
+import { decideStep, describe as describeStep, isEffect, settle, type EffectRequest, type EffectResults, type StepContext, type StepResult } from '../../src/commands/decide-step.js';
 import type { BuildSpec } from './given.js';
 
 export interface StepRun {

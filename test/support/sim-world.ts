@@ -9,7 +9,7 @@
 import type { JsonValue } from '../../src/events/canonical.js';
 import { sha256Hex } from '../../src/events/hash.js';
 import type { Worker, WorkPacket } from '../../src/commands/ports.js';
-import type { GitPort, EvidenceStore, VerificationRun } from '../../src/adapters/controller/ports.js';
+import type { GitPort, EvidenceStore, VerificationRun } from '../../src/adapters/controller/effect-ports.js';
 import type { CallMarks } from '../../src/adapters/controller/call-marks.js';
 import type { FaultInjector } from '../../src/adapters/faults.js';
 import type { ObservedRefs, RefRepair } from '../../src/commands/refs.js';

@@ -12,7 +12,7 @@ import { COSIGNATURE_V1, NoteError, parseCheckpointText, parseNote, parseVerifie
 import { startGraphAudit } from './graph-audit.js';
 import { commitFirstParent, commitTree, missingInTree, readGitBundle, GitBundleError, type GitObject } from './git-pack.js';
 import { IN_TOTO_PAYLOAD_TYPE, EnvelopeError, parseEnvelope, verifyEnvelope } from '../../events/dsse.js';
-import { commitsOfPromotion, promotionsOf, provenanceStatement, statementBytes, type History, type Promotion } from '../../commands/provenance.js';
+import { commitsOfPromotion, promotionsOf, provenanceStatement, statementBytes, type History, type Promotion } from '../../commands/provenance-statement.js';
 import { auditTests, testEvidenceNamed } from './tests-audit.js';
 
 // The audit bundle's verifier (R-37). The same module is `longbuild audit verify DIR` and,

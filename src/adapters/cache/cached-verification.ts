@@ -12,7 +12,7 @@ import { readUntrustedFile } from '../untrusted-file.js';
 import { existsSync, lstatSync, readFileSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, sep } from 'node:path';
 import { sha256Hex } from '../../events/hash.js';
-import { trustedEnvSha256, type CacheKeyInput } from '../../commands/verification-cache.js';
+import { trustedEnvSha256, type CacheKeyInput } from '../../commands/cache-key.js';
 import { verificationResult, workspaceStatus, type CommandRun, type VerificationResult } from '../git/git.js';
 import { parseTrustedCommand, type ProcessResult } from '../process/run-process.js';
 import type { VerificationCache } from './verification-cache.js';

@@ -1,7 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import type { BuildPaths } from '../build-dir.js';
 import { ValidationError } from '../../events/errors.js';
-import { CACHE_POLICY_VERSION } from '../../commands/verification-cache.js';
+import { CACHE_POLICY_VERSION } from '../../commands/cache-key.js';
 import { VerificationCache } from './verification-cache.js';
 
 /** A build's cache configuration (config `cache`; blueprint builds: defaults). */

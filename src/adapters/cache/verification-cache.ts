@@ -17,7 +17,7 @@ import { ValidationError } from '../../events/errors.js';
 import { writeAtomically } from '../atomic-write.js';
 import {
   CACHE_POLICY_VERSION, entryBytes, entryMac, entryProblem, entrySha256, sequenceJson, verificationCacheKey, type CacheEntry, type CacheKeyInput,
-} from '../../commands/verification-cache.js';
+} from '../../commands/cache-key.js';
 
 const HEX64 = /^[0-9a-f]{64}$/;
 

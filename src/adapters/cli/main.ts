@@ -107,6 +107,10 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
     flags: parsed.flags,
     positionals: parsed.positionals,
     env: io.env,
+    ...(typeof parsed.flags.dir === 'string' ? { explicitDir: paths.dir } : {}),
+    ...(parsed.flags.standby === true ? { standby: true } : {}),
+    ...(typeof parsed.flags['signing-key'] === 'string' ? { signingKey: parsed.flags['signing-key'] } : {}),
+    ...(typeof parsed.flags.as === 'string' ? { operator: parsed.flags.as } : {}),
     stderr: io.stderr,
     stdout,
   };

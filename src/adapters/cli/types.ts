@@ -1,3 +1,4 @@
+import type { AppContext } from '../app/context.js';
 /** A command-line flag a command accepts besides the global ones. */
 export interface FlagSpec {
   readonly type: 'string' | 'int' | 'boolean';
@@ -7,20 +8,16 @@ export interface FlagSpec {
 
 export type FlagValue = string | number | boolean | string[] | undefined;
 
-/** What every command receives: global options resolved, its own flags parsed. */
-export interface CommandContext {
+/**
+ * What every command receives: global options resolved, its own flags parsed. It is the use
+ * cases' AppContext (src/adapters/app/context.ts) too, filled from the flags.
+ */
+export interface CommandContext extends AppContext {
   /** Absolute build directory (`--dir`, default `<repo>/.longbuild`). */
   readonly dir: string;
-  /** Absolute repository path (`--repo`, default the working directory). */
-  readonly repo: string;
-  readonly cwd: string;
   readonly json: boolean;
-  readonly verbose: boolean;
   readonly flags: Readonly<Record<string, FlagValue>>;
   readonly positionals: readonly string[];
-  readonly env: Readonly<Record<string, string | undefined>>;
-  /** For progress on a terminal; results go through the renderers. */
-  readonly stderr: (text: string) => void;
   /** For output streamed while a command runs (`log --follow`, `run --progress ndjson`); results go through the renderers. */
   readonly stdout: (text: string) => void;
 }

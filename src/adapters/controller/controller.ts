@@ -1,11 +1,11 @@
 import { CorruptLogError, EffectError, RefusedTransitionError } from '../../events/errors.js';
 import type { BuildState } from '../../projections/build-state.js';
-import { changesTheWorld, decideStep, describe, isEffect, settle, type Decision, type StepContext, type StepResult } from '../../commands/step.js';
+import { changesTheWorld, decideStep, describe, isEffect, settle, type Decision, type StepContext, type StepResult } from '../../commands/decide-step.js';
 import type { OperatorVerdict } from '../../commands/operator.js';
 import { LogCursor, type LogCursorDeps } from './log-cursor.js';
 import { effectRunner, type EffectDeps, type RunEffect } from './effects.js';
 
-export type { StepOutcome, StepResult } from '../../commands/step.js';
+export type { StepOutcome, StepResult } from '../../commands/decide-step.js';
 import { endsRun } from '../../commands/step-types.js';
 export { endsRun };
 
@@ -13,7 +13,7 @@ export interface ControllerDeps extends EffectDeps, LogCursorDeps {}
 
 /**
  * The deterministic host (R-17..R-19): folds the log into state and interprets the pure step
- * (src/commands/step.ts): append a decision's events, run the effect it requests, settle the
+ * (src/commands/decide-step.ts): append a decision's events, run the effect it requests, settle the
  * result, until the step is done. It decides nothing itself.
  */
 export class Controller {

@@ -1,5 +1,5 @@
 /**
- * The effects a step requests (src/commands/step.ts), carried out: git, the planner and worker
+ * The effects a step requests (src/commands/decide-step.ts), carried out: git, the planner and worker
  * processes, the evidence store and the call marks. Each effect does what its request says and
  * reports what happened; what that means for the log is decided by `settle`, never here. Fault
  * points (`before-effect:NAME`, `after-effect:NAME`, `after-keep:ROLE`) sit where the process
@@ -8,7 +8,7 @@
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
 import { callInputSha256, commitIdsIn, type CommitContent } from '../../commands/call-input.js';
 import type { CommandEvidence } from '../../events/catalogue.js';
-import type { EffectRequest, EffectResults, KeptWorkerOutcome, VerificationOutcome } from '../../commands/step.js';
+import type { EffectRequest, EffectResults, KeptWorkerOutcome, VerificationOutcome } from '../../commands/decide-step.js';
 import type { Planner, PlannerAnswer, Worker } from '../../commands/ports.js';
 import { ATTEMPT_REF_PREFIX } from '../../commands/refs.js';
 import type { FaultInjector } from '../faults.js';
@@ -17,7 +17,7 @@ import { shardGet } from '../../projections/sharded.js';
 import type { CallMarks } from './call-marks.js';
 import { withAcceptanceOutput, withDependencyFiles, withFailureEvidence } from './packet-context.js';
 import { jobTests, readRun, reportFilesOf, type CommandTests } from './test-evidence.js';
-import type { EvidenceStore, GitPort, VerificationRun } from './ports.js';
+import type { EvidenceStore, GitPort, VerificationRun } from './effect-ports.js';
 import type { UsageFiles } from './usage-files.js';
 import type { Usage } from '../../events/catalogue.js';
 

@@ -9,7 +9,7 @@ import { updateOwnRef } from '../git/own-refs.js';
 import { holdoutCommit } from '../git/holdout.js';
 import { missingObjects } from '../git/integrator-repo.js';
 import type { VerificationCache } from '../cache/verification-cache.js';
-import type { GitPort, VerificationRun } from './ports.js';
+import type { GitPort, VerificationRun } from './effect-ports.js';
 import type { ObservedRefs } from '../../commands/refs.js';
 
 export interface GitBindingOptions {

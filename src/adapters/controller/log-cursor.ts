@@ -7,7 +7,7 @@
 import type { JsonValue } from '../../events/canonical.js';
 import { CorruptLogError } from '../../events/errors.js';
 import { computeEventHash, storedBytesHash, type StoredEvent } from '../../events/envelope.js';
-import type { EventLog, RawStoredEvent } from '../../events/log.js';
+import type { EventLog, RawStoredEvent } from '../../events/event-log.js';
 import { rawRowToEvent } from '../log/verbatim.js';
 import type { DomainEvent } from '../../events/catalogue.js';
 import { evolveBuild, initialBuildState, type BuildState } from '../../projections/build-state.js';

@@ -1,5 +1,5 @@
 import type { PlannerInput, WorkPacket } from '../../commands/ports.js';
-import type { EvidenceStore } from './ports.js';
+import type { EvidenceStore } from './effect-ports.js';
 
 /** How much of a failure's output a retry's packet carries (its end: where test runners report). */
 export const FAILURE_OUTPUT_CHARS = 6000;

@@ -8,7 +8,7 @@
 import type { CommandEvidence, JobTests, ReportSetting, TestCounts } from '../../events/catalogue.js';
 import { countsOf, idsFile, idsOf, mergeReports, readReport, type TestReport } from '../../commands/test-report.js';
 import type { VerifyTests as TestsRequest } from '../../commands/step-types.js';
-import type { EvidenceStore, GitPort, VerificationRun } from './ports.js';
+import type { EvidenceStore, GitPort, VerificationRun } from './effect-ports.js';
 
 /** The `tests` and `reportSha256` of each command's evidence, in the run's order. */
 export type CommandTests = Pick<CommandEvidence, 'tests' | 'reportSha256'>;

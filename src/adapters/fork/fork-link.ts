@@ -10,7 +10,7 @@
 import type { DataOf } from '../../events/catalogue.js';
 import { CorruptLogError } from '../../events/errors.js';
 import { computeEventHash, type StoredEvent } from '../../events/envelope.js';
-import type { VerifyProblem } from '../../events/log.js';
+import type { VerifyProblem } from '../../events/event-log.js';
 import { eventLeafHash, hashLeaves } from '../../events/merkle.js';
 import { parseVerifierKey } from '../../events/signed-note.js';
 import { buildPaths, openBuildLog } from '../build-dir.js';

@@ -9,13 +9,13 @@ import { join } from 'node:path';
 import type { JsonValue } from '../../events/canonical.js';
 import type { DataOf } from '../../events/catalogue.js';
 import type { StoredEvent } from '../../events/envelope.js';
-import type { EventLog } from '../../events/log.js';
+import type { EventLog } from '../../events/event-log.js';
 import type { KeptWorkerOutcome } from '../../commands/step-types.js';
 import type { ForkRecord } from '../../projections/build-state.js';
 import { buildPaths, openBuildLog } from '../build-dir.js';
 import { FileEvidenceStore } from '../evidence-store.js';
 import type { ReuseSource } from '../controller/effects.js';
-import type { EvidenceStore } from '../controller/ports.js';
+import type { EvidenceStore } from '../controller/effect-ports.js';
 
 export interface Indexed {
   readonly planner: Map<string, StoredEvent>;

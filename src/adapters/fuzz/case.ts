@@ -14,7 +14,7 @@ import {
 } from '../../commands/fuzz-compare.js';
 import { childEnv, describeChild, longbuild, pointLines, readLines, removeBuilds, type ChildResult } from './child.js';
 import { copyBuild } from './copy-build.js';
-import { drive, driven } from './operator.js';
+import { drive, driven } from './fuzz-operator.js';
 import { foldBuild, observeBuild, observeCrash, readLedgerCalls, readLedgerDeliveries } from './observe.js';
 import { driverArgs, type EffectCounts, type FuzzCase, type FuzzDriver, type FuzzOptions, type PgBackend } from './report.js';
 import { caseStart, type CaseStart, type Starts } from './stops.js';

@@ -10,7 +10,7 @@ import { readEventsFrom } from '../log/paging.js';
 import { findAttemptCommit, treeOf } from '../git/git.js';
 import type { BuildState } from '../../projections/build-state.js';
 import { fingerprintOf, foldLog, recordedCallKeys, type CrashState, type Delivery, type LedgerCall, type ObservedBuild } from '../../commands/fuzz-compare.js';
-import type { CommandContext } from '../cli/types.js';
+import { verifyBuild } from '../app/verify-build.js';
 
 /** Fold the build's log, whichever backend it records (the build must not be running). */
 export async function foldBuild(repo: string): Promise<ReturnType<typeof foldLog>> {
@@ -28,10 +28,7 @@ export async function observeBuild(repo: string): Promise<ObservedBuild> {
   const { state } = folded;
   const fingerprint = fingerprintOf(folded);
   const integrationTree = state.integrationHead ? await treeOf(repo, state.integrationHead) : null;
-  const verify = await import('../cli/commands/verify.js');
-  const paths = buildPaths({ repo });
-  const ctx: CommandContext = { dir: paths.dir, repo, cwd: repo, json: true, verbose: false, flags: {}, positionals: [], env: {}, stderr: () => {}, stdout: () => {} };
-  const v = await verify.run(ctx);
+  const v = await verifyBuild({ repo, cwd: repo, env: {}, verbose: false, stderr: () => {} });
   const first = v.problems[0];
   return { fingerprint, concurrency: state.build?.settings.concurrency ?? 1, integrationTree, verifyOk: v.ok, ...(first ? { verifyProblem: `position ${first.position}: ${first.problem}` } : {}) };
 }

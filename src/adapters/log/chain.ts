@@ -4,7 +4,7 @@ import { computeEventHash } from '../../events/envelope.js';
 import { EventMetadataSchema } from '../../events/metadata-schema.js';
 import { ConcurrencyError, ValidationError } from '../../events/errors.js';
 import { GENESIS_HASH } from '../../events/hash.js';
-import type { ChainReport, ExpectedRevision, LogHead, RawStoredEvent, VerifyProblem } from '../../events/log.js';
+import type { ChainReport, ExpectedRevision, LogHead, RawStoredEvent, VerifyProblem } from '../../events/event-log.js';
 
 // The checks every log backend shares: the expected revision of an append and the walk
 // over stored rows that verifies the chain end to end.

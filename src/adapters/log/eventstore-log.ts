@@ -6,7 +6,7 @@ import { canonicalJson } from '../../events/canonical.js';
 import { ConcurrencyError, CorruptLogError, ValidationError } from '../../events/errors.js';
 import type { NewEvent, StoredEvent } from '../../events/envelope.js';
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
-import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions } from '../../events/log.js';
+import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions } from '../../events/event-log.js';
 import { prepareNewEvents } from './prepare.js';
 import { checkExpected, verifyRawRows, type RawEventRow } from './chain.js';
 import { sealPrepared } from './seal.js';

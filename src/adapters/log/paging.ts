@@ -1,5 +1,5 @@
 import type { StoredEvent } from '../../events/envelope.js';
-import type { EventLog } from '../../events/log.js';
+import type { EventLog } from '../../events/event-log.js';
 import type { ProjectionStore } from '../../projections/engine.js';
 
 /**

@@ -3,7 +3,7 @@ import type { PoolClient } from 'pg';
 import { ConcurrencyError, ValidationError } from '../../events/errors.js';
 import type { NewEvent, StoredEvent } from '../../events/envelope.js';
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
-import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions } from '../../events/log.js';
+import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions } from '../../events/event-log.js';
 import { sha256Hex } from '../../events/hash.js';
 import { prepareNewEvents } from './prepare.js';
 import { checkExpected, verifyRawRows, type RawEventRow } from './chain.js';

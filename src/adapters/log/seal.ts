@@ -1,6 +1,6 @@
 import type { StoredEvent } from '../../events/envelope.js';
 import { ChainSealer } from '../../events/envelope.js';
-import type { LogHead } from '../../events/log.js';
+import type { LogHead } from '../../events/event-log.js';
 import type { PreparedEvent } from './prepare.js';
 import type { RawEventRow } from './chain.js';
 

@@ -1,5 +1,5 @@
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import type { LogHead } from '../../events/log.js';
+import type { LogHead } from '../../events/event-log.js';
 import { codeFile } from '../package-files.js';
 
 /** The statements the writer thread runs; the SQLite log owns their text. */

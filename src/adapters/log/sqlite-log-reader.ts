@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import type { JsonValue } from '../../events/canonical.js';
 import { CorruptLogError, UsageError } from '../../events/errors.js';
 import { storedLine, type NewEvent, type StoredEvent } from '../../events/envelope.js';
-import type { AppendResult, ChainReport, ExpectedRevision, LogHead, RawStoredEvent, ReadOptions } from '../../events/log.js';
+import type { AppendResult, ChainReport, ExpectedRevision, LogHead, RawStoredEvent, ReadOptions } from '../../events/event-log.js';
 import type { RawEventRow } from './chain.js';
 import type { TransferableEventLog } from './verbatim.js';
 import { decodeTexts, hexOf, hexSql, readTexts } from './row-codec.js';

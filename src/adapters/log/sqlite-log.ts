@@ -1,7 +1,7 @@
 import { StorageError } from '../../events/errors.js';
 import { ChainSealer, type NewEvent, type StoredEvent } from '../../events/envelope.js';
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
-import type { AppendResult, ChainReport, ExpectedRevision, LogHead } from '../../events/log.js';
+import type { AppendResult, ChainReport, ExpectedRevision, LogHead } from '../../events/event-log.js';
 import { checkExpected, verifyRawRows } from './chain.js';
 import { HEAD_SQL, SqliteLogReader, STREAM_REVISION_SQL, type SqliteReaderOptions } from './sqlite-log-reader.js';
 import { checkAppendShape, newBatchMemo, prepareNewEvent } from './prepare.js';

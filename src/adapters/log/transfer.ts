@@ -1,5 +1,5 @@
 import { CorruptLogError, ValidationError } from '../../events/errors.js';
-import type { EventLog } from '../../events/log.js';
+import type { EventLog } from '../../events/event-log.js';
 import type { TransferableEventLog } from './verbatim.js';
 
 export interface TransferReport {

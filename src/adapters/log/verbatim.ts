@@ -2,7 +2,7 @@ import { canonicalJson } from '../../events/canonical.js';
 import { CorruptLogError, ValidationError } from '../../events/errors.js';
 import { computeEventHash, type StoredEvent } from '../../events/envelope.js';
 import { GENESIS_HASH } from '../../events/hash.js';
-import type { EventLog, LogHead } from '../../events/log.js';
+import type { EventLog, LogHead } from '../../events/event-log.js';
 import type { RawEventRow } from './chain.js';
 
 /** A log that can take events already placed and sealed elsewhere (export/import). */

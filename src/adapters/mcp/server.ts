@@ -14,7 +14,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { SubscribeRequestSchema, UnsubscribeRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { EventLog } from '../../events/log.js';
+import type { EventLog } from '../../events/event-log.js';
 
 export interface McpOptions {
   /** The longbuild CLI to run (its bin script) and the build's --repo and --dir. */

@@ -7,8 +7,8 @@
  * sends them later); the run's end waits for the last post at most `settleMs`.
  */
 import type { StoredEvent } from '../../events/envelope.js';
-import type { EventLog } from '../../events/log.js';
-import { traceOfLog, type OtlpSpan } from '../../commands/otel.js';
+import type { EventLog } from '../../events/event-log.js';
+import { traceOfLog, type OtlpSpan } from '../../commands/otel-trace.js';
 
 /** What one OTLP/HTTP POST came to. */
 export type Posted = { readonly kind: 'sent' } | { readonly kind: 'refused'; readonly status: number; readonly text: string } | { readonly kind: 'unreachable'; readonly why: string };

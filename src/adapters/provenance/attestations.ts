@@ -8,7 +8,7 @@ import { IN_TOTO_PAYLOAD_TYPE, signEnvelope, type Envelope } from '../../events/
 import { sha256Hex } from '../../events/hash.js';
 import {
   PROVENANCE_NOTES_REF, chainOf, factsOfChain, provenanceStatement, statementBytes, type AttestationRecord, type BuildFacts, type CommitFacts, type History, type Promotion,
-} from '../../commands/provenance.js';
+} from '../../commands/provenance-statement.js';
 import { git, LONGBUILD_EMAIL, LONGBUILD_NAME } from '../git/exec.js';
 
 /** The commits a promotion put on the integration ref, each with its facts (`history` first, else one `git log`). */

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type * as crypto from 'node:crypto';
 import { CorruptLogError } from '../../events/errors.js';
 import { domainCatalogue } from '../../events/catalogue.js';
-import type { EventLog } from '../../events/log.js';
+import type { EventLog } from '../../events/event-log.js';
 import { Frontier, eventLeafHash, inclusionProof, verifyInclusion } from '../../events/merkle.js';
 import { NoteError, checkpointText, parseCheckpointText, signNote, verifyNote, type VerifierKey } from '../../events/signed-note.js';
 import type { BuildPaths } from '../build-dir.js';

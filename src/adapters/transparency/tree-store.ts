@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { closeDatabase, openDatabase } from '../../projections/storage-guard.js';
-import type { EventLog } from '../../events/log.js';
+import type { EventLog } from '../../events/event-log.js';
 import { eventLeafHash, hashLeaves, nodeHash, type Hash, type TreeSource } from '../../events/merkle.js';
 import { CorruptLogError } from '../../events/errors.js';
 

@@ -21,7 +21,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { existsSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
-import type { EventLog } from '../../events/log.js';
+import type { EventLog } from '../../events/event-log.js';
 import { LongbuildError, NotFoundError } from '../../events/errors.js';
 import { diffViews, viewOf } from '../../projections/view.js';
 import { criticalPath } from '../../projections/critical-path.js';
@@ -30,8 +30,8 @@ import { layoutOf, type LaidOut } from './layout.js';
 import { FileEvidenceStore } from '../evidence-store.js';
 import { readPages } from '../log/paging.js';
 import type { BuildPaths } from '../build-dir.js';
-import { stateAsOf, type TimeSource } from '../cli/time-travel.js';
-import type { OpenTimeSource } from '../cli/with-reading.js';
+import { stateAsOf, type TimeSource } from '../app/state-at.js';
+import type { OpenTimeSource } from '../app/reading.js';
 import { packageFile } from '../package-files.js';
 
 /** Where the page's files are: `ui/` at the package's root. */

@@ -1,6 +1,6 @@
 import { decideAcceptanceRun } from '../../../commands/operator.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { operate } from '../operate.js';
+import { operate } from '../../app/operate.js';
 
 export const flags: Record<string, FlagSpec> = { reason: { type: 'string' }, 'signing-key': { type: 'string' } };
 

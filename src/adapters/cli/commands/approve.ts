@@ -5,8 +5,8 @@ import type { BuildState } from '../../../projections/build-state.js';
 import { git } from '../../git/exec.js';
 import { UsageError, ValidationError } from '../../../events/errors.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { operate } from '../operate.js';
-import { withReading } from '../with-reading.js';
+import { operate } from '../../app/operate.js';
+import { withReading } from '../../app/reading.js';
 
 export const flags: Record<string, FlagSpec> = { reason: { type: 'string' }, as: { type: 'string' }, show: { type: 'boolean' }, 'signing-key': { type: 'string' } };
 

@@ -6,12 +6,13 @@ import { NotFoundError, UsageError, ValidationError } from '../../../events/erro
 import { sha256Hex } from '../../../events/hash.js';
 import { git } from '../../git/git.js';
 import type { StoredEvent } from '../../../events/envelope.js';
-import type { EventLog } from '../../../events/log.js';
+import type { EventLog } from '../../../events/event-log.js';
 import { PAGE_SIZE, readPages } from '../../log/paging.js';
 import { checkpointFiles } from '../../transparency/notary.js';
 import { AuditFailure, BUNDLE_FORMAT, NAMING_TYPES, attestationFile, commitsNamed, eventSchemas, evidenceNamed, verifyBundle, type CheckLine } from '../../audit/verifier.js';
 import { readNotes } from '../../provenance/attestations.js';
-import { openBuildLog, pathsOf } from '../open-build.js';
+import { pathsOf } from '../../app/context.js';
+import { openBuildLog } from '../../app/build-log.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { packageFile, packageVersion } from '../../package-files.js';
 

@@ -3,7 +3,7 @@ import { describeBudget, formatUsd, NO_SPEND, tokensOf, usdOf } from '../../../c
 import type { Budget, SpendLimit } from '../../../events/catalogue.js';
 import { UsageError } from '../../../events/errors.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { operate } from '../operate.js';
+import { operate } from '../../app/operate.js';
 import { operatorText } from './approve.js';
 
 const LIMIT_FLAGS = {

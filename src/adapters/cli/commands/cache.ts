@@ -10,7 +10,8 @@
  */
 import { UsageError } from '../../../events/errors.js';
 import { VerificationCache, type CacheProblem, type CacheStats } from '../../cache/verification-cache.js';
-import { openBuildLog, pathsOf } from '../open-build.js';
+import { pathsOf } from '../../app/context.js';
+import { openBuildLog } from '../../app/build-log.js';
 import { buildExists } from '../../build-dir.js';
 import { cacheDirOfBuild } from '../../session.js';
 import { readPages } from '../../log/paging.js';

@@ -1,6 +1,6 @@
 import { decideCancel } from '../../../commands/operator.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { operate } from '../operate.js';
+import { operate } from '../../app/operate.js';
 
 export const flags: Record<string, FlagSpec> = { reason: { type: 'string' }, as: { type: 'string' }, 'signing-key': { type: 'string' } };
 export const positionals = { min: 1, max: 1 };

@@ -1,8 +1,8 @@
 import { UsageError } from '../../../events/errors.js';
 import { diffViews, viewOf, type ViewDiff } from '../../../projections/view.js';
-import { stateAsOf, type TimePoint } from '../time-travel.js';
+import { stateAsOf, type TimePoint } from '../../app/state-at.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { withReading } from '../with-reading.js';
+import { withReading } from '../../app/reading.js';
 
 export const positionals = { min: 2, max: 2 };
 export const flags: Record<string, FlagSpec> = { revision: { type: 'boolean' }, checkpoint: { type: 'boolean' } };

@@ -1,10 +1,11 @@
 import { NotFoundError } from '../../../events/errors.js';
 import type { StoredEvent } from '../../../events/envelope.js';
 import type { JobTests } from '../../../events/catalogue.js';
-import { commandLabel } from './status.js';
+import { commandLabel } from '../status-lines.js';
 import { FileEvidenceStore } from '../../evidence-store.js';
 import { readPages } from '../../log/paging.js';
-import { openBuildLog, pathsOf } from '../open-build.js';
+import { pathsOf } from '../../app/context.js';
+import { openBuildLog } from '../../app/build-log.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
 export const positionals = { min: 1, max: 1 };

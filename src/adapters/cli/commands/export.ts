@@ -2,9 +2,10 @@ import { UsageError, ValidationError } from '../../../events/errors.js';
 import { recordLogSpec, recordedLogSpec } from '../../build-dir.js';
 import { openEventLog, redact } from '../../log/open-log.js';
 import { transferLog } from '../../log/transfer.js';
-import { openBuildLog, pathsOf } from '../open-build.js';
+import { pathsOf } from '../../app/context.js';
+import { openBuildLog } from '../../app/build-log.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { withControl } from '../with-control.js';
+import { withControl } from '../../app/control.js';
 
 export const flags: Record<string, FlagSpec> = { to: { type: 'string' }, switch: { type: 'boolean' } };
 

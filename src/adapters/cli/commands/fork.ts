@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { UsageError } from '../../../events/errors.js';
-import { forkBuild, type ForkResult } from '../../fork/fork.js';
+import { forkBuild, type ForkResult } from '../../fork/fork-build.js';
 import { blueprintDriver, requestDriver } from '../../driver-file.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 

@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { UsageError } from '../../../events/errors.js';
 import { initFromBlueprint, initFromRequest } from '../../build-init.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { sessionOptions } from '../session-options.js';
-import { testsStatusLines, type StatusTests } from './status.js';
+import { sessionOptions } from '../../app/context.js';
+import { testsStatusLines } from '../status-lines.js';
+import type { StatusTests } from '../../app/build-status.js';
 import type { InitResult } from '../../build-init.js';
 
 export const flags: Record<string, FlagSpec> = { blueprint: { type: 'string' }, request: { type: 'string' }, config: { type: 'string' }, log: { type: 'string' }, 'signing-key': { type: 'string' } };

@@ -1,10 +1,10 @@
 import { NotFoundError, RefusedTransitionError, UsageError } from '../../../events/errors.js';
 import { git } from '../../git/exec.js';
 import { landApproved } from '../../../commands/gates.js';
-import { PROVENANCE_NOTES_REF } from '../../../commands/provenance.js';
+import { PROVENANCE_NOTES_REF } from '../../../commands/provenance-statement.js';
 import { readNote } from '../../provenance/attestations.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { withBuild } from '../with-build.js';
+import { withBuild } from '../../app/with-build.js';
 
 export const flags: Record<string, FlagSpec> = { into: { type: 'string' } };
 

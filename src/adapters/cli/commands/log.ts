@@ -5,9 +5,9 @@ import type { StoredEvent } from '../../../events/envelope.js';
 import { readPages } from '../../log/paging.js';
 import { SqliteLogReader } from '../../log/sqlite-log-reader.js';
 import { openBuildLog } from '../../build-dir.js';
-import { pathsOf } from '../open-build.js';
+import { pathsOf } from '../../app/context.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import type { EventLog } from '../../../events/log.js';
+import type { EventLog } from '../../../events/event-log.js';
 import { pause } from '../../interrupt.js';
 
 export const flags: Record<string, FlagSpec> = { from: { type: 'int' }, type: { type: 'string', repeatable: true }, follow: { type: 'boolean' }, limit: { type: 'int' }, tail: { type: 'int' } };

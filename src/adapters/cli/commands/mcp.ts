@@ -2,7 +2,8 @@ import { UsageError } from '../../../events/errors.js';
 import { buildExists } from '../../build-dir.js';
 import { serveMcp } from '../../mcp/server.js';
 import { packageFile, packageVersion } from '../../package-files.js';
-import { openBuildLog, pathsOf } from '../open-build.js';
+import { pathsOf } from '../../app/context.js';
+import { openBuildLog } from '../../app/build-log.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
 export const flags: Record<string, FlagSpec> = { 'allow-control': { type: 'boolean' } };

@@ -1,11 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { EffectError, UsageError } from '../../../events/errors.js';
-import { traceOfLog, type OtlpTraces } from '../../../commands/otel.js';
+import { traceOfLog, type OtlpTraces } from '../../../commands/otel-trace.js';
 import { postTraces } from '../../otel/stream.js';
 import { readEventsFrom } from '../../log/paging.js';
 import { packageVersion } from '../../package-files.js';
-import { openBuildLog, pathsOf } from '../open-build.js';
+import { pathsOf } from '../../app/context.js';
+import { openBuildLog } from '../../app/build-log.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
 export const flags: Record<string, FlagSpec> = { to: { type: 'string' }, endpoint: { type: 'string' }, 'timeout-seconds': { type: 'int' } };

@@ -9,7 +9,8 @@ import { NoteError, parseVerifierKey, type VerifierKey } from '../../../events/s
 import { buildExists } from '../../build-dir.js';
 import { Notary, readCheckpoint, type SignedCheckpoint } from '../../transparency/notary.js';
 import { verifierKeyArg } from '../../transparency/keys.js';
-import { openBuildLog, pathsOf } from '../open-build.js';
+import { pathsOf } from '../../app/context.js';
+import { openBuildLog } from '../../app/build-log.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
 export const flags: Record<string, FlagSpec> = {

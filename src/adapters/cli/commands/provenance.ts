@@ -10,17 +10,18 @@ import { checkProofFile, formatInclusionProof } from '../../../events/proof-file
 import { NoteError } from '../../../events/signed-note.js';
 import { Notary, checkpointFiles, readCheckpoint } from '../../transparency/notary.js';
 import { checkedProof } from './prove.js';
-import { PROVENANCE_NOTES_REF, promotionsOf, provenanceStatement, statementBytes, type AttestationRecord, type BuildFacts, type CommitFacts, type Promotion } from '../../../commands/provenance.js';
+import { PROVENANCE_NOTES_REF, promotionsOf, provenanceStatement, statementBytes, type AttestationRecord, type BuildFacts, type CommitFacts, type Promotion } from '../../../commands/provenance-statement.js';
 import { readEventsFrom } from '../../log/paging.js';
 import { git } from '../../git/exec.js';
 import { buildKeyFrom, loadSigningKey, signingKeyPath, verifierKeyArg } from '../../transparency/keys.js';
 import { attestedCommits, historyOf, publishNotes, readNote, type NewRecord, type Published } from '../../provenance/attestations.js';
 import type { BuildSession } from '../../session.js';
-import { withBuild } from '../with-build.js';
-import { leaseOptions, withControl } from '../with-control.js';
-import { openBuildLog, pathsOf } from '../open-build.js';
+import { withBuild } from '../../app/with-build.js';
+import { leaseOptions, withControl } from '../../app/control.js';
+import { pathsOf } from '../../app/context.js';
+import { openBuildLog } from '../../app/build-log.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import type { EventLog } from '../../../events/log.js';
+import type { EventLog } from '../../../events/event-log.js';
 
 export const flags: Record<string, FlagSpec> = { key: { type: 'string' }, 'signing-key': { type: 'string' } };
 export const positionals = { min: 1, max: 2 };

@@ -4,10 +4,11 @@ import { readEventsFrom } from '../../log/paging.js';
 import { eventLeafHash } from '../../../events/merkle.js';
 import { logLeavesOf } from '../../transparency/notary.js';
 import { TreeStore } from '../../transparency/tree-store.js';
-import { checkCheckpoints, readCheckpointNotes, readKeptHead, schemaProblems, storedPosition } from './verify.js';
-import { openBuildLog, openBuildProjections, pathsOf } from '../open-build.js';
+import { checkCheckpoints, readCheckpointNotes, readKeptHead, schemaProblems, storedPosition } from '../../app/verify-build.js';
+import { pathsOf } from '../../app/context.js';
+import { openBuildLog, openBuildProjections } from '../../app/build-log.js';
 import type { CommandContext } from '../types.js';
-import { withLease } from '../with-control.js';
+import { withLease } from '../../app/control.js';
 
 export interface RebuildOutput {
   readonly events: number;

@@ -1,6 +1,6 @@
 import { decideReject } from '../../../commands/operator.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { operate } from '../operate.js';
+import { operate } from '../../app/operate.js';
 import { approvedWhat, operatorText, outputOf, type ApproveOutput } from './approve.js';
 
 export const flags: Record<string, FlagSpec> = { reason: { type: 'string' }, as: { type: 'string' }, 'signing-key': { type: 'string' } };

@@ -1,7 +1,7 @@
 import { decideReplan } from '../../../commands/operator.js';
 import { UsageError } from '../../../events/errors.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { operate } from '../operate.js';
+import { operate } from '../../app/operate.js';
 import { operatorText } from './approve.js';
 
 export const flags: Record<string, FlagSpec> = { reason: { type: 'string' }, asks: { type: 'int' }, as: { type: 'string' }, 'signing-key': { type: 'string' } };

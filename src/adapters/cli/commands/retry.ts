@@ -1,7 +1,7 @@
 import { decideRetry } from '../../../commands/operator.js';
 import { UsageError } from '../../../events/errors.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { operate } from '../operate.js';
+import { operate } from '../../app/operate.js';
 
 export const flags: Record<string, FlagSpec> = { attempts: { type: 'int' }, as: { type: 'string' }, 'signing-key': { type: 'string' } };
 export const positionals = { min: 1, max: 1 };

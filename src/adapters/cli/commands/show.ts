@@ -1,9 +1,10 @@
 import { formatUsd } from '../../../commands/spend.js';
 import { viewOf, type GraphView } from '../../../projections/view.js';
 import { shortList } from '../short-list.js';
-import { stateAsOf, timePointFromFlags } from '../time-travel.js';
+import { stateAsOf } from '../../app/state-at.js';
+import { timePointFromFlags } from '../time-point.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { withReading } from '../with-reading.js';
+import { withReading } from '../../app/reading.js';
 
 export const flags: Record<string, FlagSpec> = { at: { type: 'int' }, revision: { type: 'int' }, checkpoint: { type: 'string' } };
 

@@ -1,7 +1,7 @@
 import type { StepResult } from '../../controller/controller.js';
 import type { CommandContext } from '../types.js';
-import { withBuild } from '../with-build.js';
-import { leaseOptions, withControl } from '../with-control.js';
+import { withBuild } from '../../app/with-build.js';
+import { leaseOptions, withControl } from '../../app/control.js';
 import type { FlagSpec } from '../types.js';
 
 export const flags: Record<string, FlagSpec> = { standby: { type: 'boolean' }, 'signing-key': { type: 'string' } };

@@ -2,10 +2,11 @@ import { execFile } from 'node:child_process';
 import { EffectError, UsageError } from '../../../events/errors.js';
 import { pause } from '../../interrupt.js';
 import { Viewer } from '../../ui/viewer.js';
-import { openBuildLog, pathsOf } from '../open-build.js';
+import { pathsOf } from '../../app/context.js';
+import { openBuildLog } from '../../app/build-log.js';
 import type { CommandContext, FlagSpec } from '../types.js';
-import { sessionOptions } from '../session-options.js';
-import { openTimeSource } from '../with-reading.js';
+import { sessionOptions } from '../../app/context.js';
+import { openTimeSource } from '../../app/reading.js';
 import { packageFile } from '../../package-files.js';
 
 export const flags: Record<string, FlagSpec> = { port: { type: 'int' }, host: { type: 'string' }, open: { type: 'boolean' } };

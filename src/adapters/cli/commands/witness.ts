@@ -7,7 +7,8 @@ import { consistencyProof, verifyConsistency } from '../../../events/merkle.js';
 import { COSIGNATURE_V1, cosignNote, formatVerifierKey, parseVerifierKey, rawPublicKey } from '../../../events/signed-note.js';
 import { loadOrCreateSigningKey } from '../../transparency/keys.js';
 import { Notary } from '../../transparency/notary.js';
-import { openBuildLog, pathsOf } from '../open-build.js';
+import { pathsOf } from '../../app/context.js';
+import { openBuildLog } from '../../app/build-log.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
 export const flags: Record<string, FlagSpec> = {

@@ -19,7 +19,7 @@ import { acceptedVersions, deriveCheckpoint } from './checkpoint.js';
 import { compactMilestone } from './compaction.js';
 import { plannerInputOf, reworkOf, workPacketOf } from './effect-inputs.js';
 import { decideRenewal, decideRepair, validateProposal } from './horizon.js';
-import { horizonIdOf, workerCallKey } from './ids.js';
+import { horizonIdOf, workerCallKey } from './call-ids.js';
 import { awaitingReason, concurrencyOf, jobsBelow, nextAction, plannerAsks, planningRound, refusedTimes, REPLAN, sunkBelow, type NextAction } from './next-action.js';
 import { ATTEMPT_REF_PREFIX, attemptIdsOfNode, decideRefRepairs, finishedAttemptBranches, withoutAttempts } from './refs.js';
 import { refuse, type Refusal } from './refusal.js';
@@ -27,7 +27,7 @@ import {
   isEffect, type Decision, type EffectRequest, type EffectResults, type FinishDraft, type Focus, type KeptWorkerOutcome, type Outcome,
   type StepContext, type StepOutcome, type StepResult, type VerificationOutcome,
 } from './step-types.js';
-import type { PlannerPurpose } from './ids.js';
+import type { PlannerPurpose } from './call-ids.js';
 import { surfaceJudgement, type SurfaceJudgement } from './test-surface.js';
 import { reportProblem, runVerdicts, verifyTests } from './job-tests.js';
 

@@ -19,7 +19,7 @@ import { parseVerifierKey } from '../../events/signed-note.js';
 import { buildProjection } from '../../projections/build-projection.js';
 import { foldEvents, type FoldPoint } from '../../projections/time-travel.js';
 import { attemptOf, type BuildState } from '../../projections/build-state.js';
-import { forkedFrom } from '../../commands/init.js';
+import { forkedFrom } from '../../commands/first-events.js';
 import { ATTEMPT_REF_PREFIX, attemptIdsOfNode } from '../../commands/refs.js';
 import { buildPaths, openBuildLog, openBuildProjections, type BuildPaths } from '../build-dir.js';
 import { git } from '../git/exec.js';

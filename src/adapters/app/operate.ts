@@ -2,9 +2,9 @@ import { userInfo } from 'node:os';
 import type { DomainEvent } from '../../events/catalogue.js';
 import type { OperatorVerdict } from '../../commands/operator.js';
 import type { BuildState } from '../../projections/build-state.js';
-import type { CommandContext } from './types.js';
+import type { AppContext } from './context.js';
 import { withBuild } from './with-build.js';
-import { leaseOptions, withControl } from './with-control.js';
+import { leaseOptions, withControl } from './control.js';
 
 /** The user an operator's event names, when the system can say. */
 export function operatorUser(): string | undefined {
@@ -21,11 +21,11 @@ export function operatorUser(): string | undefined {
  * command's output from the state before, the state after and the event.
  */
 export async function operate<T>(
-  ctx: CommandContext, causationId: string, decide: (state: BuildState, user: string | undefined) => OperatorVerdict,
+  ctx: AppContext, causationId: string, decide: (state: BuildState, user: string | undefined) => OperatorVerdict,
   report: (before: BuildState, after: BuildState, event: DomainEvent) => T,
 ): Promise<T> {
   // `--as NAME` (approve, reject) names who decided when the OS user is not the person (R-60).
-  const user = typeof ctx.flags.as === 'string' && ctx.flags.as.trim() !== '' ? ctx.flags.as.slice(0, 200) : operatorUser();
+  const user = ctx.operator !== undefined && ctx.operator.trim() !== '' ? ctx.operator.slice(0, 200) : operatorUser();
   return withControl(ctx, (lease) => withBuild(ctx, async (s) => {
     const before = s.controller.current;
     let event: DomainEvent | null = null;

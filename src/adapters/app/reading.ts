@@ -4,9 +4,8 @@ import { ProjectionStore } from '../../projections/engine.js';
 import { closeDatabase } from '../../projections/storage-guard.js';
 import { buildPaths, openBuildLog } from '../build-dir.js';
 import type { OpenOptions } from '../session.js';
-import { sessionTimeSource, stateAtPosition, type TimeSource } from './time-travel.js';
-import type { CommandContext } from './types.js';
-import { sessionOptions } from './session-options.js';
+import { sessionTimeSource, stateAtPosition, type TimeSource } from './state-at.js';
+import { sessionOptions, type AppContext } from './context.js';
 
 /** A build open for reading: the state at the log's head and what time travel reads. Close it when done. */
 export interface OpenTimeSource {
@@ -60,7 +59,7 @@ async function openView(opts: OpenOptions): Promise<OpenTimeSource | null> {
 }
 
 /** Open the build for reading (openTimeSource), run `fn`, always close. */
-export async function withReading<T>(ctx: CommandContext, fn: (s: TimeSource) => Promise<T>, options: { readonly whole?: boolean } = {}): Promise<T> {
+export async function withReading<T>(ctx: AppContext, fn: (s: TimeSource) => Promise<T>, options: { readonly whole?: boolean } = {}): Promise<T> {
   const open = await openTimeSource(sessionOptions(ctx), options);
   try {
     return await fn(open.source);

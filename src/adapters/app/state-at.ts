@@ -1,7 +1,7 @@
-import { CorruptLogError, NotFoundError, UsageError, ValidationError } from '../../events/errors.js';
+import { CorruptLogError, NotFoundError, ValidationError } from '../../events/errors.js';
 import { graphSha256 } from '../../projections/graph.js';
 import { GENESIS_HASH } from '../../events/hash.js';
-import type { EventLog } from '../../events/log.js';
+import type { EventLog } from '../../events/event-log.js';
 import { positionOfRevision, type BuildState } from '../../projections/build-state.js';
 import { buildProjection } from '../../projections/build-projection.js';
 import type { Projection } from '../../projections/projection.js';
@@ -95,14 +95,4 @@ async function stateAtFromLog<S>(log: EventLog, projection: Projection<S>, posit
   for await (const page of readPages(log, at.position + 1, position)) at = foldEvents(projection, at, page, position);
   if (at.position !== position) throw new NotFoundError(`position ${position} is beyond the end of the log (${at.position})`);
   return at.state;
-}
-
-/** Parse --at / --revision / --checkpoint (at most one). */
-export function timePointFromFlags(flags: Readonly<Record<string, unknown>>): TimePoint {
-  const given = ['at', 'revision', 'checkpoint'].filter((f) => flags[f] !== undefined);
-  if (given.length > 1) throw new UsageError(`give at most one of --at, --revision, --checkpoint (got ${given.map((g) => `--${g}`).join(', ')})`);
-  if (typeof flags.at === 'number') return { at: flags.at };
-  if (typeof flags.revision === 'number') return { revision: flags.revision };
-  if (typeof flags.checkpoint === 'string') return { checkpoint: flags.checkpoint };
-  return { now: true };
 }

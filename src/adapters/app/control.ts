@@ -6,15 +6,14 @@ import { buildExists, recordedLogSpec, type BuildPaths } from '../build-dir.js';
 import { postgresTarget } from '../log/open-log.js';
 import { outageLine, reconnectWindowMs, withSchema } from '../log/pg-connection.js';
 import { LongbuildError, UsageError } from '../../events/errors.js';
-import { pathsOf } from './open-build.js';
-import type { CommandContext } from './types.js';
+import { pathsOf, type AppContext } from './context.js';
 import type { OpenOptions } from '../session.js';
 
 /**
  * Run a controller command (`step`, `run`) under the build's controller lease: a second
  * controller exits 3 before touching anything, and orphans of a dead controller are fenced first.
  */
-export async function withControl<T>(ctx: CommandContext, fn: (lease: ControllerLease) => Promise<T>): Promise<T> {
+export async function withControl<T>(ctx: AppContext, fn: (lease: ControllerLease) => Promise<T>): Promise<T> {
   const paths = pathsOf(ctx);
   // No build here: let the command report it (NotFound) without creating a build directory.
   if (!buildExists(paths)) return fn({ fenced: [], release() {} });
@@ -66,7 +65,7 @@ async function lostLeaseOr(lease: ControllerLease, err: unknown): Promise<unknow
  * Run a command that rewrites the build's caches (`rebuild`) under the controller lease, without
  * the controller's git housekeeping: while a controller runs, it exits 3 and changes nothing.
  */
-export async function withLease<T>(ctx: CommandContext, fn: () => Promise<T>): Promise<T> {
+export async function withLease<T>(ctx: AppContext, fn: () => Promise<T>): Promise<T> {
   const paths = pathsOf(ctx);
   if (!buildExists(paths)) return fn();
   const lease = await takeLease(ctx, paths);
@@ -82,8 +81,8 @@ export async function withLease<T>(ctx: CommandContext, fn: () => Promise<T>): P
  * is a row in PostgreSQL with expiry and fencing token; any other log uses the local file lock.
  * `--standby` waits for the lease (and takes over when its holder dies) instead of exiting 3.
  */
-async function takeLease(ctx: CommandContext, paths: BuildPaths): Promise<ControllerLease> {
-  const standby = ctx.flags.standby === true;
+async function takeLease(ctx: AppContext, paths: BuildPaths): Promise<ControllerLease> {
+  const standby = ctx.standby === true;
   const fencedDirs = [paths.worktrees, paths.workspaces];
   const pg = postgresTarget(recordedLogSpec(paths) ?? 'sqlite');
   if (pg) {

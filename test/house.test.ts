@@ -1,0 +1,75 @@
+/**
+ * The house (issue 49): the command line is a door, not a room others walk through. Nothing
+ * outside src/adapters/cli imports from it (static or dynamic import); the use cases in
+ * src/adapters/app import no door (cli, ui, mcp); no file name appears twice in src; no file of
+ * src is longer than the limit — except those listed, each to be split, which may only shrink.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from './support/cli.js';
+
+const SRC = join(ROOT, 'src');
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    return statSync(p).isDirectory() ? filesUnder(p) : /\.(ts|cts|mts)$/.test(f) ? [p] : [];
+  });
+}
+
+/** Every module a file imports or loads, resolved to a path under src (relative specifiers only). */
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const specs = [
+    ...[...text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'/gm)].map((m) => m[1]!),
+    ...[...text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)].map((m) => m[1]!),
+  ];
+  return specs.filter((s) => s.startsWith('.')).map((s) => relative(SRC, resolve(dirname(file), s)));
+}
+
+const FILES = filesUnder(SRC);
+const inRoom = (path: string, room: string) => path === room || path.startsWith(`${room}/`);
+
+/** Files over the limit when this test was written, with their length then: each may only shrink. */
+const LONG_FILES: Readonly<Record<string, number>> = {
+  'events/catalogue.ts': 904,
+  'projections/engine.ts': 600,
+  'commands/fuzz-compare.ts': 573,
+  'adapters/log/postgres-log.ts': 557,
+  'commands/decide-step.ts': 554,
+  'projections/build-fold.ts': 511,
+  'adapters/audit/verifier.ts': 456,
+  'adapters/git/repo.ts': 433,
+};
+const LIMIT = 400;
+
+describe('the house (issue 49)', () => {
+  it('nothing outside src/adapters/cli imports from it', () => {
+    const crossings = FILES.flatMap((file) => {
+      const from = relative(SRC, file);
+      if (inRoom(from, 'adapters/cli')) return [];
+      return importsOf(file).filter((to) => inRoom(to, 'adapters/cli')).map((to) => `${from} -> ${to}`);
+    });
+    expect(crossings).toEqual([]);
+  });
+
+  it('the use cases (src/adapters/app) import no door: not the CLI, the viewer or the MCP server', () => {
+    const doors = ['adapters/cli', 'adapters/ui', 'adapters/mcp'];
+    const crossings = FILES.filter((f) => inRoom(relative(SRC, f), 'adapters/app')).flatMap((file) =>
+      importsOf(file).filter((to) => doors.some((d) => inRoom(to, d))).map((to) => `${relative(SRC, file)} -> ${to}`));
+    expect(crossings).toEqual([]);
+  });
+
+  it('no file name appears twice in src', () => {
+    const byName = new Map<string, string[]>();
+    for (const f of FILES) byName.set(basename(f), [...(byName.get(basename(f)) ?? []), relative(SRC, f)]);
+    expect([...byName.values()].filter((paths) => paths.length > 1)).toEqual([]);
+  });
+
+  it(`no file is longer than ${LIMIT} lines, but the listed ones, which only shrink`, () => {
+    const over = FILES.map((f) => ({ file: relative(SRC, f), lines: readFileSync(f, 'utf8').split('\n').length - 1 })).filter((f) => f.lines > LIMIT);
+    const problems = over.filter((f) => LONG_FILES[f.file] === undefined || f.lines > LONG_FILES[f.file]!).map((f) => `${f.file}: ${f.lines} lines`);
+    expect(problems).toEqual([]);
+  });
+});
