@@ -627,7 +627,7 @@ export const MUTANTS = [
   {
     name: 'prove-unchecked',
     bug: 'prove hands out the proof tree.db gives without checking it: a damaged cache yields a proof that fails its own check (issue 45)',
-    edits: [{ file: 'src/adapters/cli/commands/prove.ts', find: 'void checkProofFile(text, key)', replace: 'void text' }],
+    edits: [{ file: 'src/adapters/app/proofs.ts', find: 'void checkProofFile(text, key)', replace: 'void text' }],
     caughtBy: ['test/tree-cache.test.ts'],
   },
   {
@@ -751,13 +751,13 @@ export const MUTANTS = [
   {
     name: 'provenance-statement-unchecked',
     bug: '`provenance verify` accepts any note the build key signed, whatever commit its statement is about (issue 47, R-62)',
-    edits: [{ file: 'src/adapters/cli/commands/provenance.ts', find: 'if (!payload.equals(expected)) {', replace: 'if (payload.length < 0 && !payload.equals(expected)) {' }],
+    edits: [{ file: 'src/adapters/app/provenance.ts', find: 'if (!payload.equals(expected)) {', replace: 'if (payload.length < 0 && !payload.equals(expected)) {' }],
     caughtBy: ['test/provenance.test.ts'],
   },
   {
     name: 'provenance-record-unchecked',
     bug: '`provenance verify` accepts a note that is validly signed but not the one the log recorded (issue 47, R-62)',
-    edits: [{ file: 'src/adapters/cli/commands/provenance.ts', find: 'if (sha256Hex(note) !== record.envelopeSha256) {', replace: 'if (note.length < 0 && sha256Hex(note) !== record.envelopeSha256) {' }],
+    edits: [{ file: 'src/adapters/app/provenance.ts', find: 'if (sha256Hex(note) !== record.envelopeSha256) {', replace: 'if (note.length < 0 && sha256Hex(note) !== record.envelopeSha256) {' }],
     caughtBy: ['test/provenance.test.ts'],
   },
   {

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { canonicalJson } from '../../../events/canonical.js';
 import { hashedPart } from '../../../events/envelope.js';
-import { CorruptLogError, NotFoundError, UsageError, ValidationError } from '../../../events/errors.js';
+import { NotFoundError, UsageError, ValidationError } from '../../../events/errors.js';
 import { consistencyProof, inclusionProof, type TreeSource } from '../../../events/merkle.js';
 import { checkProofFile, formatConsistencyProof, formatInclusionProof, type CheckedProof } from '../../../events/proof-file.js';
 import { NoteError, parseVerifierKey, type VerifierKey } from '../../../events/signed-note.js';
@@ -11,6 +11,7 @@ import { Notary, readCheckpoint, type SignedCheckpoint } from '../../transparenc
 import { verifierKeyArg } from '../../transparency/keys.js';
 import { pathsOf } from '../../app/context.js';
 import { openBuildLog } from '../../app/build-log.js';
+import { checkedProof } from '../../app/proofs.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
 export const flags: Record<string, FlagSpec> = {
@@ -74,29 +75,6 @@ export async function run(ctx: CommandContext): Promise<ProveOutput> {
   } finally {
     await log.close();
   }
-}
-
-/**
- * A proof is handed out only once it checks, as `prove --check` would check it: a tree.db damaged
- * on disk (a cache) is built again from the log first (issue 45).
- */
-export async function checkedProof(notary: Notary, size: number, make: (tree: TreeSource) => string, key: VerifierKey, stderr: (s: string) => void, treeFile: string): Promise<string> {
-  const checks = (text: string): void => void checkProofFile(text, key);
-  let proof = make((await notary.tree(size)).source());
-  try {
-    checks(proof);
-  } catch (err) {
-    if (!(err instanceof NoteError)) throw err;
-    stderr(`longbuild: ${treeFile} gave a proof that does not check: building it again from the log (it is a cache)\n`);
-    proof = make((await notary.rebuildTree(size)).source());
-    try {
-      checks(proof);
-    } catch (again) {
-      if (!(again instanceof NoteError)) throw again;
-      throw new CorruptLogError(size, `prove: no proof from this log checks against the checkpoint signed at size ${size} (${again.message}); run \`longbuild verify\``);
-    }
-  }
-  return proof;
 }
 
 async function checkFile(ctx: CommandContext, file: string): Promise<ProveOutput> {
