@@ -751,13 +751,13 @@ export const MUTANTS = [
   {
     name: 'provenance-statement-unchecked',
     bug: '`provenance verify` accepts any note the build key signed, whatever commit its statement is about (issue 47, R-62)',
-    edits: [{ file: 'src/adapters/app/provenance.ts', find: 'if (!payload.equals(expected)) {', replace: 'if (payload.length < 0 && !payload.equals(expected)) {' }],
+    edits: [{ file: 'src/adapters/app/commit-provenance.ts', find: 'if (!payload.equals(expected)) {', replace: 'if (payload.length < 0 && !payload.equals(expected)) {' }],
     caughtBy: ['test/provenance.test.ts'],
   },
   {
     name: 'provenance-record-unchecked',
     bug: '`provenance verify` accepts a note that is validly signed but not the one the log recorded (issue 47, R-62)',
-    edits: [{ file: 'src/adapters/app/provenance.ts', find: 'if (sha256Hex(note) !== record.envelopeSha256) {', replace: 'if (note.length < 0 && sha256Hex(note) !== record.envelopeSha256) {' }],
+    edits: [{ file: 'src/adapters/app/commit-provenance.ts', find: 'if (sha256Hex(note) !== record.envelopeSha256) {', replace: 'if (note.length < 0 && sha256Hex(note) !== record.envelopeSha256) {' }],
     caughtBy: ['test/provenance.test.ts'],
   },
   {

@@ -1,6 +1,6 @@
 import { UsageError } from '../../../events/errors.js';
 import { PROVENANCE_NOTES_REF } from '../../../commands/provenance-statement.js';
-import { publishAll, showProvenance, verifyProvenance, type ProvenanceOutput } from '../../app/provenance.js';
+import { publishAll, showProvenance, verifyProvenance, type ProvenanceOutput } from '../../app/commit-provenance.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
 export const flags: Record<string, FlagSpec> = { key: { type: 'string' }, 'signing-key': { type: 'string' } };

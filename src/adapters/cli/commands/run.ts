@@ -9,7 +9,7 @@ import { throwIfInterrupted } from '../../interrupt.js';
 import { concurrencyOf } from '../../../commands/next-action.js';
 import { Notifications } from '../../notify/notifications.js';
 import type { BuildSession } from '../../session.js';
-import { publishProvenance } from '../../app/provenance.js';
+import { publishProvenance } from '../../app/commit-provenance.js';
 import { readNote } from '../../provenance/attestations.js';
 import { OtelStream } from '../../otel/stream.js';
 import { packageVersion } from '../../package-files.js';
