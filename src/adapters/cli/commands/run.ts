@@ -1,129 +1,27 @@
-import type { StepOutcome, StepResult } from '../../controller/controller.js';
-import { endsRun } from '../../controller/controller.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 import { defaultProgressMode, Progress, PROGRESS_MODES, useColor, type CallInFlight, type ProgressMode } from '../progress.js';
-import { withBuild } from '../../app/with-build.js';
-import { leaseOptions, withControl } from '../../app/control.js';
+import { runBuild, type RunOutput } from '../../app/drive-build.js';
 import { UsageError } from '../../../events/errors.js';
-import { throwIfInterrupted } from '../../interrupt.js';
-import { concurrencyOf } from '../../../commands/next-action.js';
-import { Notifications } from '../../notify/notifications.js';
-import type { BuildSession } from '../../session.js';
-import { publishProvenance } from '../../app/commit-provenance.js';
-import { readNote } from '../../provenance/attestations.js';
-import { OtelStream } from '../../otel/stream.js';
-import { packageVersion } from '../../package-files.js';
 import { tracesUrl } from './otel.js';
-
-/** The most a run's end waits for its last spans to reach the collector (--otel). */
-const OTEL_SETTLE_MS = 10_000;
 
 export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' }, 'signing-key': { type: 'string' }, progress: { type: 'string' }, otel: { type: 'string' } };
 
-export interface RunOutput {
-  readonly outcome: StepOutcome;
-  readonly steps: number;
-  readonly position: number;
-  readonly graphRevision: number;
-  readonly integrationHead: string | null;
-  readonly integrationRef: string | null;
-  readonly reason?: string;
-  readonly outcomes: Partial<Record<StepOutcome, number>>;
-}
+export type { RunOutput };
 
 /** Advance until horizon_complete, blocked, paused (the budget, R-59) or --max-steps. Progress goes to stderr on a terminal. */
 export async function run(ctx: CommandContext): Promise<RunOutput> {
   const max = ctx.flags['max-steps'];
   if (max !== undefined && (typeof max !== 'number' || max < 1)) throw new UsageError('run: --max-steps must be a positive integer');
-  const limit = typeof max === 'number' ? max : Number.POSITIVE_INFINITY;
   const isTty = process.stderr.isTTY === true;
   const mode = progressMode(ctx, isTty);
   if (mode === 'ndjson' && !ctx.json) throw new UsageError('run: --progress ndjson streams JSON on stdout; give --json as well');
   const otelUrl = typeof ctx.flags.otel === 'string' ? tracesUrl(ctx.flags.otel, 'run: --otel') : null;
   let calls: () => readonly CallInFlight[] = () => [];
   const progress = new Progress({ write: ctx.stderr, writeJson: ctx.stdout, mode, color: useColor(ctx.env, isTty), columns: process.stderr.columns ?? 100, calls: () => calls() });
-  return withControl(ctx, (lease) => withBuild(ctx, async (s) => {
-    calls = () => s.controller.callsInFlight();
-    // R-61: notifications due (left by an earlier run too) go out in the background as steps end.
-    const notify = notificationsOf(s, ctx);
-    notify?.poke(s.controller.current);
-    // Issue 48: spans streamed to a collector from the log, in the background, as steps end.
-    const otel = otelUrl !== null ? new OtelStream({ url: otelUrl, log: s.log, version: packageVersion(), warn: (line) => ctx.stderr(`longbuild: ${line}\n`) }) : null;
-    otel?.poke();
-    const outcomes: Partial<Record<StepOutcome, number>> = {};
-    let steps = 0;
-    let last: StepResult | null = null;
-    if (concurrencyOf(s.controller.current) > 1) {
-      // Several workers in flight (issue 16): steps are reported as they end, in log order.
-      progress.begin(s.controller.current);
-      try {
-        await s.runAll((r) => {
-          steps += 1;
-          last = r;
-          outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
-          progress.step(r, s.controller.current);
-          progress.begin(s.controller.current);
-          notify?.poke(s.controller.current);
-          otel?.poke();
-        }, (inFlight) => steps + inFlight >= limit); // --max-steps N: N steps, the ones in flight counted
-      } finally {
-        progress.finish();
-      }
-    }
-    while (concurrencyOf(s.controller.current) === 1 && steps < limit) {
-      throwIfInterrupted();
-      progress.begin(s.controller.current);
-      try {
-        last = await s.advance({ held: true }); // committed with the next step's first effect, or at close
-      } catch (err) {
-        progress.finish(); // the running line ends before the error is printed
-        throw err;
-      }
-      steps += 1;
-      outcomes[last.outcome] = (outcomes[last.outcome] ?? 0) + 1;
-      progress.step(last, s.controller.current);
-      notify?.poke(s.controller.current);
-      otel?.poke();
-      if (endsRun(last.outcome)) break;
-    }
-    progress.finish();
-    // What the notifiers came to, recorded (a crash before this delivers them again, with the same keys).
-    for (const sent of (await notify?.settle()) ?? []) await s.operate(() => ({ ok: true, event: { type: 'NotificationSent', data: sent } }), 'notify');
-    // R-62: the provenance notes of the commits integrated (this run's, and any an earlier run left unwritten).
-    // The head's note is written last: when it has one, every integrated commit has.
-    // A build that has promoted nothing (its head is where it started) has nothing to attest.
-    const head = s.controller.current.integrationHead;
-    if (steps > 0 && head !== null && head !== s.controller.current.build?.baseHead && (await readNote(ctx.repo, head)) === null) {
-      try {
-        await publishProvenance(ctx, s, false);
-      } catch (err) {
-        ctx.stderr(`longbuild: provenance notes not written (${err instanceof Error ? err.message : String(err)}); \`longbuild provenance publish\` writes them\n`);
-      }
-    }
-    await otel?.settle(OTEL_SETTLE_MS);
-    const st = s.controller.current;
-    return {
-      outcome: last?.outcome ?? 'horizon_complete',
-      steps,
-      position: st.position,
-      graphRevision: st.graphRevision,
-      integrationHead: st.integrationHead,
-      integrationRef: st.build?.integrationRef ?? null,
-      ...(last?.reason !== undefined ? { reason: last.reason } : {}),
-      outcomes,
-    };
-  }, leaseOptions(lease)));
-}
-
-/** The build's notifiers (R-61), or null when it has none. */
-function notificationsOf(s: BuildSession, ctx: CommandContext): Notifications | null {
-  const st = s.controller.current;
-  const notifiers = st.build?.settings.notify;
-  if (notifiers === undefined) return null;
-  return new Notifications({
-    notifiers, buildId: st.build!.buildId, cwd: s.paths.repo, env: ctx.env,
-    eventsAt: async (positions) => (await Promise.all(positions.map((p) => s.log.readAll({ from: p, limit: 1 })))).flat(),
-    warn: (line) => ctx.stderr(`longbuild: ${line}\n`),
+  return runBuild(ctx, {
+    ...(typeof max === 'number' ? { maxSteps: max } : {}),
+    otelUrl,
+    reporter: { watch: (c) => { calls = c; }, begin: (st) => progress.begin(st), step: (r, st) => progress.step(r, st), finish: () => progress.finish() },
   });
 }
 
