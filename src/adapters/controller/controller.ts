@@ -1,6 +1,7 @@
 import { CorruptLogError, EffectError, RefusedTransitionError } from '../../events/errors.js';
 import type { BuildState } from '../../projections/build-state.js';
-import { changesTheWorld, decideStep, describe, isEffect, settle, type Decision, type StepContext, type StepResult } from '../../commands/decide-step.js';
+import { changesTheWorld, describe, type Decision, type StepContext, type StepResult } from '../../commands/decide-step.js';
+import { stepChain, type StepChain } from '../../commands/step-chain.js';
 import type { OperatorVerdict } from '../../commands/operator.js';
 import { LogCursor, type LogCursorDeps } from './log-cursor.js';
 import { effectRunner, type EffectDeps, type RunEffect } from './effects.js';
@@ -88,32 +89,36 @@ export class Controller {
     });
   }
 
-  /** What to decide once `next` is carried out: its effect's result to settle, or a focus to decide on. */
-  private async after(next: Decision['next']): Promise<() => Decision> {
-    if (!isEffect(next)) return () => decideStep(this.current, this.context(), next);
-    // Write-ahead (R-18): every decision so far is durable before an effect that changes anything starts.
-    if (changesTheWorld(next)) await this.sync();
-    const result = await this.runEffect(next);
-    if (next.kind === 'observe-refs') this.attemptRefsChecked = true;
-    return () => settle(this.current, this.context(), next, result);
-  }
-
   /**
-   * Follow a chain of decisions until its step is done. With `fork`, a dispatch's chain is handed
-   * over once its intent is appended ('forked'), and a step with nothing to do says 'wait'.
+   * Host a step's chain (src/commands/step-chain.ts) until it ends: decisions are made and appended
+   * one at a time, effects run at the edge (write-ahead first, R-18). With `fork`, a dispatch's
+   * chain is handed over once its intent is appended ('forked'), and a step with nothing to do says 'wait'.
    */
-  private async follow(make: () => Decision, fork?: (key: string, rest: Promise<StepResult>) => void): Promise<StepResult | 'wait' | 'forked'> {
+  private async follow(chain: StepChain, fork?: (key: string, rest: Promise<StepResult>) => void): Promise<StepResult | 'wait' | 'forked'> {
+    let input: unknown;
     for (;;) {
-      const d = await this.decide(make);
-      const next = d.next;
-      if (d.fiber !== undefined && fork !== undefined) {
-        fork(d.fiber, (async () => this.finish(await this.follow(await this.after(next))))());
-        return 'forked';
+      const it = chain.next(input);
+      if (it.done === true) {
+        const end = it.value;
+        if (end.end === 'wait') return 'wait';
+        if (end.end === 'done') return describe(this.current, end.outcome);
+        throw end.error === 'corrupt' ? new CorruptLogError(1, end.message) : new EffectError(end.message);
       }
-      if (!isEffect(next) && next.kind === 'wait') return 'wait';
-      if (!isEffect(next) && next.kind === 'done') return describe(this.current, next.outcome);
-      if (!isEffect(next) && next.kind === 'fail') throw next.error === 'corrupt' ? new CorruptLogError(1, next.message) : new EffectError(next.message);
-      make = await this.after(next);
+      const op = it.value;
+      if (op.op === 'decide') input = await this.decide(() => op.make(this.current, this.context()));
+      else if (op.op === 'fiber') {
+        if (fork !== undefined) {
+          fork(op.fiber, (async () => this.finish(await this.follow(chain)))());
+          return 'forked';
+        }
+        input = undefined;
+      } else {
+        const effect = op.effect;
+        // Write-ahead (R-18): every decision so far is durable before an effect that changes anything starts.
+        if (changesTheWorld(effect)) await this.sync();
+        input = await this.runEffect(effect);
+        if (effect.kind === 'observe-refs') this.attemptRefsChecked = true;
+      }
     }
   }
 
@@ -155,7 +160,7 @@ export class Controller {
    */
   async advance(options: { readonly held?: boolean } = {}): Promise<StepResult> {
     await this.cursor.catchUp();
-    const result = this.finish(await this.follow(() => decideStep(this.current, this.context())));
+    const result = this.finish(await this.follow(stepChain()));
     if (options.held !== true) await this.sync();
     return result;
   }
@@ -184,7 +189,7 @@ export class Controller {
     while (failure === null && !stop(fibers.size)) {
       let r: StepResult | 'wait' | 'forked';
       try {
-        r = await this.follow(() => decideStep(this.current, this.context()), fork);
+        r = await this.follow(stepChain(), fork);
       } catch (err) {
         failure ??= { err };
         break;
