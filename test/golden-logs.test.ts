@@ -20,6 +20,7 @@ import { ROOT } from './support/cli.js';
 import { readLog } from './support/log-oracle.js';
 import { evolveBuild, initialBuildState } from '../src/projections/build-state.js';
 import { rankReadyWave } from '../src/projections/graph.js';
+import { replayThroughDecider } from './support/replay-decider.js';
 
 const DIR = join(ROOT, 'test', 'fixtures', 'logs');
 const GOLDEN = join(DIR, 'golden.json');
@@ -79,6 +80,33 @@ describe('golden logs (issue 15)', () => {
     expect(recorded.helios!.types).toMatchObject({ MilestoneCompacted: 3, HorizonRenewed: 1 });
     expect(recorded.orbit!.types).toMatchObject({ HorizonRenewed: 3, IntegrationFailed: 1 });
     expect(recorded['batch-split']!.types).toMatchObject({ BatchSplit: 2 });
+  });
+});
+
+describe('golden logs replayed through today\'s decider (issue 49: Temporal\'s replay check)', () => {
+  it.each(LOGS)('R-19 %s: decideStep/settle, hosted by the controller\'s interpreter and given the recorded effect results, append exactly the recorded events, and nothing after them', (name) => {
+    const events = load(name);
+    const r = replayThroughDecider(events);
+    expect(r.divergence).toBeNull();
+    const count = (type: string) => events.filter((e) => e.type === type).length;
+    // Every recorded call was answered from the log, once: the replay made the decisions, it did not skip them.
+    expect(r.effects.planner).toBe(count('PlannerReturned'));
+    expect(r.effects.worker).toBe(count('AttemptFinished'));
+    expect(r.effects.verify).toBe(count('VerificationFinished'));
+    expect(r.effects.promote).toBe(count('IntegrationPromoted'));
+  });
+
+  it('a recorded event today\'s decider would not append is named with its position (a checkpoint\'s data, a dropped event)', () => {
+    const events = load('orbit');
+    const at = events.findIndex((e) => e.type === 'CheckpointWritten');
+    const edited = events.map((e, i) => (i === at ? { ...e, data: { ...(e.data as object), createdAt: '2030-01-01T00:00:00.000Z' } } : e)) as StoredEvent[];
+    const r = replayThroughDecider(edited);
+    expect(r.divergence?.position).toBe(at + 1);
+    expect(r.divergence?.recorded?.type).toBe('CheckpointWritten');
+    expect((r.divergence?.decided?.data as { createdAt: string }).createdAt).toBe((events[at]!.data as { createdAt: string }).createdAt);
+    const dropped = replayThroughDecider([...events.slice(0, at), ...events.slice(at + 1)]);
+    expect(dropped.divergence?.position).toBe(at + 1);
+    expect(dropped.divergence?.decided?.type).toBe('CheckpointWritten');
   });
 });
 

@@ -790,6 +790,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/commands/decide-step.ts', find: 'if (t === undefined) return subject;', replace: 'if (t !== null) return subject;', js: { find: 'if (t === undefined)\n        return subject;', replace: 'if (t !== null)\n        return subject;' } }],
     caughtBy: ['test/step.test.ts', 'test/provenance.test.ts'],
   },
+  {
+    name: 'decider-drift',
+    bug: "today's decider records a verification's evidence digest differently from the one old logs hold: replaying a recorded history would append other events (issue 49)",
+    edits: [{ file: 'src/commands/decide-step.ts', find: 'evidenceSha256: evidenceDigest(evidence), ...(out.tests !== undefined', replace: 'evidenceSha256: canonicalSha256(evidence), ...(out.tests !== undefined' }],
+    caughtBy: ['test/golden-logs.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */
