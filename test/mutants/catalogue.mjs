@@ -93,7 +93,7 @@ export const MUTANTS = [
   {
     name: 'effect-before-commit',
     bug: 'an effect starts before the decisions held for the group commit are durable (R-18 write-ahead broken, decision 0017)',
-    edits: [{ file: 'src/adapters/controller/controller.ts', find: 'if (changesTheWorld(next))', replace: 'if (false)' }],
+    edits: [{ file: 'src/adapters/controller/controller.ts', find: 'if (changesTheWorld(effect))', replace: 'if (false)' }],
     caughtBy: ['test/controller-faults.test.ts'],
   },
   {
@@ -537,7 +537,7 @@ export const MUTANTS = [
   {
     name: 'home-visible',
     bug: 'the sandbox leaves the user\'s home as it is: ~/.ssh, ~/.npmrc and ~/.config/longbuild (the signing key) are readable by every role (R-53)',
-    edits: [{ file: 'src/adapters/session.ts', find: 'const home = homePaths(env);', replace: 'const home: string[] = [];', js: { find: 'const home = homePaths(env);', replace: 'const home = [];' } }],
+    edits: [{ file: 'src/adapters/session-execution.ts', find: 'const home = homePaths(env);', replace: 'const home: string[] = [];', js: { find: 'const home = homePaths(env);', replace: 'const home = [];' } }],
     caughtBy: ['test/key-custody.test.ts'],
   },
   {
@@ -615,7 +615,7 @@ export const MUTANTS = [
   {
     name: 'verify-has-setup-network',
     bug: 'verification runs with the setup phase\'s network: the code under test reaches the registry (issue 45, R-57)',
-    edits: [{ file: 'src/adapters/session.ts', find: "run(phase === 'setup' ? sandbox.setup : sandbox.verify)", replace: 'run(sandbox.setup)' }],
+    edits: [{ file: 'src/adapters/session.ts', find: "x.run(phase === 'setup' ? x.sandbox.setup : x.sandbox.verify)", replace: 'x.run(x.sandbox.setup)' }],
     caughtBy: ['test/setup-phase.test.ts'],
   },
   {
@@ -645,13 +645,13 @@ export const MUTANTS = [
   {
     name: 'missed-checkpoints-unsigned',
     bug: 'a run does not sign the checkpoints an earlier run missed: promotions stay without a signature made before the next (issue 45)',
-    edits: [{ file: 'src/adapters/session.ts', find: 'await opened.signMissed()', replace: '[]' }],
+    edits: [{ file: 'src/adapters/session-notary.ts', find: 'await opened.signMissed()', replace: '[]' }],
     caughtBy: ['test/missed-checkpoints.test.ts'],
   },
   {
     name: 'integrator-damage-unchecked',
     bug: 'a run does not check the integrator\'s repository first: it records work and stops on a raw git error (issue 45)',
-    edits: [{ file: 'src/adapters/session.ts', find: 'const damage = head ? await integratorDamage(paths.integrator, head) : null;', replace: 'const damage = null;' }],
+    edits: [{ file: 'src/adapters/session-notary.ts', find: 'const damage = head ? await integratorDamage(paths.integrator, head) : null;', replace: 'const damage = null;' }],
     caughtBy: ['test/integrator-damage.test.ts'],
   },
   {
