@@ -63,6 +63,22 @@ describe('the door (issue 49)', () => {
   });
 });
 
+describe('rule ids (issue 49)', () => {
+  it('a refusal names the rule it rests on only with --verbose', () => {
+    const plain = runCli(['verify', '--sample', '0'], { cwd: repo });
+    const plainShow = runCli(['show', '--checkpoint', 'nope'], { cwd: repo });
+    expect(plainShow.code).toBe(1);
+    expect(plainShow.stderr).not.toMatch(/\(R-\d+\)/);
+    const bad = runCli(['approve', '--reason', ''], { cwd: repo });
+    for (const r of [plain, bad]) expect(r.stderr).not.toMatch(/\(R-\d+\)/);
+    const at = runCli(['init', '--blueprint', HELIOS, '--repo', repo], { cwd: root });
+    expect(at.code).not.toBe(0);
+    expect(at.stderr.split('\n')[0]).not.toMatch(/\(R-\d+\)$/);
+    const verbose = runCli(['init', '--blueprint', HELIOS, '--repo', repo, '--verbose'], { cwd: root });
+    expect(verbose.stderr.split('\n')[0]).toMatch(/\(R-\d+\)$/);
+  });
+});
+
 describe('shell completion and opening a browser (issue 49)', () => {
   /** What bash offers for the words typed so far (the real bash, the generated script sourced). */
   const complete = (script: string, ...words: string[]) => execFileSync('bash', ['-c', `${script}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _longbuild; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: 'utf8' }).split('\n').filter(Boolean);

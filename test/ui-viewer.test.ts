@@ -124,6 +124,41 @@ describe.skipIf(CHROMIUM === undefined)('longbuild ui (issue 18)', () => {
     expect(byNode.rows.every((r: { nodes: string[] }) => r.nodes.includes('wrap'))).toBe(true);
   });
 
+  it('a node named in the URL fills the panel with its last failure and the evidence of it; the critical path and the timeline have colours of their own, with a legend (issue 49)', async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    // wrap's first attempt fails verification (the demo's revised node): at the head its panel names that failure.
+    const log = runCli(['log', '--json'], { cwd: demo }).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const failed = log.find((e: { type: string }) => e.type === 'IntegrationFailed');
+    expect(failed.data.nodeIds ?? failed.data.nodes ?? ['wrap']).toContain('wrap');
+    const at = failed.position + 1;
+    await page.goto(`${ui.url}?at=${at}&node=wrap`);
+    await page.waitForSelector(`body[data-rendered="${at}"]`);
+    await page.waitForFunction(() => /IntegrationFailed at \d+/.test(document.querySelector('[data-testid=node-failure]')?.textContent ?? ''));
+    expect(await page.locator('[data-testid=node-details]').textContent()).toMatch(/nodewrap/);
+    expect(await page.locator('[data-testid=failure-event]').textContent()).toBe(`(IntegrationFailed at ${failed.position})`);
+    await page.locator('[data-testid=node-failure] [data-testid=evidence-link]').first().click();
+    await page.waitForFunction(() => /fail/i.test(document.querySelector('[data-testid=evidence-text]')?.textContent ?? ''));
+    await snap(page, 'node-last-failure');
+    // Before the failure there is none to name.
+    await page.goto(`${ui.url}?at=${failed.position - 1}&node=wrap`);
+    await page.waitForFunction(() => document.querySelector('[data-testid=node-failure]')?.textContent === 'none');
+    // The critical path is drawn in its own colour, not the failure red of a blocked node; the timeline says what its marks are.
+    await page.goto(`${ui.url}?at=26`);
+    await page.waitForSelector('body[data-rendered="26"]');
+    const stroke = await page.$eval('[data-testid=graph-svg] .node.critical rect', (r) => getComputedStyle(r).stroke);
+    const blocked = await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--blocked').trim());
+    expect(stroke).not.toBe(blocked);
+    expect(stroke).toBe('rgb(123, 31, 162)');
+    expect(await page.locator('[data-testid=mark-legend]').textContent()).toBe('revisioncheckpointcompactionrenewalfailurecompletedspend');
+    // A long label wraps inside its column instead of running into its value.
+    const overlap = await page.$$eval('.kv', (kvs) => kvs.some((kv) => [...kv.children].some((c, i, all) => i % 2 === 0 && all[i + 1] !== undefined && c.getBoundingClientRect().right > all[i + 1]!.getBoundingClientRect().left + 0.5)));
+    expect(overlap).toBe(false);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
+
   it('refuses what a read-only local viewer must: writes, other hosts, paths outside its assets, bad positions (one-line JSON errors)', async () => {
     expect((await get(`${ui.url}api/meta`, { method: 'POST' })).status).toBe(405);
     const rebinding = await new Promise<number>((resolve) => {
@@ -153,15 +188,22 @@ describe.skipIf(CHROMIUM === undefined)('longbuild ui (issue 18)', () => {
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(ui.url);
     await page.waitForSelector('body[data-ready="true"]');
-    const head = (await get(`${ui.url}api/meta`)).json().head as number;
+    const meta = (await get(`${ui.url}api/meta`)).json();
+    const head = meta.head as number;
+    // A finished build opens on its last milestone's graph (issue 49): its last checkpoint, before that milestone was compacted.
+    const start = Math.max(...meta.marks.filter((m: { kind: string }) => m.kind === 'checkpoint').map((m: { position: number }) => m.position));
+    expect(start).toBeLessThan(head);
+    await page.waitForSelector(`body[data-rendered="${start}"]`);
+    const opened = await page.$$eval('[data-testid=graph-svg] .node', (gs) => gs.map((g) => (g as SVGGElement).dataset.id!));
+    expect(opened.filter((id) => !id.startsWith('summary-')).length).toBeGreaterThan(0);
     expect(await page.locator('[data-testid=badge]').textContent({ timeout: 30_000 })).toBeTruthy();
     await page.waitForFunction(() => /chain verified up to/.test(document.querySelector('[data-testid=badge]')!.textContent ?? ''), null, { timeout: 60_000 });
     await snap(page, 'demo-head');
     // Arrow keys step event by event; the graph is the state of that point.
     await page.locator('[data-testid=slider]').focus();
     for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowLeft');
-    await page.waitForSelector(`body[data-rendered="${head - 3}"]`);
-    expect(page.url()).toContain(`at=${head - 3}`);
+    await page.waitForSelector(`body[data-rendered="${start - 3}"]`);
+    expect(page.url()).toContain(`at=${start - 3}`);
     // Dragging the slider: the page follows the value it is moved to.
     const box = (await page.locator('[data-testid=slider]').boundingBox())!;
     await page.mouse.move(box.x + box.width - 4, box.y + box.height / 2);

@@ -123,7 +123,7 @@ function drawGraph(v) {
   for (const n of v.nodes) counts[n.state] = (counts[n.state] ?? 0) + 1;
   $('graph-meta').textContent = `revision ${v.graphRevision} · ${v.nodes.length} nodes · ${Object.entries(counts).map(([s, k]) => `${k} ${s}`).join(', ')}${v.spend && v.spend.calls > 0 ? ` · spend ${spendText(v.spend)}` : ''}${v.completed ? ' · completed' : v.blocked ? ` · blocked: ${v.blocked}` : ''}`;
   const cp = v.criticalPath;
-  $('critical').textContent = cp && cp.nodes.length ? `critical path: ${cp.nodes.length} node${cp.nodes.length === 1 ? '' : 's'}${cp.remainingMs !== null ? `, about ${duration(cp.remainingMs)} left (from recorded call durations)` : ''} — outlined in red` : '';
+  $('critical').innerHTML = cp && cp.nodes.length ? `<i class="critical"></i>critical path: ${cp.nodes.length} node${cp.nodes.length === 1 ? '' : 's'}${cp.remainingMs !== null ? `, about ${duration(cp.remainingMs)} left (from recorded call durations)` : ''} — outlined in purple, dashed` : '';
   for (const g of $('graph').querySelectorAll('.node')) g.addEventListener('click', () => selectNode(g.dataset.id));
 }
 
@@ -141,19 +141,73 @@ function selectNode(id) {
   $('node-filter').value = ui.node ?? '';
   writeUrl();
   drawGraph(ui.view);
-  const n = ui.view.nodes.find((x) => x.id === id);
-  if (n && ui.node) {
-    $('details').innerHTML = `<div class="kv"><span>node</span><b>${esc(n.id)}</b><span>state</span><span>${n.state}</span><span>kind</span><span>${n.kind}</span>
+  showNode();
+  resetList();
+}
+
+/** The selected node's panel: what it is, what it spent, and its last failure up to this point with its evidence. */
+function showNode() {
+  const n = ui.node ? ui.view.nodes.find((x) => x.id === ui.node) : undefined;
+  if (!n) return;
+  $('details').innerHTML = `<div class="kv" data-testid="node-details"><span>node</span><b>${esc(n.id)}</b><span>state</span><span>${n.state}</span><span>kind</span><span>${n.kind}</span>
       <span>milestone</span><span>${esc(n.milestone)}</span><span>attempts</span><span>${n.attempts}</span><span>depends on</span><span>${esc(n.deps.join(', ') || '-')}</span>
       ${n.title ? `<span>title</span><span>${esc(n.title)}</span>` : ''}
       ${n.changes ? `<span>may change</span><span data-testid="node-changes">${esc(n.changes.join(', '))}</span>` : ''}
       ${n.retires ? `<span>retires</span><span data-testid="node-retires">${esc(n.retires.join(', '))}</span>` : ''}
       ${n.spent ? `<span>spent</span><span data-testid="node-spent">${esc(spendText(n.spent))} in ${n.spent.calls} call${n.spent.calls === 1 ? '' : 's'}</span>` : ''}
-      ${ui.view.spend?.milestones?.[n.milestone] ? `<span>milestone spent</span><span data-testid="milestone-spent">${esc(spendText(ui.view.spend.milestones[n.milestone]))}</span>` : ''}</div>
+      ${ui.view.spend?.milestones?.[n.milestone] ? `<span>milestone spent</span><span data-testid="milestone-spent">${esc(spendText(ui.view.spend.milestones[n.milestone]))}</span>` : ''}
+      <span>last failure</span><span id="node-failure" data-testid="node-failure" class="muted">looking…</span></div>
       ${n.summary ? `<p><b>summary of ${esc(n.summary.milestoneId)}</b>, stands for ${n.summary.holds.length}:</p><ul data-testid="summary-holds">${n.summary.holds.map((x) => `<li>${esc(x)}</li>`).join('')}</ul>` : ''}
+      <pre id="evidence-text" data-testid="evidence-text" hidden></pre>
       <p class="muted">The event list shows this node's events.</p>`;
+  void lastFailure(n.id).then((f) => {
+    const slot = $('node-failure');
+    if (!slot || ui.node !== n.id) return;
+    if (f === null) { slot.textContent = 'none'; return; }
+    slot.classList.remove('muted');
+    slot.innerHTML = `<span class="bad">${esc(f.reason)}</span> <a href="#" data-position="${f.position}" data-testid="failure-event">(${esc(f.type)} at ${f.position})</a>${f.evidence.length ? ` · evidence: ${evidenceLinks(f.evidence)}` : ''}`;
+    slot.querySelector('a[data-position]').addEventListener('click', (ev) => { ev.preventDefault(); void selectEvent(f.position); });
+    wireEvidence(slot);
+  });
+}
+
+const FAILED = (r) => r.type === 'IntegrationFailed' || r.type === 'BatchSplit'
+  || ((r.type === 'AttemptFinished' || r.type === 'VerificationFinished' || r.type === 'AcceptanceFinished') && /(^| )failed( |$)/.test(r.text));
+
+/** The node's last failure at or before the point shown: its event's reason and evidence, or null. */
+async function lastFailure(id) {
+  const q = (offset) => api(`/api/events?node=${encodeURIComponent(id)}&offset=${offset}&limit=200`);
+  const first = await q(0);
+  const rows = first.total > 200 ? (await q(first.total - 200)).rows : first.rows;
+  const row = rows.filter((r) => r.position <= ui.at && FAILED(r)).at(-1);
+  if (!row) return null;
+  const e = await api(`/api/event?position=${row.position}`);
+  const d = JSON.parse(e.canonical).data;
+  const reason = d.reason ?? (d.passed === false ? 'verification failed' : d.outcome ?? 'failed');
+  // A failed integration's evidence is its job's verification output.
+  let evidence = e.evidence;
+  if (evidence.length === 0 && typeof d.jobId === 'string') {
+    const runs = await api(`/api/events?type=VerificationFinished&q=${encodeURIComponent(d.jobId)}&offset=0&limit=200`);
+    for (const r of runs.rows.filter((x) => x.position < row.position).reverse()) {
+      const v = await api(`/api/event?position=${r.position}`);
+      if (JSON.parse(v.canonical).data.jobId === d.jobId) { evidence = v.evidence; break; }
+    }
   }
-  resetList();
+  return { position: row.position, type: row.type, reason, evidence };
+}
+
+const evidenceLinks = (list) => list.map((x) => `<a href="#" data-sha="${x.sha256}" data-testid="evidence-link">${esc(x.path)}</a>`).join(' · ');
+
+/** Evidence links in `root` show the file's text in the panel's evidence box. */
+function wireEvidence(root) {
+  for (const a of root.querySelectorAll('a[data-sha]')) {
+    a.addEventListener('click', async (ev) => {
+      ev.preventDefault();
+      const pre = $('evidence-text');
+      pre.hidden = false;
+      pre.textContent = (await api(`/api/evidence?sha256=${a.dataset.sha}`).catch((err) => `(${err.message})`)) || '(empty)';
+    });
+  }
 }
 
 // ---- diff ---------------------------------------------------------------------------------
@@ -258,16 +312,9 @@ async function selectEvent(position) {
       <span>recorded</span><span>${esc(e.metadata.recordedAt)}</span>
       ${e.git.map((g) => `<span>${esc(g.path)}</span><code>${g.sha}</code>`).join('')}</div>
     ${testsOf(e.data)}
-    ${e.evidence.length ? `<p><b>evidence</b> ${e.evidence.map((x) => `<a href="#" data-sha="${x.sha256}" data-testid="evidence-link">${esc(x.path)}</a>`).join(' · ')}</p><pre id="evidence-text" data-testid="evidence-text" hidden></pre>` : ''}
+    ${e.evidence.length ? `<p><b>evidence</b> ${evidenceLinks(e.evidence)}</p><pre id="evidence-text" data-testid="evidence-text" hidden></pre>` : ''}
     <pre data-testid="event-json">${esc(JSON.stringify(JSON.parse(e.canonical), null, 2))}</pre>`;
-  for (const a of $('details').querySelectorAll('a[data-sha]')) {
-    a.addEventListener('click', async (ev) => {
-      ev.preventDefault();
-      const pre = $('evidence-text');
-      pre.hidden = false;
-      pre.textContent = (await api(`/api/evidence?sha256=${a.dataset.sha}`).catch((err) => `(${err.message})`)) || '(empty)';
-    });
-  }
+  wireEvidence($('details'));
   await setAt(position, { keepList: true });
   await drawRows();
 }
@@ -307,8 +354,21 @@ function live() {
 
 // ---- wiring -------------------------------------------------------------------------------
 
+/**
+ * Where a page without ?at= opens: the head; for a finished build whose last milestone was then
+ * compacted, its last checkpoint, where that milestone's nodes are still in the graph (the head
+ * holds only summaries, which a click expands).
+ */
+function openingPoint() {
+  const marks = ui.meta.marks;
+  const last = (kind) => marks.filter((m) => m.kind === kind).at(-1)?.position ?? -1;
+  const checkpoint = last('checkpoint');
+  return ui.meta.completed && checkpoint > 0 && last('compaction') > checkpoint ? checkpoint : ui.head;
+}
+
 async function main() {
   $('legend').innerHTML = [...STATES, 'summary'].map((s) => `<span><i style="background:var(--${s})"></i>${s}</span>`).join('');
+  $('mark-legend').innerHTML = Object.entries(MARK_COLOURS).map(([k, c]) => `<span><i style="background:${c}"></i>${k}</span>`).join('') + '<span><i style="background:#b8860b"></i>spend</span>';
   await refreshMeta();
   const u = readUrl();
   ui.cmp = u.cmp;
@@ -316,7 +376,8 @@ async function main() {
   ui.event = u.event;
   if (ui.node) $('node-filter').value = ui.node;
   $('clear-compare').hidden = ui.cmp === null;
-  await setAt(u.at ?? ui.head);
+  await setAt(u.at ?? openingPoint());
+  if (ui.node) showNode();
   await resetList();
   if (ui.event !== null) await selectEvent(ui.event);
   let t = null;

@@ -52,7 +52,8 @@ export async function main(argv: string[], io: Partial<CliIo> = {}): Promise<num
     const code = exitCodeFor(err);
     const message = err instanceof Error ? err.message : String(err);
     const prefix = err instanceof LongbuildError ? '' : 'internal error: ';
-    out.stderr(`longbuild: ${escapeTerminal(`${prefix}${message}${err instanceof LongbuildError && err.rule ? ` (${err.rule})` : ''}`)}\n`);
+    // The rule a refusal rests on (docs/rules.md) is named with --verbose; the line itself says what to do.
+    out.stderr(`longbuild: ${escapeTerminal(`${prefix}${message}${verbose && err instanceof LongbuildError && err.rule ? ` (${err.rule})` : ''}`)}\n`);
     if (code === 2) out.stderr('run `longbuild --help` for usage\n');
     if (verbose && err instanceof Error && err.stack) out.stderr(`${err.stack}\n`);
     return code;
