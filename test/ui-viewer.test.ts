@@ -153,7 +153,7 @@ describe.skipIf(CHROMIUM === undefined)('longbuild ui (issue 18)', () => {
     expect(stroke).toBe('rgb(123, 31, 162)');
     expect(await page.locator('[data-testid=mark-legend]').textContent()).toBe('revisioncheckpointcompactionrenewalfailurecompletedspend');
     // A long label wraps inside its column instead of running into its value.
-    const overlap = await page.$$eval('.kv', (kvs) => kvs.some((kv) => [...kv.children].some((c, i, all) => i % 2 === 0 && all[i + 1] !== undefined && c.getBoundingClientRect().right > all[i + 1]!.getBoundingClientRect().left + 0.5)));
+    const overlap = await page.$$eval('.kv', (kvs) => kvs.some((kv) => Array.from(kv.children).some((c, i, all) => i % 2 === 0 && all[i + 1] !== undefined && c.getBoundingClientRect().right > all[i + 1]!.getBoundingClientRect().left + 0.5)));
     expect(overlap).toBe(false);
     expect(errors).toEqual([]);
     await page.close();

@@ -73,7 +73,7 @@ export function buildPaths(optsOrDir: string | { repo?: string; dir?: string; cw
   };
 }
 
-/** The log spec a build records in `<dir>/log.json` (issue 8), or null when it has none (SQLite). */
+/** The log spec a build records in `<dir>/log.json`, or null when it has none (SQLite). */
 export function recordedLogSpec(paths: BuildPaths): string | null {
   if (!existsSync(paths.logSpec)) return null;
   let raw: unknown;

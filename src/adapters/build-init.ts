@@ -163,7 +163,7 @@ async function initBuild(driver: DriverFile, record: DriverRecord, clock: Clock,
       settings, driver: { kind: driver.kind, sourceSha256 }, sandbox: sandbox.settings, vkey, tests,
     });
     const result = await log.append(`build-${buildId}`, [{ type: first.type, data: first.data as JsonValue, metadata: { recordedAt: clock.now(1), correlationId: buildId } }], 'no-stream');
-    // The call journal from the start (BuildInitialized.callJournal): a missing one is then a lost one (issue 45).
+    // The call journal from the start (BuildInitialized.callJournal): a missing one is then a lost one.
     FileCallMarks.create(paths.calls);
     const store = openBuildProjections(paths);
     try {

@@ -8,8 +8,8 @@ import { StorageError } from '../events/errors.js';
  * is how `fuzz` enumerates them from a clean run.
  * `LONGBUILD_PAUSE_AT=POINT:K:MS` freezes the whole process (event loop included, like SIGSTOP or
  * a partition: no lease renewal) for MS ms there, after printing `longbuild: paused at POINT` on
- * stderr — how the failover tests catch a controller at a known point (issue 8).
- * `LONGBUILD_FAULT=KIND@POINT:K` injects another fault kind there (issue 17): `kill` (as
+ * stderr — how the failover tests catch a controller at a known point.
+ * `LONGBUILD_FAULT=KIND@POINT:K` injects another fault kind there: `kill` (as
  * LONGBUILD_CRASH_AT), `enospc` / `eio` (the write at that point fails: an error with that errno,
  * as a full or failing disk raises it), `hang` (the process stops there, event loop and all, until
  * it is killed: an effect that hangs past its timeout).
@@ -27,7 +27,7 @@ export interface FaultInjector {
   reach(point: string): void;
   /**
    * What the host is doing, for the points file: the calls in flight when a point is reached
-   * (several workers, issue 16), so the fuzzer can choose points by the combination in flight.
+   * (several workers), so the fuzzer can choose points by the combination in flight.
    */
   describeWith?(context: () => string): void;
 }

@@ -12,7 +12,7 @@ import type { InitData } from './session-execution.js';
 import type { OpenOptions } from './session-types.js';
 
 /**
- * What is checked before a session's first append (R-36, issue 45), and the notary that signs its
+ * What is checked before a session's first append (R-36), and the notary that signs its
  * checkpoints from then on: the agents' credentials, the build's signing key, the log against its
  * chain head and last signed checkpoint, the integrator's repository holding the head whole, and
  * the checkpoints an earlier run missed, signed now.
@@ -28,11 +28,11 @@ export async function firstStepChecks(o: {
   try {
     opened.useKey(loadBuildKey(opts, env, initData));
     await opened.check();
-    // The integrator's repository holds the integration head whole, or the run stops before recording anything (issue 45).
+    // The integrator's repository holds the integration head whole, or the run stops before recording anything.
     const damage = head ? await integratorDamage(paths.integrator, head) : null;
     if (damage !== null) throw new ValidationError(`${paths.integrator} is damaged: ${damage}; ${integratorRecovery(paths.integrator)}`, 'R-31');
     if (opened.restored !== null) warn(`${opened.restored} did not verify (damaged): written again from this machine's copy of the last signature`);
-    // Checkpoints a stopped run missed (an unwritable checkpoints/, a kill before the signature) are signed now (issue 45).
+    // Checkpoints a stopped run missed (an unwritable checkpoints/, a kill before the signature) are signed now.
     const missed = await opened.signMissed();
     if (missed.length > 0) warn(`signed ${missed.length} checkpoint${missed.length === 1 ? '' : 's'} an earlier run missed (at size${missed.length === 1 ? '' : 's'} ${missed.join(', ')})`);
   } catch (err) {

@@ -17,13 +17,13 @@ export interface OpenOptions {
   readonly planner?: Planner;
   readonly worker?: Worker;
   readonly faults?: FaultInjector;
-  /** `init`: the log backend (issue 8; default: the config's `log`, else `sqlite`). */
+  /** `init`: the log backend (default: the config's `log`, else `sqlite`). */
   readonly log?: string;
   /** Checked atomically with every append (a PostgreSQL log): the controller lease's fencing token. */
   readonly appendFence?: AppendFence;
   /** Checked before every append: the controller lease is still held (the SQLite lock file). */
   readonly beforeAppend?: () => void;
-  /** Checked immediately before every ref a controller moves (the lease confirmed held, issue 45). */
+  /** Checked immediately before every ref a controller moves (the lease confirmed held). */
   readonly beforeRefMove?: () => Promise<void>;
   /** The controller lease is held while the session lives: the log's tail is read once (LogCursorDeps.soleWriter). */
   readonly soleWriter?: boolean;
@@ -54,7 +54,7 @@ export interface BuildSession {
    */
   advance(options?: { readonly held?: boolean }): Promise<StepResult>;
   /**
-   * Run to the end (or until `stop`), with up to `concurrency` worker calls in flight (issue 16),
+   * Run to the end (or until `stop`), with up to `concurrency` worker calls in flight,
    * reporting each step as it ends; under the same log checks, and signed at the end.
    */
   /** `stop(inFlight)`: whether to decide nothing more, given the steps started and not ended yet. */

@@ -62,7 +62,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
     // An upgrade that changed the projections' layout refolds the whole log once: say so, it can take a minute.
     const head = store.reset.length > 0 ? (await log.head())?.position ?? 0 : 0;
     if (head > 0) warn(`${paths.projections} was written by another version of longbuild (${store.reset.join(', ')}): folding the log into it again, ${head} events (once)`);
-    // Projections are local SQLite whatever the log is, and catch up from it (R-1, issue 8).
+    // Projections are local SQLite whatever the log is, and catch up from it (R-1).
     await catchUpFromLog(store, log);
     const first = (await log.readAll({ from: 1, limit: 1 }))[0];
     if (!first || first.type !== 'BuildInitialized') throw new CorruptLogError(1, 'the log does not start with BuildInitialized');
@@ -81,7 +81,7 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
         write();
       } catch (err) {
         // The events are durable; the projections are a cache rebuilt from them. A failed write
-        // must not stop the effect whose intent was just appended (issue 17): they catch up on
+        // must not stop the effect whose intent was just appended: they catch up on
         // the next open.
         projectionsBehind = true;
         const why = storageErrorOf(err, paths.projections)?.detail ?? (err as Error).message;

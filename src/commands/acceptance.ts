@@ -1,5 +1,5 @@
 /**
- * System-level acceptance (issue 16), pure. A build may name trusted acceptance commands: they
+ * System-level acceptance, pure. A build may name trusted acceptance commands: they
  * run on the integration head of every milestone checkpoint (sandboxed and cached like
  * verification), and the build completes only when they pass on its final head. A failing run
  * does not stop the work in flight: the planner gets it as evidence at its next call (a renewal,

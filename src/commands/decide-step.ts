@@ -488,7 +488,7 @@ function evidenceDigest(evidence: readonly CommandEvidence[]): string {
   return canonicalSha256(evidence.map((e) => ({ argv: e.argv, exitCode: e.exitCode, stdout: e.stdoutSha256, stderr: e.stderrSha256 })));
 }
 
-/** AcceptanceFinished for a run, from what the commands did (issue 16). */
+/** AcceptanceFinished for a run, from what the commands did. */
 function acceptanceFinished(state: BuildState, r: Extract<EffectRequest, { kind: 'accept' }>, out: EffectResults['accept']): Decision {
   const run = state.acceptance!.runs[r.runId]!;
   const evidence = out.evidence.map((e) => ({ ...e, argv: [...e.argv] }));

@@ -51,7 +51,7 @@ function surfaceInput(s: BuildState): { verificationSurface?: VerificationSurfac
   return t === undefined ? {} : { verificationSurface: { files: t.surface.files, tests: t.surface.tests, testChanges: t.testChanges } };
 }
 
-/** The acceptance runs a planner is told about, with the failing command's evidence files (issue 16). */
+/** The acceptance runs a planner is told about, with the failing command's evidence files. */
 function acceptanceInput(s: BuildState): Pick<PlannerInput, 'acceptance'> {
   const runs = acceptanceForPlanner(s);
   if (runs.length === 0) return {};

@@ -9,7 +9,7 @@ export interface BuildInputs {
   readonly integrationRef: string;
   readonly baseHead: string;
   readonly verify: readonly (readonly string[])[];
-  /** Trusted acceptance commands (issue 16); empty: none (not recorded). */
+  /** Trusted acceptance commands; empty: none (not recorded). */
   readonly acceptance?: readonly (readonly string[])[];
   readonly settings: BuildSettings;
   readonly driver: { readonly kind: 'blueprint' | 'command'; readonly sourceSha256: string };

@@ -259,7 +259,7 @@ export function compareBuilds(clean: ObservedBuild, resumed: ObservedBuild, opti
   differ('checkpoint milestones', 'R-19', a.checkpoints.map((c) => c.milestoneId), b.checkpoints.map((c) => c.milestoneId));
   // A build on the system clock (a command-driven one) dates its commits, so their SHAs, and the
   // checkpoints and summaries naming them, differ between any two runs: only the logical clock's
-  // are compared. With several calls in flight (concurrency, issue 16) the order results arrive in
+  // are compared. With several calls in flight (concurrency) the order results arrive in
   // is the machine's: which job stacks on which, the positions (so the logical dates) and the
   // order of events differ between two clean runs too; what the work is must not.
   const concurrent = options.concurrent === true;
@@ -432,7 +432,7 @@ export function recordedCallKeys(state: BuildState): Set<string> {
 
 // ---- choosing points ------------------------------------------------------------------
 
-/** Every (point, occurrence) of a clean run's points file, in the order reached, with the calls in flight there (several workers, issue 16). */
+/** Every (point, occurrence) of a clean run's points file, in the order reached, with the calls in flight there (several workers). */
 export function enumeratePoints(lines: readonly string[]): (PointOccurrence & { readonly inFlight: readonly string[] })[] {
   const seen = new Map<string, number>();
   const out: (PointOccurrence & { inFlight: string[] })[] = [];
@@ -473,7 +473,7 @@ export function seeded(seed: number): () => number {
 
 /**
  * `--points all` or N occurrences sampled with `seed` (deterministic), kept in run order. When
- * the clean run had several calls in flight (issue 16), the sample covers the combinations it
+ * the clean run had several calls in flight, the sample covers the combinations it
  * passed through first: a point of every distinct set of calls in flight of two or more (then of
  * one), as far as N allows, then the rest at random.
  */

@@ -179,7 +179,7 @@ function replaysHorizon(current: { readonly revision: number; readonly planSha25
 }
 
 /**
- * A repair window (issue 16): asked for when acceptance fails on what would be the build's result
+ * A repair window: asked for when acceptance fails on what would be the build's result
  * and no coarse milestone is left. Like any plan it holds one or two new detailed milestones
  * (R-13); it adds no coarse work, and it renews the horizon in force (compare-and-set on its
  * revision, R-16); an exact replay of the repair that made the horizon is a no-op.

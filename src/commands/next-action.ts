@@ -24,11 +24,11 @@ export type NextAction =
   | { kind: 'settle-job'; jobId: string }
   | { kind: 'complete' }
   | { kind: 'dispatch'; nodeId: string; attempt: number; attemptId: string }
-  /** Run the acceptance commands on `head` (issue 16). */
+  /** Run the acceptance commands on `head`. */
   | { kind: 'accept'; runId: string; milestoneId: string | null; head: string }
   | { kind: 'settle-acceptance'; runId: string }
   | { kind: 'stuck'; reason: string; nodeIds: string[] }
-  /** Nothing to decide until a call in flight returns (several workers, issue 16). */
+  /** Nothing to decide until a call in flight returns (several workers). */
   | { kind: 'wait' }
   /** The next call would start past the budget (R-59); `reached`: the BudgetReached to record (absent: already recorded). */
   | { kind: 'paused'; reason: string; reached?: DataOf<'BudgetReached'> }
@@ -95,7 +95,7 @@ export function nodesInOpenJobs(state: Pick<BuildState, 'jobs' | 'openJobs'>): S
  * The controller's decision order (R-17): seal a horizon if none; write a missing checkpoint;
  * recover in-flight work (R-11); renew when the window is exhausted; complete; else dispatch
  * the top of the ranked ready wave (R-12). `running`: the attempts whose worker calls are in flight
- * in this controller (several workers, issue 16): they are not in doubt, and while any runs, a
+ * in this controller (several workers): they are not in doubt, and while any runs, a
  * free slot takes the next ready node and nothing waits for the whole milestone.
  */
 export function nextAction(state: BuildState, running: ReadonlySet<string> = NONE): NextAction {
@@ -141,7 +141,7 @@ export function nextAction(state: BuildState, running: ReadonlySet<string> = NON
   const workers = running.size - state.openJobs.filter((id) => running.has(id)).length;
   const openAttempt = state.openAttempts.filter((id) => !running.has(id)).sort(compareCodePoints)[0];
   if (openAttempt !== undefined) return { kind: 'settle-attempt', attemptId: openAttempt };
-  // System-level acceptance (issue 16): an open run is settled, a due one started.
+  // System-level acceptance: an open run is settled, a due one started.
   const openRun = state.acceptance?.open ?? null;
   if (openRun !== null && !running.has(openRun)) return { kind: 'settle-acceptance', runId: openRun };
   const due = acceptanceDue(state);

@@ -1,5 +1,5 @@
 /**
- * Which notifications are due (issue 46, R-61), from state alone: the outbox's pending triggers
+ * Which notifications are due (R-61), from state alone: the outbox's pending triggers
  * grouped by notifier and kind (a burst coalesced into one), each group due once its notifier was
  * last told of that kind at least `minIntervalSeconds` ago (default 60).
  */

@@ -36,7 +36,7 @@ export function decideRetry(state: BuildState, nodeId: string, attempts: number 
 }
 
 /**
- * `longbuild replan [--reason TEXT] [--asks N]` (issue 46): a build blocked in planning — every ask of
+ * `longbuild replan [--reason TEXT] [--asks N]`: a build blocked in planning — every ask of
  * a round (the first plan, a renewal, a repair window) refused — gets N more asks of that round
  * (default: the build's planner.asks). The planner is asked again with every refusal so far and
  * the operator's reason. Refused when the build is not blocked in planning.
@@ -104,7 +104,7 @@ export function decideCancel(state: BuildState, nodeId: string, reason: string |
 
 /**
  * `longbuild accept [--reason TEXT]`: run the acceptance commands again, on the head as it is
- * (a failure that came from the environment, fixed since; issue 16). Refused for a build without
+ * (a failure that came from the environment, fixed since). Refused for a build without
  * acceptance commands, a complete one, and while a run is in flight or already asked for.
  */
 export function decideAcceptanceRun(state: BuildState, reason: string | undefined, user: string | undefined): OperatorVerdict {
@@ -121,7 +121,7 @@ export function decideAcceptanceRun(state: BuildState, reason: string | undefine
 }
 
 /**
- * `longbuild budget [--usd N] [--tokens N] [--per-node-usd N] …` (issue 46, R-59): the limits given
+ * `longbuild budget [--usd N] [--tokens N] [--per-node-usd N] …` (R-59): the limits given
  * replace those of the budget in force, the others stay. A build paused on its budget goes on at
  * the next `run` when the new limits allow the next call.
  */

@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry traces from the log (issue 48), pure: the build as one trace in OTLP/JSON
+ * OpenTelemetry traces from the log, pure: the build as one trace in OTLP/JSON
  * (`ExportTraceServiceRequest`, opentelemetry-proto's JSON encoding): a span for the build, each
  * milestone, planner call, attempt, integration job and verification command, with their
  * attributes (GenAI semantic conventions for model calls). Trace and span ids are derived from the

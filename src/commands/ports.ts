@@ -37,7 +37,7 @@ export interface PlannerInput {
   };
   readonly integrationHead: string;
   /**
-   * System-level acceptance (issue 16): the runs of the window in force's checkpoints, and the
+   * System-level acceptance: the runs of the window in force's checkpoints, and the
    * newest. A failed one is evidence: plan the repair (a renewal's window, or — purpose `repair`
    * — a window of its own). `output`: the tail of the failing command's output.
    */
@@ -95,7 +95,7 @@ export interface Planner {
 export interface CallOptions {
   /** The file a command reports its usage in (LONGBUILD_USAGE_FILE, R-58); its directory exists and is the call's to write. */
   readonly usageFile?: string;
-  /** A W3C traceparent naming the call's span in the build's trace (issue 48): given to the call as TRACEPARENT, so an agent's own spans join it. */
+  /** A W3C traceparent naming the call's span in the build's trace: given to the call as TRACEPARENT, so an agent's own spans join it. */
   readonly traceparent?: string;
 }
 

@@ -1,5 +1,5 @@
 /**
- * Provenance of integrated commits (issue 47, R-62), pure: an in-toto Statement v1 with a SLSA
+ * Provenance of integrated commits (R-62), pure: an in-toto Statement v1 with a SLSA
  * provenance v1 predicate for each commit a promotion put on the integration ref — who produced it
  * (the node, its attempt, the packet's digest, the driver and model), on what (the base head and
  * the dependencies' commits), and what verified it (the commands, exit codes, evidence digests,

@@ -1,5 +1,5 @@
 /**
- * Spend (issue 46): what calls used (R-58) and the budget they are held to (R-59). Pure: the
+ * Spend: what calls used (R-58) and the budget they are held to (R-59). Pure: the
  * ledger is folded from the events that record each call's usage; a report is read, and priced,
  * here; whether the next call may start is decided here from state alone.
  */

@@ -14,7 +14,7 @@ export type StepOutcome =
   | 'renewed' | 'recovered' | 'horizon_complete' | 'blocked' | 'split' | 'refused'
   /** A speculative job was verified on top of jobs still open (promoted or blamed once they are), or discarded because one of them did not promote. */
   | 'verified' | 'discarded'
-  /** An acceptance run ended (passed or failed), issue 16. */
+  /** An acceptance run ended (passed or failed). */
   | 'acceptance'
   /** The next call would start past the budget (R-59): nothing starts until `longbuild budget` raises it. */
   | 'paused'
@@ -49,7 +49,7 @@ export interface StepContext {
   readonly plannerRoute: string;
   /** True when the worker reworks a failed candidate in a clone that starts from its changes. */
   readonly workerReworks: boolean;
-  /** Attempts whose worker calls are in flight in this controller (several workers, issue 16); empty when one runs at a time. */
+  /** Attempts whose worker calls are in flight in this controller (several workers); empty when one runs at a time. */
   readonly running?: ReadonlySet<string>;
 }
 
@@ -120,7 +120,7 @@ export type EffectRequest =
    * The promotion of `jobIds`: one job, or a run of verified jobs each stacked on the one before
    * it (speculative integration), promoted together by one compare-and-set to the last one's result.
    */
-  /** Run the acceptance commands on `head` in a clean workspace (the cache first), issue 16. */
+  /** Run the acceptance commands on `head` in a clean workspace (the cache first). */
   | { readonly kind: 'accept'; readonly runId: string; readonly head: string; readonly commands: readonly (readonly string[])[]; readonly recovering: boolean }
   | { readonly kind: 'read-ref'; readonly ref: string; readonly jobIds: readonly string[]; readonly recovering: boolean }
   | { readonly kind: 'publish'; readonly ref: string; readonly commit: string; readonly jobIds: readonly string[]; readonly recovering: boolean }

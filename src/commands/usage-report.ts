@@ -1,5 +1,5 @@
 /**
- * A usage report as an agent or a command gave it (issue 46, R-58), read strictly. Kept apart from
+ * A usage report as an agent or a command gave it (R-58), read strictly. Kept apart from
  * spend.ts: it builds the catalogue's schema, which reading commands never load (decision 0022).
  */
 import { UsageSchema, type Usage } from '../events/catalogue.js';

@@ -178,7 +178,7 @@ export type Checkpoint = z.infer<typeof CheckpointSchema>;
 // ---- events ----------------------------------------------------------------
 
 /**
- * What one planner or worker call used, as its agent or command reported it (issue 46, R-58):
+ * What one planner or worker call used, as its agent or command reported it (R-58):
  * tokens, the model, and its cost in USD — from the report when it gives one (`costFrom`
  * "agent"), else priced from the config's `prices` ("prices"); absent: unknown.
  */
@@ -192,7 +192,7 @@ export const UsageSchema = z.strictObject({
 });
 export type Usage = z.infer<typeof UsageSchema>;
 
-/** A spending limit (issue 46, R-59): USD, tokens (input + output), or both. */
+/** A spending limit (R-59): USD, tokens (input + output), or both. */
 export const SpendLimitSchema = z.strictObject({
   usd: z.number().positive().max(1e9).optional(),
   tokens: z.number().int().positive().max(1e15).optional(),
@@ -207,7 +207,7 @@ export const BudgetSchema = z.strictObject({
 });
 export type Budget = z.infer<typeof BudgetSchema>;
 
-/** What a notifier can be told of (issue 46, R-61). */
+/** What a notifier can be told of (R-61). */
 /** Where a build may wait for an operator (R-60). */
 export const APPROVAL_GATES = ['plan', 'checkpoint', 'land'] as const;
 export type ApprovalGate = (typeof APPROVAL_GATES)[number];
@@ -234,22 +234,22 @@ const BuildSettingsSchema = z.strictObject({
   plannerAsks: z.number().int().min(1).max(10).optional(),
   /** Git-ignored files verification leaves: allowed, or dirty (absent: dirty, as before they were configurable). */
   ignoredFiles: z.enum(['allowed', 'dirty']).optional(),
-  /** Worker calls kept in flight at once (issue 16); absent: 1, one at a time as before. */
+  /** Worker calls kept in flight at once; absent: 1, one at a time as before. */
   concurrency: z.number().int().min(1).max(64).optional(),
   /**
    * Integration jobs open at once, each verified on top of the ones ahead of it (speculative
-   * integration, issue 16); absent: 1, one job at a time as before.
+   * integration); absent: 1, one job at a time as before.
    */
   speculation: z.number().int().min(1).max(64).optional(),
   /** Repair windows the planner may plan for a failing acceptance once no coarse work remains (absent: 2). */
   acceptanceRepairs: z.number().int().min(0).max(10).optional(),
   /**
-   * How many of the first verification (and acceptance) commands are setup (issue 45, R-57): they
+   * How many of the first verification (and acceptance) commands are setup (R-57): they
    * run in the setup phase (its own network, the build's package cache, no lifecycle scripts);
    * absent: none.
    */
   setup: z.number().int().min(1).max(50).optional(),
-  /** The budget the build starts with (issue 46, R-59); absent: none. `longbuild budget` changes it (BudgetChanged). */
+  /** The budget the build starts with (R-59); absent: none. `longbuild budget` changes it (BudgetChanged). */
   budget: BudgetSchema.optional(),
   /**
    * Where an operator's approval is needed (R-60): `plan`, each valid proposal before it is sealed
@@ -275,7 +275,7 @@ export const SandboxSettingsSchema = z.strictObject({
   mode: z.enum(['bwrap', 'off']),
   /** `bwrap --version` when the build was initialised; null when off. */
   bwrapVersion: z.string().nullable(),
-  /** The network of each role; `setup` (issue 45): of the setup commands, absent (builds from before) as `verify`. */
+  /** The network of each role; `setup`: of the setup commands, absent (builds from before) as `verify`. */
   network: z.strictObject({ planner: z.boolean(), worker: z.boolean(), verify: z.boolean(), setup: z.boolean().optional() }),
   /** Why the sandbox is off (e.g. "blueprint build: bubblewrap not installed"), when it is. */
   reason: z.string().optional(),
@@ -283,7 +283,7 @@ export const SandboxSettingsSchema = z.strictObject({
   maxFileBytes: z.number().int().positive(),
   /** Files a candidate may hold beyond the base's (R-31); absent (builds from before): 10,000. */
   maxFiles: z.number().int().positive().optional(),
-  /** Resource limits of each process of a call, by role (issue 16); absent: none. */
+  /** Resource limits of each process of a call, by role; absent: none. */
   limits: z.strictObject({ planner: CallLimitsRecord.optional(), worker: CallLimitsRecord.optional(), verify: CallLimitsRecord.optional() }).optional(),
   /** Absolute paths every role sees read-only on purpose (R-53); absent: none. */
   expose: z.array(z.string()).optional(),
@@ -313,7 +313,7 @@ export type TestPolicy = z.infer<typeof TestPolicySchema>;
 export const BuildInitialized = e('BuildInitialized', z.strictObject({
   buildId: z.string().min(1),
   /**
-   * 1: the build keeps its call journal (calls/journal) from its start (issue 45), so a journal
+   * 1: the build keeps its call journal (calls/journal) from its start, so a journal
    * found missing was lost and calls in flight are in doubt. Absent: builds from before.
    */
   callJournal: z.literal(1).optional(),
@@ -323,7 +323,7 @@ export const BuildInitialized = e('BuildInitialized', z.strictObject({
   baseHead: GitShaSchema,
   verify: z.array(z.array(z.string()).min(1)),
   /**
-   * System-level acceptance (issue 16): trusted commands run on the integration head of every
+   * System-level acceptance: trusted commands run on the integration head of every
    * milestone checkpoint, and passing before the build completes; absent: none.
    */
   acceptance: z.array(z.array(z.string()).min(1)).min(1).optional(),
@@ -342,7 +342,7 @@ export const BuildInitialized = e('BuildInitialized', z.strictObject({
 
 export const PlannerInvoked = e('PlannerInvoked', z.strictObject({
   callId: z.string(),
-  /** repair: a window of work for a failing acceptance, asked for once no coarse milestone remains (issue 16). */
+  /** repair: a window of work for a failing acceptance, asked for once no coarse milestone remains. */
   purpose: z.enum(['seal', 'renew', 'repair']),
   horizonRevision: z.number().int().nonnegative(),
   graphRevision: z.number().int().nonnegative(),
@@ -581,7 +581,7 @@ export const EffectReinvoked = e('EffectReinvoked', z.strictObject({
   key: z.string(),
   /**
    * `lost`: the call journal (calls/journal) was gone, so whether the call had started could not
-   * be known; it is counted as made (in doubt, issue 45). Absent: its mark said it had started.
+   * be known; it is counted as made (in doubt). Absent: its mark said it had started.
    */
   journal: z.literal('lost').optional(),
   /**
@@ -623,7 +623,7 @@ export const ProvenanceRecorded = e('ProvenanceRecorded', z.strictObject({
 }));
 
 /**
- * An operator's `longbuild budget` (issue 46, R-59): the build's budget from now on (the limits
+ * An operator's `longbuild budget` (R-59): the build's budget from now on (the limits
  * given replace those of the budget in force; the others stay).
  */
 export const BudgetChanged = e('BudgetChanged', z.strictObject({
@@ -678,7 +678,7 @@ export const NodeRetried = e('NodeRetried', z.strictObject({
 }));
 
 /**
- * An operator's `longbuild replan` (issue 46): a planning round whose every ask was refused (the
+ * An operator's `longbuild replan`: a planning round whose every ask was refused (the
  * build blocked in planning) gets `asks` more asks — the planner is asked again, told the
  * refusals so far and the operator's reason. `callId` is the last refused ask the round had.
  */
@@ -706,7 +706,7 @@ export const NodeCanceled = e('NodeCanceled', z.strictObject({
 }));
 
 /**
- * The intent of an acceptance run (issue 16, R-18): the trusted acceptance commands are about to
+ * The intent of an acceptance run (R-18): the trusted acceptance commands are about to
  * run on `head`, the integration head of milestone `milestoneId`'s checkpoint (null: a run an
  * operator asked for, on the head as it is).
  */

@@ -92,7 +92,7 @@ export class InterruptedError extends LongbuildError {
   }
 }
 
-/** What went wrong with a file the build keeps (issue 17). */
+/** What went wrong with a file the build keeps. */
 export type StorageProblem = 'full' | 'io' | 'read-only' | 'unreachable' | 'damaged';
 
 /**

@@ -134,7 +134,7 @@ export interface BuildInfo {
   readonly integrationRef: string;
   readonly baseHead: string;
   readonly verify: readonly (readonly string[])[];
-  /** The trusted acceptance commands (issue 16), when the build has any. */
+  /** The trusted acceptance commands, when the build has any. */
   readonly acceptance?: readonly (readonly string[])[];
   readonly settings: BuildSettings;
   readonly driver: { kind: 'blueprint' | 'command'; sourceSha256: string };
@@ -153,7 +153,7 @@ export interface HeadTests {
   readonly counts: TestCounts | null;
 }
 
-/** One acceptance run (issue 16): the trusted acceptance commands on one integration head. */
+/** One acceptance run: the trusted acceptance commands on one integration head. */
 export interface AcceptanceRun {
   readonly runId: string;
   /** The milestone whose checkpoint's head it checks; null: an operator's run on the head as it was. */

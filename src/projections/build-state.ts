@@ -49,7 +49,7 @@ export interface BuildState {
   /** Verification commands run and how many of them were cache hits. */
   readonly verifications: { readonly commands: number; readonly cacheHits: number };
   /**
-   * Recorded call durations (the critical path's estimates, issue 16): worker calls that report
+   * Recorded call durations (the critical path's estimates): worker calls that report
    * one (AttemptFinished.durationMs), and verification jobs that ran a command (cache hits aside).
    */
   readonly durations?: { readonly worker: { readonly calls: number; readonly ms: number }; readonly verify: { readonly jobs: number; readonly ms: number } };
@@ -76,7 +76,7 @@ export interface BuildState {
   readonly summaries: Readonly<Record<string, SummaryRecord>>;
   /** Checkpointed milestones not compacted yet, in checkpoint order (only when settings.compaction). */
   readonly pendingCompactions: readonly string[];
-  /** System-level acceptance runs (issue 16); absent until the first one. */
+  /** System-level acceptance runs; absent until the first one. */
   readonly acceptance?: AcceptanceState;
   /** The tests of the integration head, once a verification or a promotion says what they are. */
   readonly headTests?: HeadTests;

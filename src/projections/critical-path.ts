@@ -1,5 +1,5 @@
 /**
- * The critical path of a build (issue 16): the longest chain of unfinished planned work, weighted
+ * The critical path of a build: the longest chain of unfinished planned work, weighted
  * by what each node still needs — its worker call (the mean recorded worker duration) and, for a
  * writable node, its verification (the mean recorded verification job) — and the estimated time
  * it leaves. Pure: the estimates come from durations the log records.

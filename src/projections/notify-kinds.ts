@@ -1,5 +1,5 @@
 /**
- * What each event tells a notifier of (issue 46, R-61): its kinds, decided from the event alone.
+ * What each event tells a notifier of (R-61): its kinds, decided from the event alone.
  */
 import type { DomainEvent, NotifyKind } from '../events/catalogue.js';
 

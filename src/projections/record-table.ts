@@ -1,5 +1,5 @@
 /**
- * Records of the build state that an immutable update would copy whole (issue 19): `nodes` (10,000
+ * Records of the build state that an immutable update would copy whole: `nodes` (10,000
  * in one active window, written at every event) and the ones that grow with the build's history
  * — `checkpoints`, `summaries` and `plannerCalls`, one entry per milestone or planning round. A
  * plain record is copied whole by immer at every write, and V8 keeps a record grown key by key in

@@ -1,5 +1,5 @@
 /**
- * The spend ledger (issue 46, R-58): what the build's calls used, folded from the events that
+ * The spend ledger (R-58): what the build's calls used, folded from the events that
  * record each call. Pricing, reports and budgets are src/commands/spend.ts.
  */
 import type { Usage } from '../events/catalogue.js';

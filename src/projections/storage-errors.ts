@@ -1,5 +1,5 @@
 /**
- * I/O failures named (issue 17, issue 45): what an errno or a SQLite code stands for, as a
+ * I/O failures named: what an errno or a SQLite code stands for, as a
  * StorageError naming the file. No SQLite here, so the CLI's edge can use it without loading it.
  */
 import { statfsSync } from 'node:fs';
@@ -33,7 +33,7 @@ export function storageErrorOf(err: unknown, path: string): StorageError | null 
 
 /**
  * Any I/O failure on a named file that escaped the guards above (a copy of an attempt's clone, a
- * directory removed, a file written by a helper), as the StorageError it stands for (issue 45):
+ * directory removed, a file written by a helper), as the StorageError it stands for:
  * Node.js names the file in `path`. Anything else is returned as it is.
  */
 export function asStorageError(err: unknown): unknown {

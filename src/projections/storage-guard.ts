@@ -6,7 +6,7 @@ import { storageErrorOf } from './storage-errors.js';
 export { asStorageError, formatBytes, freeBytes, freeSpace, storageErrorOf } from './storage-errors.js';
 
 /**
- * I/O failures on the build's files, named (issue 17). SQLite reports "database or disk is full"
+ * I/O failures on the build's files, named. SQLite reports "database or disk is full"
  * without saying which database; a failing `writeFileSync` names its file but reads as an
  * internal error. Every file the build keeps is opened through these guards, so a full disk, an
  * I/O error or a read-only file ends in one line naming the file (StorageError, exit 1).
@@ -63,7 +63,7 @@ export function guarded<T>(path: string, fn: () => T): T {
 }
 
 /**
- * Open a SQLite database to read it, also on a full disk (issue 45): WAL's shared-memory index
+ * Open a SQLite database to read it, also on a full disk: WAL's shared-memory index
  * (`-shm`) must grow when a connection first reads, which a full filesystem refuses; the database
  * is then opened again with the index in this process's memory (exclusive locking mode, set before
  * the first read), which writes nothing. A writer waits meanwhile (it could not write anyway).

@@ -32,7 +32,7 @@ export interface StatusOutput {
   readonly nodes: Record<string, number>;
   /** How untrusted processes run (R-30): "bwrap (bubblewrap 0.8.0)", or "off (reason)". */
   readonly sandbox: string;
-  /** The longest chain of unfinished planned work and its estimated remaining time (issue 16). */
+  /** The longest chain of unfinished planned work and its estimated remaining time. */
   readonly criticalPath: CriticalPath;
   /**
    * What candidates' tests are judged by (R-48..R-51): the verification surface, the policy, each
@@ -49,7 +49,7 @@ export interface StatusOutput {
   readonly awaitingApproval: string | null;
   /** The notification outbox (R-61): triggers not notified yet, notifications delivered and failed; null without notifiers. */
   readonly notifications: { readonly pending: number; readonly delivered: number; readonly failed: number } | null;
-  /** System-level acceptance (issue 16): null when the build has no acceptance commands. */
+  /** System-level acceptance: null when the build has no acceptance commands. */
   readonly acceptance: {
     readonly runs: number;
     readonly latest: { readonly runId: string; readonly milestoneId: string | null; readonly head: string; readonly passed: boolean; readonly reason?: string } | null;

@@ -56,7 +56,7 @@ export interface Summary {
 }
 
 /**
- * The provenance of an integrated commit (issue 47, R-62): its statement, derived from the log, the
+ * The provenance of an integrated commit (R-62): its statement, derived from the log, the
  * envelope its note carries, where the log records the note's digest and that record's inclusion proof.
  */
 export async function showProvenance(ctx: AppContext, rev: string): Promise<ProvenanceOutput> {

@@ -77,7 +77,7 @@ export async function withLease<T>(ctx: AppContext, fn: () => Promise<T>): Promi
 }
 
 /**
- * The lease that fits the build's log (issue 8): a PostgreSQL log is shared by hosts, so its lease
+ * The lease that fits the build's log: a PostgreSQL log is shared by hosts, so its lease
  * is a row in PostgreSQL with expiry and fencing token; any other log uses the local file lock.
  * `--standby` waits for the lease (and takes over when its holder dies) instead of exiting 3.
  */

@@ -39,7 +39,7 @@ export interface RunReporter {
 export interface RunOptions {
   /** Steps to take at most (steps in flight counted); default: until the run ends. */
   readonly maxSteps?: number;
-  /** An OTLP/HTTP traces URL the spans are streamed to as steps end (issue 48). */
+  /** An OTLP/HTTP traces URL the spans are streamed to as steps end. */
   readonly otelUrl?: URL | null;
   readonly reporter?: RunReporter;
 }
@@ -58,14 +58,14 @@ export async function runBuild(ctx: AppContext, options: RunOptions = {}): Promi
     // R-61: notifications due (left by an earlier run too) go out in the background as steps end.
     const notify = notificationsOf(s, ctx);
     notify?.poke(s.controller.current);
-    // Issue 48: spans streamed to a collector from the log, in the background, as steps end.
+    // spans streamed to a collector from the log, in the background, as steps end.
     const otel = otelUrl !== null ? new OtelStream({ url: otelUrl, log: s.log, version: packageVersion(), warn: (line) => ctx.stderr(`longbuild: ${line}\n`) }) : null;
     otel?.poke();
     const outcomes: Partial<Record<StepOutcome, number>> = {};
     let steps = 0;
     let last: StepResult | null = null;
     if (concurrencyOf(s.controller.current) > 1) {
-      // Several workers in flight (issue 16): steps are reported as they end, in log order.
+      // Several workers in flight: steps are reported as they end, in log order.
       progress.begin?.(s.controller.current);
       try {
         await s.runAll((r) => {

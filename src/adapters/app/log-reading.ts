@@ -18,7 +18,7 @@ export interface LogQuery {
   readonly tail?: number;
 }
 
-/** The build's log opened for reading: `log` changes nothing, and works on a full disk (issue 45). */
+/** The build's log opened for reading: `log` changes nothing, and works on a full disk. */
 export function openLogForReading(ctx: AppContext): Promise<EventLog> {
   return openBuildLog(pathsOf(ctx), { reading: true });
 }

@@ -6,7 +6,7 @@ import type { Notary } from '../transparency/notary.js';
 
 /**
  * A proof is handed out only once it checks, as `prove --check` would check it: a tree.db damaged
- * on disk (a cache) is built again from the log first (issue 45).
+ * on disk (a cache) is built again from the log first.
  */
 export async function checkedProof(notary: Notary, size: number, make: (tree: TreeSource) => string, key: VerifierKey, stderr: (s: string) => void, treeFile: string): Promise<string> {
   const checks = (text: string): void => void checkProofFile(text, key);

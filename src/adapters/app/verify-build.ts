@@ -244,7 +244,7 @@ export function checkCheckpoints(
     try {
       cp = readCheckpoint(note, key, init.buildId, file);
     } catch (err) {
-      // A damaged file, not a rewritten log, when the log checks out otherwise: the way out is named (issue 45).
+      // A damaged file, not a rewritten log, when the log checks out otherwise: the way out is named.
       problems.push({ position: 1, problem: `checkpoint ${file} does not verify: ${(err as Error).message}; if only the file was damaged, \`longbuild run\` writes it again from this machine's copy of the last signature when it has one, else move it aside (mv ${file} ${file}.damaged) and run again` });
       return;
     }
@@ -333,7 +333,7 @@ function testsProblems(paths: BuildPaths, events: readonly StoredEvent[]): Verif
 
 /**
  * R-33: the integration ref (integrator's and published) and the attempt branches agree with the
- * log; and the integrator holds every object of the integration head (issue 45).
+ * log; and the integrator holds every object of the integration head.
  */
 async function refsProblems(paths: BuildPaths, state: BuildState, headPosition: number): Promise<VerifyProblem[]> {
   if (!state.build || !existsSync(join(paths.integrator, 'HEAD'))) return [];

@@ -71,7 +71,7 @@ export const BlueprintSchema = z.strictObject({
   ignoredFiles: z.enum(['allowed', 'dirty']).optional(),
   verify: z.array(verifyEntrySchema(ArgvSchema)),
   ...testPolicyFields,
-  /** System-level acceptance commands, run on the head of every checkpoint (issue 16). */
+  /** System-level acceptance commands, run on the head of every checkpoint. */
   acceptance: z.array(ArgvSchema).optional(),
   /** Repair windows the planner may plan for a failing acceptance (default 2). */
   acceptanceRepairs: z.number().int().min(0).max(10).optional(),

@@ -1,6 +1,6 @@
 /**
  * Effects ledger: an append-only NDJSON file outside the event log where the scripted planner and
- * worker record each invocation BEFORE doing the work, fsynced, so a test (issue 7) can count the
+ * worker record each invocation BEFORE doing the work, fsynced, so a test can count the
  * real calls across controller kills — including calls whose result never reached the log.
  */
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';

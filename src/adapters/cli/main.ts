@@ -47,7 +47,7 @@ export async function main(argv: string[], io: Partial<CliIo> = {}): Promise<num
   try {
     return await dispatch(argv, out);
   } catch (thrown) {
-    // An I/O failure on a named file is said as one (issue 45), wherever it came from.
+    // An I/O failure on a named file is said as one, wherever it came from.
     const err = asStorageError(thrown);
     const code = exitCodeFor(err);
     const message = err instanceof Error ? err.message : String(err);

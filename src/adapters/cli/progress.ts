@@ -72,7 +72,7 @@ export function describeAction(a: NextAction): string {
 
 /**
  * Progress of a running build: every step as it ends, and every call in flight with its elapsed
- * time (several workers and verifications run at once, issue 16); the active milestone, the
+ * time (several workers and verifications run at once); the active milestone, the
  * ready wave and verification cache hits.
  */
 export class Progress {

@@ -1,5 +1,5 @@
 /**
- * Text for a terminal (issue 45): what agents and the code under test wrote reaches `evidence`,
+ * Text for a terminal: what agents and the code under test wrote reaches `evidence`,
  * `log`, `status` and error lines. A control sequence in it (an OSC title, a clear-screen, an
  * OSC 8 hyperlink to `javascript:`, a carriage return that overwrites a line) must not act on the
  * reader's terminal. Every C0 and C1 control but tab and newline (and a CR before a newline), DEL,

@@ -80,7 +80,7 @@ export class CommandPlanner implements Planner {
         // Not JSON at all, or JSON the host refuses to read (R-55): hand the host a note it refuses
         // with the reason (recorded as a rejected proposal, returned to the planner, R-39).
         const read = jsonInMessage(message);
-        // The real reason, with how the answer began (issue 46): what a person needs to see why.
+        // The real reason, with how the answer began: what a person needs to see why.
         if (read === null) return { proposal: { invalid: `${label}'s answer is not JSON; it began: ${JSON.stringify(beginning(message))}`, rule: 'R-28', stdout: message.trim().slice(0, 2000) }, ...used };
         if (!read.ok) return { proposal: { invalid: `${label}'s answer is refused: ${read.problem}`, rule: 'R-55', stdout: message.trim().slice(0, 2000) }, ...used };
         return { proposal: read.value, ...used };

@@ -28,7 +28,7 @@ export interface CallMarks {
   kept(key: string, invocation: number): JsonValue | null;
   /**
    * The journal the build keeps from its start is gone (deleted, emptied by hand): a call with no
-   * mark may have started, so it is in doubt (issue 45). Absent: never lost.
+   * mark may have started, so it is in doubt. Absent: never lost.
    */
   lost?(): boolean;
 }

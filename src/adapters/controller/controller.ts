@@ -167,7 +167,7 @@ export class Controller {
 
   /**
    * Run the build to its end (or until `stop` says so), keeping up to `settings.concurrency`
-   * worker calls in flight (issue 16): each dispatch's chain runs on its own once its intent is
+   * worker calls in flight: each dispatch's chain runs on its own once its intent is
    * appended, and the controller goes on deciding (more dispatches, integrations, checkpoints)
    * until a free slot or a returning call gives it something to do. Every step's result is
    * reported as it ends; the first failure stops new work, the calls in flight are awaited, and it

@@ -29,7 +29,7 @@ export interface EffectDeps {
   readonly faults: FaultInjector;
   /**
    * Durable marks of planner and worker calls about to start (call-marks.ts): an open intent
-   * whose call has no mark never started, so resuming it records no re-invocation (issue 17).
+   * whose call has no mark never started, so resuming it records no re-invocation.
    */
   readonly calls?: CallMarks;
   /** Told when a planner, worker or verification call starts and ends (progress shows them). */
@@ -44,12 +44,12 @@ export interface EffectDeps {
   /**
    * Rejects (ConcurrencyError, exit 3) when this controller no longer holds the lease, checked now
    * (for PostgreSQL, against the lease row): run immediately before every effect that moves a ref
-   * (promote, publish, repair, delete branches), so a deposed controller moves none (issue 45).
+   * (promote, publish, repair, delete branches), so a deposed controller moves none.
    */
   readonly fence?: () => Promise<void>;
   /** Where commands report what their calls used, and the prices; absent: nothing is read. */
   readonly usage?: UsageFiles;
-  /** The traceparent of a call's span in the build's trace (issue 48; commands/otel.ts). */
+  /** The traceparent of a call's span in the build's trace (commands/otel.ts). */
   readonly traceparent?: (kind: 'planner' | 'attempt', key: string) => string;
   /** One line about a usage report that was not taken (a warning; the call stands). */
   readonly warn?: (line: string) => void;
@@ -316,7 +316,7 @@ function isCanonical(value: unknown): boolean {
   }
 }
 
-/** Whether a call in doubt had started, from its mark; with the journal lost, it is in doubt and counted as made (issue 45). */
+/** Whether a call in doubt had started, from its mark; with the journal lost, it is in doubt and counted as made. */
 function startedOf(calls: CallMarks | undefined, key: string, invocation: number): { started: boolean; journalLost?: true } {
   if (calls === undefined) return { started: true };
   if (calls.started(key, invocation)) return { started: true };

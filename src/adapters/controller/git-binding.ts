@@ -84,7 +84,7 @@ export function gitBinding(o: GitBindingOptions): GitPort {
     async integrateAndVerify(jobId, head, candidates, date, commands, opts = {}) {
       // One pass: apply onto head in a fresh detached workspace, verify there (cache first), clean up.
       // A candidate the integrator no longer has (its repository was lost and made again from the
-      // published refs, issue 45) fails the job like a conflict: the node's next attempt makes it again.
+      // published refs) fails the job like a conflict: the node's next attempt makes it again.
       const lost = await missingObjects(I, candidates);
       if (lost.length > 0) {
         const conflict = { argv: ['git', 'cat-file', '-e', lost[0]!], output: Buffer.from(`missing: ${lost.join(' ')}\n`), paths: [], durationMs: 0 };

@@ -1,5 +1,5 @@
 /**
- * One controller per build (R-3, issue 7), and no orphan from a dead one.
+ * One controller per build (R-3), and no orphan from a dead one.
  *
  * The lease is an exclusive SQLite lock on `<build dir>/controller.lock`, held by `step`/`run` for
  * as long as they run. It is a kernel file lock, so the kernel drops it the instant its holder dies
@@ -41,7 +41,7 @@ export class ControllerBusyError extends LongbuildError {
 export interface ControllerLease {
   /** Process groups of a dead controller that were killed when the lease was taken. */
   readonly fenced: readonly { pid: number; pgid: number; cwd: string }[];
-  /** A remote log's check of the fencing token, run inside every append transaction (issue 8). */
+  /** A remote log's check of the fencing token, run inside every append transaction. */
   readonly appendFence?: AppendFence;
   /** Throws (ConcurrencyError, exit 3) when the lease is no longer this controller's; run before every append. */
   readonly assertHeld?: () => void;

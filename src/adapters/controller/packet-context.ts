@@ -32,7 +32,7 @@ function outputTail(evidence: readonly string[] | undefined, store: EvidenceStor
   return all.length > FAILURE_OUTPUT_CHARS ? `[…${all.length - FAILURE_OUTPUT_CHARS} characters before]\n${all.slice(-FAILURE_OUTPUT_CHARS)}` : all;
 }
 
-/** A planner's input with the output tail of each failed acceptance run (issue 16), its evidence files read. */
+/** A planner's input with the output tail of each failed acceptance run, its evidence files read. */
 export function withAcceptanceOutput(input: PlannerInput, store: EvidenceStore): PlannerInput {
   if (input.acceptance === undefined) return input;
   return {

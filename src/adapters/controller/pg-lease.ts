@@ -1,5 +1,5 @@
 /**
- * The controller lease of a build whose log lives in PostgreSQL (issue 8): controllers on
+ * The controller lease of a build whose log lives in PostgreSQL: controllers on
  * different hosts share the build, and only the lease holder may append.
  *
  * One row, `<schema>.controller_lease (holder, token, expires_at)`, next to the log's tables. Every
@@ -76,7 +76,7 @@ export function holderId(pid = process.pid, host = hostname(), boot = bootId()):
 /**
  * Whether `holder` is a controller of this host that is certainly dead: this host's name, and
  * either an earlier boot or a pid that no longer exists. Its lease can be taken at once, instead
- * of after its expiry (issue 17: a `run` right after a crash or an outage exited 3).
+ * of after its expiry (a `run` right after a crash or an outage exited 3).
  */
 export function deadLocalHolder(holder: string, alive: (pid: number) => boolean = pidAlive): boolean {
   const m = /^(.*):(\d+):([0-9a-z]+):[0-9a-f]{8}$/.exec(holder);

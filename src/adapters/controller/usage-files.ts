@@ -1,5 +1,5 @@
 /**
- * Usage files (issue 46, R-58): where a command planner or worker reports what its call used
+ * Usage files (R-58): where a command planner or worker reports what its call used
  * (`LONGBUILD_USAGE_FILE`). One directory per invocation of a call, under the build directory,
  * made before the call starts and bound writable into its sandbox (nothing else of the build
  * directory is). The file outlives a crash: a call made again after one records what the lost

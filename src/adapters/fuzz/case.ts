@@ -1,5 +1,5 @@
 /**
- * One fuzz case (issues 7 and 17): the clean run every case is compared with, and a case's runs
+ * One fuzz case: the clean run every case is compared with, and a case's runs
  * in a fresh repository: the build interrupted the case's way (a SIGKILL, a failing write, a
  * hang, a racing controller, a database outage, or a kill at a random instant), resumed to the
  * end, and compared with the clean run, its calls audited against the effects ledger.

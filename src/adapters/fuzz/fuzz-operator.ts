@@ -1,5 +1,5 @@
 /**
- * The fuzzer's operator (issue 46, R-60): a build gated for approval stops at each gate with
+ * The fuzzer's operator (R-60): a build gated for approval stops at each gate with
  * outcome `awaiting_approval`; the operator approves (`longbuild approve --as fuzz`) and runs it
  * again, as a person would, until it ends otherwise. A fault aimed at the K-th occurrence of a
  * point strikes in whichever of these processes reaches it (a run, or an approve: a gate in doubt):

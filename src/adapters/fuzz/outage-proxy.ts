@@ -1,7 +1,7 @@
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 
 /**
- * A TCP proxy in front of a PostgreSQL server, for `fuzz --faults db-down` (issue 17): the fuzzed
+ * A TCP proxy in front of a PostgreSQL server, for `fuzz --faults db-down`: the fuzzed
  * builds reach their log through it, and an outage is the proxy cutting every connection and
  * resetting new ones until it is brought back. To the controller that is a database gone away
  * (connections terminated, then refused at connect), without stopping a server others may share.

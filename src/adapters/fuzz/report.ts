@@ -1,5 +1,5 @@
 /**
- * What a fuzz campaign is asked for and what it reports (`longbuild fuzz`, issues 7 and 17): its
+ * What a fuzz campaign is asked for and what it reports (`longbuild fuzz`): its
  * options, cases and failures, the report `--report FILE` writes, and the command that
  * reproduces one case.
  */
@@ -14,7 +14,7 @@ export type FuzzDriver =
   | { readonly blueprint: string }
   | { readonly request: string; readonly config: string };
 
-/** Fault kinds `--faults` takes (issue 17). */
+/** Fault kinds `--faults` takes. */
 export const FUZZ_FAULTS = ['kill', 'enospc', 'eio', 'hang', 'lease-race', 'db-down'] as const;
 export type FuzzFault = (typeof FUZZ_FAULTS)[number];
 
@@ -128,7 +128,7 @@ export interface CaseReport extends FuzzCase {
   readonly repeats: EffectCounts;
   readonly inDoubt: number;
   readonly durationMs: number;
-  /** The calls in flight where the fault struck (several workers, issue 16); absent: none. */
+  /** The calls in flight where the fault struck (several workers); absent: none. */
   readonly inFlight?: readonly string[];
   /** The case started where the clean run stood after this many of its points (absent: from the start). */
   readonly startedAt?: number;
@@ -152,7 +152,7 @@ export interface FuzzReport {
   readonly inDoubtReinvocations: number;
   readonly inDoubtByPoint: Record<string, number>;
   /**
-   * With several calls in flight (issue 16): the distinct sets of calls in flight the clean run
+   * With several calls in flight: the distinct sets of calls in flight the clean run
    * passed through (two or more at once, and one), and how many the struck cases covered.
    */
   readonly inFlight?: { readonly combinations: number; readonly covered: number; readonly kinds: readonly string[] };

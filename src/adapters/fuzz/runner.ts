@@ -1,5 +1,5 @@
 /**
- * `longbuild fuzz` (issues 7 and 17; R-18, R-19, R-23): a clean run of a build enumerates the
+ * `longbuild fuzz` (R-18, R-19, R-23): a clean run of a build enumerates the
  * interruption points it passes; for each chosen (fault, point, occurrence) a child controller in
  * a fresh repository meets that fault there — a real SIGKILL, a failing write (ENOSPC, EIO), a hang
  * ended by a SIGKILL of its process group, or a second controller racing for the lease — a fresh
@@ -221,7 +221,7 @@ function wantsSnapshot(o: FuzzOptions): boolean {
   return pointCases + (o.randomKills ?? 0) >= AUTO_SNAPSHOT_CASES;
 }
 
-/** The sets of calls in flight the clean run passed through, and how many the struck cases covered (issue 16). */
+/** The sets of calls in flight the clean run passed through, and how many the struck cases covered. */
 function inFlightCoverage(clean: CleanRun, results: readonly CaseResult[]): Pick<FuzzReport, 'inFlight'> {
   const sets = new Set(clean.points.filter((p) => p.inFlight.length > 0).map((p) => [...p.inFlight].sort().join(' ')));
   if (sets.size === 0) return {};

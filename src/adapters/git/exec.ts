@@ -115,7 +115,7 @@ export async function git(cwd: string, args: readonly string[], opts: GitOptions
   if (r.spawnError !== undefined) throw new EffectError(`git could not be started: ${r.spawnError}`);
   if (r.timedOut) throw new EffectError(`git ${args.join(' ')} timed out in ${cwd}`);
   // A full disk or an I/O error is never a verdict on the work (an R-31 refusal, a failed attempt):
-  // it stops the step, named, whatever the caller allows (issue 17).
+  // it stops the step, named, whatever the caller allows.
   if (out.code !== 0) {
     const failure = gitStorageFailure(out.stderr, cwd);
     if (failure !== null) throw failure;

@@ -28,7 +28,7 @@ export async function ensureIntegratorRepo(dir: string, userRepo: string, integr
 }
 
 /**
- * What the integrator's repository lacks of the integration head `commit` (issue 45): the
+ * What the integrator's repository lacks of the integration head `commit`: the
  * commit, or any object of its tree (a deleted `objects/` directory, a pruned pack); null when it
  * has all of it. One listing of the tree and one batch check: O(files of the head), not history.
  */

@@ -1,5 +1,5 @@
 /**
- * Ref updates in the integrator's own repository without a git process (issue 16: a git process
+ * Ref updates in the integrator's own repository without a git process (a git process
  * costs ~20 ms of CPU on a small VM, and every attempt, promotion and cleanup moves a ref). The
  * integrator's repository is longbuild's: bare, created with `--template=`, no reflogs, the files
  * ref backend. An update follows git's own protocol, so git and longbuild exclude each other:

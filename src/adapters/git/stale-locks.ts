@@ -1,5 +1,5 @@
 /**
- * Git lock files a SIGKILLed controller can leave behind (issue 7): a `git update-ref` killed
+ * Git lock files a SIGKILLed controller can leave behind: a `git update-ref` killed
  * between creating `<ref>.lock` and renaming it leaves the lock, and every later update of that
  * ref fails; a `git add`/`commit` killed in an attempt worktree leaves its `index.lock`. Called
  * only by the holder of the controller lease, after orphans are fenced, and only for what longbuild

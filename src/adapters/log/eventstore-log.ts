@@ -13,7 +13,7 @@ import { sealPrepared } from './seal.js';
 import { prepareVerbatim, rawRowToEvent, type VerbatimImportable } from './verbatim.js';
 
 /*
- * Mapping (issue 8). A longbuild log is ONE EventStoreDB stream (default `longbuild-log`; one per
+ * Mapping. A longbuild log is ONE EventStoreDB stream (default `longbuild-log`; one per
  * build). Its ESDB revision r holds the log's global position r+1, so positions are contiguous
  * and an ESDB append with expectedRevision = head-1 is a compare-and-set on the whole log: two
  * writers can never both extend it, and nothing can be skipped. Logical streams (the EventLog's

@@ -25,7 +25,7 @@ export interface OpenLogOptions {
 export const LOG_SPEC_HELP = "log backend must be 'sqlite', 'sqlite:PATH', 'postgres:postgres://USER:PASS@HOST:PORT/DB[?schema=NAME]' or 'eventstore:esdb://HOST:PORT?tls=false[&stream=NAME]'";
 
 /**
- * Open the event log a config names (issue 8): `sqlite` / `sqlite:PATH` (the default, embedded),
+ * Open the event log a config names: `sqlite` / `sqlite:PATH` (the default, embedded),
  * `postgres:URL`, `eventstore:URL`. Projections stay in local SQLite whatever the log is (R-1).
  */
 export async function openEventLog(spec: string, opts: OpenLogOptions = {}): Promise<TransferableEventLog> {

@@ -3,7 +3,7 @@ import type { EventLog } from '../../events/event-log.js';
 import type { ProjectionStore } from '../../projections/engine.js';
 
 /**
- * Reading a whole log through the async port, whatever the backend (issue 8): keyset pages by
+ * Reading a whole log through the async port, whatever the backend: keyset pages by
  * global position. 5000 events a page keeps a remote round trip per page cheap relative to the
  * rows it carries, and SQLite pages cost no more than its iterator did.
  */

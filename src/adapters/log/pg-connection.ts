@@ -1,7 +1,7 @@
 import { StorageError } from '../../events/errors.js';
 
 /**
- * Losing the PostgreSQL server (issue 17, fault 3): what counts as a lost connection, how long to
+ * Losing the PostgreSQL server (fault 3): what counts as a lost connection, how long to
  * keep trying, and the one line that says so when it is not back in time.
  */
 

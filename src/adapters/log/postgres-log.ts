@@ -30,7 +30,7 @@ export interface PostgresLogOptions {
 /**
  * A check run inside an append's transaction, after the writer lock and the expected-revision
  * check: throw (a ConcurrencyError) to refuse the append. The controller lease uses it to compare
- * its fencing token with the lease row, atomically with the write (issue 8).
+ * its fencing token with the lease row, atomically with the write.
  */
 export type AppendFence = ((client: PoolClient, schema: string) => Promise<void>) & {
   /**

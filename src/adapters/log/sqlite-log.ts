@@ -311,7 +311,7 @@ export class SqliteEventLog extends SqliteLogReader {
     await super.close();
   }
 
-  /** Export/import (issue 8): store already-sealed events verbatim after the head; see verbatim.ts. */
+  /** Export/import: store already-sealed events verbatim after the head; see verbatim.ts. */
   override async importVerbatim(events: readonly StoredEvent[]): Promise<void> {
     if (events.length === 0) return;
     this.db.transaction(() => {

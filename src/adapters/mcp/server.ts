@@ -1,5 +1,5 @@
 /**
- * `longbuild mcp` (issue 48): a Model Context Protocol server over stdio for one build, through
+ * `longbuild mcp`: a Model Context Protocol server over stdio for one build, through
  * the official SDK. Every tool is a CLI command run as a child process with `--json` (the same
  * checks, the same output, never more than the CLI gives, and a command that fails cannot take
  * the server down); its result is that output as structured content. Control tools (run, retry,

@@ -1,5 +1,5 @@
 /**
- * Notification delivery (issue 46, R-61): the outbox's due groups handed to their notifiers
+ * Notification delivery (R-61): the outbox's due groups handed to their notifiers
  * (trusted commands from the config, the notification as JSON on stdin), in the background —
  * never blocking a step — retried with back-off, and settled into NotificationSent events by the
  * run that made them. A crash before that record delivers again (at least once) with the same

@@ -1,5 +1,5 @@
 /**
- * `run --otel URL` (issue 48, decision 0045): the spans of the build streamed to an OTLP/HTTP
+ * `run --otel URL` (decision 0045): the spans of the build streamed to an OTLP/HTTP
  * collector as the run goes, from the log — after a step ends, in the background, never holding a
  * step up. Each poke reads the events appended since the last, derives the trace (commands/otel.ts)
  * and posts the spans that have ended and were not posted yet. A collector that fails is tried

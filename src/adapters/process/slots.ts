@@ -1,5 +1,5 @@
 /**
- * A cap on the untrusted processes a controller runs at once (config `maxProcesses`, issue 16):
+ * A cap on the untrusted processes a controller runs at once (config `maxProcesses`):
  * workers, planners and verification commands take a slot for as long as their process runs;
  * a call that finds none free waits its turn (first come, first served). Git, longbuild's own
  * tool, takes none. Timing only: which call waits never changes what the log records.

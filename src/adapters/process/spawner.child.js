@@ -1,6 +1,6 @@
 // The spawner (spawner.ts): a small helper process that starts longbuild's own short-lived
 // commands (git) for the controller. Forking a small process costs a fraction of forking the
-// controller, and the controller's thread is not blocked while the kernel copies it (issue 16).
+// controller, and the controller's thread is not blocked while the kernel copies it.
 //
 // Protocol, one JSON object per line. Out first: { ready: true } once the helper listens. In:
 // { id, argv, cwd, env, input?: base64, timeoutMs }. Out: { id, pid } once started, then

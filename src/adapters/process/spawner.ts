@@ -1,6 +1,6 @@
 /**
  * Starting longbuild's own short-lived commands (git) through small helper processes
- * (spawner.child.js) instead of from the controller itself (issue 16). On a small VM a fork of
+ * (spawner.child.js) instead of from the controller itself. On a small VM a fork of
  * the controller costs 10–25 ms of its thread (the kernel copies its page tables; the controller
  * holds the SQLite log, the fold and the modules), about the time of a whole git call, and a
  * build makes a dozen git calls per node: measured, the controller's thread spent half of an

@@ -1,5 +1,5 @@
 /**
- * Attestations of integrated commits (issue 47, R-62): the facts of each promotion read from the
+ * Attestations of integrated commits (R-62): the facts of each promotion read from the
  * log, the commits it put on the integration ref (git), their statements and DSSE envelopes, and
  * the git notes under refs/notes/longbuild/provenance that carry them in the user's repository.
  */

@@ -1,5 +1,5 @@
 /**
- * A process cap per sandboxed call (issue 45): a pids cgroup of its own, made under the
+ * A process cap per sandboxed call: a pids cgroup of its own, made under the
  * controller's cgroup, with `pids.max` set, which the sandbox's first process joins before it
  * execs bubblewrap — so every process and thread of the call counts against it, and a fork beyond
  * it fails with EAGAIN. `RLIMIT_NPROC` would not do: the kernel does not apply it to uid 0, and

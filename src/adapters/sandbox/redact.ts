@@ -1,7 +1,7 @@
 /**
  * Secret environment values (config `env.secret`) are passed to commands but never kept: every
  * occurrence in a command's stdout or stderr becomes `***` before the bytes reach evidence, the
- * cache or the log — as written, and in the encodings a program prints a token in (issue 45):
+ * cache or the log — as written, and in the encodings a program prints a token in:
  * percent-encoded, hex (either case), and base64 (standard and URL-safe) at each of the three
  * alignments it can take inside a longer encoded text.
  */

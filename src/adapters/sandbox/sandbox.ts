@@ -50,7 +50,7 @@ export interface SandboxPolicy {
   readonly initPath: string;
   /** The bubblewrap executable. */
   readonly bwrap: string;
-  /** Resource limits of every process of the call (issue 16), applied by `prlimit` (below); `tmpfsMb` sizes its private mounts. */
+  /** Resource limits of every process of the call, applied by `prlimit` (below); `tmpfsMb` sizes its private mounts. */
   readonly limits?: { readonly memoryMb?: number; readonly cpuSeconds?: number; readonly tmpfsMb?: number; readonly processes?: number };
   /** The prlimit executable (util-linux), when there are limits. */
   readonly prlimit?: string;
@@ -74,7 +74,7 @@ let uncappedSaid = false;
 function noticeUncapped(): void {
   if (uncappedSaid) return;
   uncappedSaid = true;
-  process.stderr.write('longbuild: no writable pids cgroup here: sandboxed calls run without a process cap (issue 45; see decision 0038)\n');
+  process.stderr.write('longbuild: no writable pids cgroup here: sandboxed calls run without a process cap (see decision 0038)\n');
 }
 
 /** The one-line refusal when a build has limits and prlimit is missing. */
@@ -155,7 +155,7 @@ export function ensureSandboxInit(dir: string): string {
 
 /** The bubblewrap argv (before the command) for one call under `policy`. */
 export function bwrapArgs(policy: SandboxPolicy, run: Pick<SandboxedRun, 'cwd' | 'rw' | 'ro' | 'mounts'>): string[] {
-  // Every private tmpfs is sized (issue 45: unsized, each may take half the machine's memory), and
+  // Every private tmpfs is sized (unsized, each may take half the machine's memory), and
   // /dev is read-only but for its own sized /dev/shm.
   const size = ['--size', String((policy.limits?.tmpfsMb ?? DEFAULT_TMPFS_MB) * 1024 * 1024)];
   const args = [

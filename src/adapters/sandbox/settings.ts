@@ -17,7 +17,7 @@ const Network = z.strictObject({
   setup: z.boolean().default(true).describe('the network of the setup commands (an install from the registry); on by default: they run without lifecycle scripts, with the build\'s package cache (R-57)'),
 });
 
-/** Resource limits of every process of one call (issue 16): its address space, and its CPU time. */
+/** Resource limits of every process of one call: its address space, and its CPU time. */
 export const CallLimitsSchema = z.strictObject({
   memoryMb: z.number().int().min(16).max(1_048_576).optional().describe('address space of each process of the call, MiB (RLIMIT_AS): an allocation beyond it fails'),
   cpuSeconds: z.number().int().min(1).max(604_800).optional().describe('CPU time of each process of the call, seconds (RLIMIT_CPU): a process over it is killed'),

@@ -107,7 +107,7 @@ export class Notary {
     }
   }
 
-  /** The checkpoint file restored from this machine's copy of the last signature (issue 45), when check() did so. */
+  /** The checkpoint file restored from this machine's copy of the last signature, when check() did so. */
   restored: string | null = null;
 
   /**
@@ -206,7 +206,7 @@ export class Notary {
   }
 
   /**
-   * Sign the checkpoints a run missed (issue 45): after the last signed checkpoint, at each event
+   * Sign the checkpoints a run missed: after the last signed checkpoint, at each event
    * R-35 signs after (SIGNED_AFTER, found by check()), in order — what a run that stopped on an unwritable
    * checkpoints/ directory, or was killed between an append and its signature, left unsigned. The
    * head itself is signed at the end of the run as always. Returns the sizes signed.

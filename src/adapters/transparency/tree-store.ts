@@ -69,7 +69,7 @@ export class TreeStore {
   }
 
   /**
-   * Where the store disagrees with the log's leaf hashes, or null (issue 45: a flipped byte in
+   * Where the store disagrees with the log's leaf hashes, or null (a flipped byte in
    * tree.db would otherwise go into proofs). Every leaf it holds and every subtree hash it keeps
    * is compared with one computed from `leaves`; a store holding more leaves than the log is a
    * disagreement too. O(n): the subtree hashes are computed level by level.
@@ -200,7 +200,7 @@ export class TreeStore {
 export const TREE_PROBLEM = 'the Merkle tree cache';
 
 /**
- * The Merkle tree cache at `path` against the log's leaves (issue 45): a flipped byte there would
+ * The Merkle tree cache at `path` against the log's leaves: a flipped byte there would
  * go into the proofs `prove` hands out. Read only; a store behind the log is fine (it catches up).
  */
 export function treeCacheProblems(path: string, leaves: readonly Hash[]): { position: number; problem: string }[] {

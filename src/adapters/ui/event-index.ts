@@ -1,5 +1,5 @@
 /**
- * The viewer's event index (issue 18): what the page lists, filters and marks on its timeline,
+ * The viewer's event index: what the page lists, filters and marks on its timeline,
  * read from each stored event. Pure: no I/O.
  */
 import type { StoredEvent } from '../../events/envelope.js';

@@ -1,10 +1,10 @@
-/** The viewer's DAG layout (issue 18): dagre, left to right, in SVG units. */
+/** The viewer's DAG layout: dagre, left to right, in SVG units. */
 import dagre from '@dagrejs/dagre';
 import type { CriticalPath } from '../../projections/critical-path.js';
 import type { GraphView } from '../../projections/view.js';
 
 export interface LaidOut extends GraphView {
-  /** The longest chain of unfinished work at that point, with its estimate (issue 16; what `status` shows). */
+  /** The longest chain of unfinished work at that point, with its estimate (what `status` shows). */
   readonly criticalPath?: CriticalPath;
   readonly layout: { readonly width: number; readonly height: number; readonly nodes: Record<string, { x: number; y: number; w: number; h: number }>; readonly edges: { from: string; to: string; points: { x: number; y: number }[] }[] };
 }

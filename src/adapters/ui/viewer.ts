@@ -1,5 +1,5 @@
 /**
- * `longbuild ui` (issue 18): a local, read-only web viewer of one build. A plain node:http server:
+ * `longbuild ui`: a local, read-only web viewer of one build. A plain node:http server:
  * the page's assets ship in the package (`ui/`), the API reads the log through the log port in
  * pages, and the state at a point comes from `stateAsOf` (snapshots, R-6), shared with `show` and
  * `diff` through `projections/view.ts`.

@@ -21,8 +21,8 @@ export interface ExportOutput {
 }
 
 /**
- * Copy the build's log, event for event, into an empty log of any backend (issue 8) — or one an
- * interrupted copy of this log left, which is resumed (issue 17): same
+ * Copy the build's log, event for event, into an empty log of any backend — or one an
+ * interrupted copy of this log left, which is resumed: same
  * positions, metadata and hashes, so the target's chain and head hash are the source's. Runs under
  * the controller lease, so no controller appends during the copy. With `--switch` the build
  * directory then records the target, and every later command (and the local projections, which

@@ -28,7 +28,7 @@ export const flags: Record<string, FlagSpec> = {
   snapshot: { type: 'string' },
 };
 
-/** Crash (or otherwise fault) a controller at interruption points of a build, resume, compare (issues 7 and 17). */
+/** Crash (or otherwise fault) a controller at interruption points of a build, resume, compare. */
 export async function run(ctx: CommandContext): Promise<FuzzReport> {
   const str = (name: string): string | undefined => (typeof ctx.flags[name] === 'string' && ctx.flags[name] !== '' ? ctx.flags[name] as string : undefined);
   const bp = str('blueprint');

@@ -13,7 +13,7 @@ export interface McpOutput {
 }
 
 /**
- * `longbuild mcp [--allow-control]` (issue 48, decision 0046): a Model Context Protocol server on
+ * `longbuild mcp [--allow-control]` (decision 0046): a Model Context Protocol server on
  * stdin/stdout for the build in --repo/--dir, until the client closes it. Nothing else is printed
  * on stdout (it is the protocol's).
  */

@@ -24,7 +24,7 @@ export interface OtelOutput {
 }
 
 /**
- * `longbuild otel export [--to FILE | --endpoint URL]` (issue 48): the build as OTLP traces
+ * `longbuild otel export [--to FILE | --endpoint URL]`: the build as OTLP traces
  * derived from the log: written as OTLP/JSON to FILE (stdout without either flag), or posted to an
  * OTLP/HTTP collector (`/v1/traces` added when the URL has no path). Deterministic: the same log
  * gives the same bytes.

@@ -7,7 +7,7 @@ export const flags: Record<string, FlagSpec> = { key: { type: 'string' }, 'signi
 export const positionals = { min: 1, max: 2 };
 
 /**
- * `longbuild provenance COMMIT [--json]` (issue 47, R-62): the statement of an integrated commit,
+ * `longbuild provenance COMMIT [--json]` (R-62): the statement of an integrated commit,
  * derived from the log, and the envelope its note carries. `provenance verify COMMIT [--key VKEY]`:
  * the note's signature (the build's key, or the one given) and its statement against the log.
  * `provenance publish`: sign and write the notes of every integrated commit that has none.

@@ -47,7 +47,7 @@ async function rebuild(ctx: CommandContext): Promise<RebuildOutput> {
     try {
       // One transaction, all or nothing: the whole log is read before the projections are dropped.
       const events = store.rebuild(all);
-      // The Merkle tree cache too (issue 45): proofs are made from it.
+      // The Merkle tree cache too: proofs are made from it.
       const tree = TreeStore.open(paths.tree, logLeavesOf(log));
       let treeLeaves: number;
       try {

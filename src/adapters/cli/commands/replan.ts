@@ -13,7 +13,7 @@ export interface ReplanOutput {
   readonly position: number;
 }
 
-/** `longbuild replan [--reason TEXT] [--asks N]`: a build blocked in planning asks its planner again (PlanningReopened, issue 46). */
+/** `longbuild replan [--reason TEXT] [--asks N]`: a build blocked in planning asks its planner again (PlanningReopened). */
 export async function run(ctx: CommandContext): Promise<ReplanOutput> {
   const reason = operatorText(ctx, 'replan', 'reason', false);
   const asks = ctx.flags.asks;
