@@ -67,6 +67,12 @@ describe('the house (issue 49)', () => {
     expect([...byName.values()].filter((paths) => paths.length > 1)).toEqual([]);
   });
 
+  it('src names no tracker issue: the rule ids (docs/rules.md) and decision records (docs/decisions/) say why', () => {
+    const tagged = filesUnder(SRC).concat(readdirSync(join(SRC, 'adapters', 'process')).filter((f) => f.endsWith('.js')).map((f) => join(SRC, 'adapters', 'process', f)))
+      .flatMap((f) => readFileSync(f, 'utf8').split('\n').map((l, i) => [`${relative(SRC, f)}:${i + 1}`, l] as const).filter(([, l]) => /\b[Ii]ssues? \d+/.test(l)).map(([at]) => at));
+    expect(tagged).toEqual([]);
+  });
+
   it(`no file is longer than ${LIMIT} lines, but the listed ones, which only shrink`, () => {
     const over = FILES.map((f) => ({ file: relative(SRC, f), lines: readFileSync(f, 'utf8').split('\n').length - 1 })).filter((f) => f.lines > LIMIT);
     const problems = over.filter((f) => LONG_FILES[f.file] === undefined || f.lines > LONG_FILES[f.file]!).map((f) => `${f.file}: ${f.lines} lines`);
