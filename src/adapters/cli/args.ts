@@ -1,3 +1,4 @@
+import { parseArgs as nodeParseArgs } from 'node:util';
 import { UsageError } from '../../events/errors.js';
 import type { FlagSpec, FlagValue } from './types.js';
 
@@ -17,43 +18,33 @@ export interface ParsedArgs {
 }
 
 /**
- * Parse `--name value`, `--name=value` and boolean `--name` against the known specs; `-h` is
- * `--help`, `--` ends flags. Unknown flags and missing or malformed values are usage errors.
+ * Parse `--name value`, `--name=value` and boolean `--name` against the known specs with Node's
+ * own `util.parseArgs` (its tokens: the values are checked here, against the specs' types); `-h`
+ * is `--help`, `--` ends flags. Unknown flags (with the closest known one named) and missing or
+ * malformed values are usage errors.
  */
 export function parseArgs(argv: readonly string[], specs: Readonly<Record<string, FlagSpec>>): ParsedArgs {
+  const options = Object.fromEntries(Object.entries(specs).map(([name, spec]) => [name, {
+    type: spec.type === 'boolean' ? 'boolean' as const : 'string' as const,
+    ...(spec.repeatable === true ? { multiple: true } : {}),
+    ...(name === 'help' ? { short: 'h' } : {}),
+  }]));
+  const { tokens } = nodeParseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true });
   const flags: Record<string, FlagValue> = {};
   const positionals: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--') {
-      positionals.push(...argv.slice(i + 1));
-      break;
-    }
-    if (arg === '-h') {
-      flags.help = true;
-      continue;
-    }
-    if (!arg.startsWith('--') || arg === '-') {
-      if (arg.startsWith('-') && arg !== '-') throw new UsageError(`unknown flag '${arg}'`);
-      positionals.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
-    const spec = specs[name];
-    if (!spec) throw new UsageError(`unknown flag '--${name}'${didYouMean(name, Object.keys(specs), '--')}`);
-    let raw: string | undefined;
+  for (const t of tokens) {
+    if (t.kind === 'positional') positionals.push(t.value);
+    if (t.kind !== 'option') continue;
+    const name = t.name;
+    const spec = Object.hasOwn(specs, name) ? specs[name] : undefined;
+    if (spec === undefined) throw new UsageError(t.rawName.startsWith('--') ? `unknown flag '--${name}'${didYouMean(name, Object.keys(specs), '--')}` : `unknown flag '${t.rawName}'`);
     if (spec.type === 'boolean') {
-      if (eq !== -1) throw new UsageError(`flag --${name} takes no value`);
+      if (t.inlineValue === true) throw new UsageError(`flag --${name} takes no value`);
       flags[name] = true;
       continue;
     }
-    if (eq !== -1) raw = arg.slice(eq + 1);
-    else {
-      raw = argv[i + 1];
-      if (raw === undefined || raw.startsWith('--')) throw new UsageError(`flag --${name} needs a value`);
-      i += 1;
-    }
+    const raw = t.value;
+    if (raw === undefined || (t.inlineValue !== true && raw.startsWith('--'))) throw new UsageError(`flag --${name} needs a value`);
     const value = spec.type === 'int' ? parseNonNegativeInt(name, raw) : raw;
     if (spec.repeatable) {
       const prev = flags[name];
