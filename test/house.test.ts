@@ -67,6 +67,12 @@ describe('the house (issue 49)', () => {
     expect([...byName.values()].filter((paths) => paths.length > 1)).toEqual([]);
   });
 
+  it('a command of the CLI parses flags and renders: at most 120 lines each, the work in a use case', () => {
+    const dir = join(SRC, 'adapters', 'cli', 'commands');
+    const long = readdirSync(dir).map((f) => ({ f, lines: readFileSync(join(dir, f), 'utf8').split('\n').length - 1 })).filter((x) => x.lines > 120).map((x) => `${x.f}: ${x.lines}`);
+    expect(long).toEqual([]);
+  });
+
   it('src names no tracker issue: the rule ids (docs/rules.md) and decision records (docs/decisions/) say why', () => {
     const tagged = filesUnder(SRC).concat(readdirSync(join(SRC, 'adapters', 'process')).filter((f) => f.endsWith('.js')).map((f) => join(SRC, 'adapters', 'process', f)))
       .flatMap((f) => readFileSync(f, 'utf8').split('\n').map((l, i) => [`${relative(SRC, f)}:${i + 1}`, l] as const).filter(([, l]) => /\b[Ii]ssues? \d+/.test(l)).map(([at]) => at));

@@ -1,6 +1,6 @@
 import { mkdtempSync, writeFileSync, mkdirSync, existsSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { InterruptedError, ValidationError } from '../../../events/errors.js';
 import type { StepOutcome } from '../../controller/controller.js';
 import { endsRun } from '../../controller/controller.js';
@@ -9,6 +9,7 @@ import { initFromBlueprint } from '../../build-init.js';
 import { openBuild } from '../../session.js';
 import { readRef, treeOf } from '../../git/git.js';
 import { defaultProgressMode, Progress, useColor } from '../progress.js';
+import { cliName } from '../cli-name.js';
 import type { CommandContext } from '../types.js';
 
 export const positionals = { min: 0, max: 1 };
@@ -105,17 +106,6 @@ export function render(d: DemoOutput): string {
     ...explore.map(([c, why]) => `  ${c.padEnd(width)}  # ${why}`),
     '',
   ].join('\n');
-}
-
-/** `longbuild` when it is on PATH (npm link, a global install), else the node command that ran us. */
-function cliName(): string {
-  // Through npx (npm exec) the bin is on PATH only for npx's own child: what the user types is npx's.
-  if (process.env.npm_command === 'exec') return 'npx longbuild';
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (dir && existsSync(join(dir, 'longbuild'))) return 'longbuild';
-  }
-  const script = process.argv[1];
-  return script ? `node ${script}` : 'longbuild';
 }
 
 export function failure(d: DemoOutput): string | undefined {

@@ -7,25 +7,11 @@ import { SNAPSHOT_MODES, type SnapshotMode } from '../../fuzz/cli-snapshot.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
 export const flags: Record<string, FlagSpec> = {
-  blueprint: { type: 'string' },
-  request: { type: 'string' },
-  config: { type: 'string' },
-  faults: { type: 'string' },
-  double: { type: 'boolean' },
-  'double-points': { type: 'string' },
-  'only-second': { type: 'string', repeatable: true },
-  'random-kill': { type: 'int' },
-  'kill-at-ms': { type: 'int' },
-  report: { type: 'string' },
-  log: { type: 'string' },
-  'minimise-trials': { type: 'int' },
-  points: { type: 'string' },
-  seed: { type: 'int' },
-  jobs: { type: 'int' },
-  only: { type: 'string', repeatable: true },
-  'keep-failed': { type: 'boolean' },
-  'start-from': { type: 'string' },
-  snapshot: { type: 'string' },
+  blueprint: { type: 'string' }, request: { type: 'string' }, config: { type: 'string' }, faults: { type: 'string' }, log: { type: 'string' },
+  double: { type: 'boolean' }, 'double-points': { type: 'string' }, 'only-second': { type: 'string', repeatable: true },
+  'random-kill': { type: 'int' }, 'kill-at-ms': { type: 'int' }, report: { type: 'string' }, 'minimise-trials': { type: 'int' },
+  points: { type: 'string' }, seed: { type: 'int' }, jobs: { type: 'int' }, only: { type: 'string', repeatable: true },
+  'keep-failed': { type: 'boolean' }, 'start-from': { type: 'string' }, snapshot: { type: 'string' },
 };
 
 /** Crash (or otherwise fault) a controller at interruption points of a build, resume, compare. */

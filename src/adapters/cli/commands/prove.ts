@@ -5,13 +5,11 @@ import { hashedPart } from '../../../events/envelope.js';
 import { NotFoundError, UsageError, ValidationError } from '../../../events/errors.js';
 import { consistencyProof, inclusionProof, type TreeSource } from '../../../events/merkle.js';
 import { checkProofFile, formatConsistencyProof, formatInclusionProof, type CheckedProof } from '../../../events/proof-file.js';
-import { NoteError, parseVerifierKey, type VerifierKey } from '../../../events/signed-note.js';
-import { buildExists } from '../../build-dir.js';
+import { NoteError, parseVerifierKey } from '../../../events/signed-note.js';
 import { Notary, readCheckpoint, type SignedCheckpoint } from '../../transparency/notary.js';
-import { verifierKeyArg } from '../../transparency/keys.js';
 import { pathsOf } from '../../app/context.js';
 import { openBuildLog } from '../../app/build-log.js';
-import { checkedProof } from '../../app/proofs.js';
+import { checkedProof, verifierKeyFor } from '../../app/proofs.js';
 import type { CommandContext, FlagSpec } from '../types.js';
 
 export const flags: Record<string, FlagSpec> = {
@@ -79,33 +77,12 @@ export async function run(ctx: CommandContext): Promise<ProveOutput> {
 
 async function checkFile(ctx: CommandContext, file: string): Promise<ProveOutput> {
   if (!existsSync(file)) throw new NotFoundError(`prove: --check ${file} does not exist`);
-  const key = await keyFor(ctx);
+  const key = await verifierKeyFor(ctx, typeof ctx.flags.key === 'string' ? ctx.flags.key : undefined);
   try {
     return { action: 'check', file, result: checkProofFile(readFileSync(file, 'utf8'), key) };
   } catch (err) {
     if (err instanceof NoteError) throw new ValidationError(`prove: ${file} does not verify: ${err.message}`, 'R-34');
     throw err;
-  }
-}
-
-/** `--key VKEY|FILE`, else the key the build in --repo/--dir records. */
-async function keyFor(ctx: CommandContext): Promise<VerifierKey> {
-  const k = ctx.flags.key;
-  try {
-    if (typeof k === 'string') return verifierKeyArg(k, ctx.cwd);
-  } catch (err) {
-    throw new UsageError(`prove: --key must be a verifier key or a file holding one: ${(err as Error).message}`);
-  }
-  const paths = pathsOf(ctx);
-  if (!buildExists(paths)) throw new UsageError('prove: --check needs --key VKEY (the log\'s verifier key) outside a build');
-  const log = await openBuildLog(paths);
-  try {
-    const [first] = await log.readAll({ from: 1, limit: 1 });
-    const vkey = (first?.data as { signing?: { vkey: string } } | undefined)?.signing?.vkey;
-    if (!vkey) throw new UsageError('prove: this build records no signing key; pass --key VKEY');
-    return parseVerifierKey(vkey);
-  } finally {
-    await log.close();
   }
 }
 
