@@ -9,8 +9,11 @@ import { bytesUnder, ownCpuMs, report, stepResult } from './lib.mjs';
 const [dir, nArg, mode = 'full'] = process.argv.slice(2);
 const n = Number(nArg ?? 1000);
 const saver = SqliteSaver.fromConnString(join(dir, 'langgraph.db'));
+// The saver switches the file to WAL on first use, and this build of SQLite then defaults to
+// synchronous=NORMAL unless it was set: set FULL after that switch, and report what was in effect
+// when the steps ran (read after them, not before the switch: that read said FULL and was wrong).
+saver.setup();
 if (mode === 'full') saver.db.pragma('synchronous = FULL');
-const synchronous = saver.db.pragma('synchronous', { simple: true });
 const State = Annotation.Root({
   i: Annotation({ reducer: (_, b) => b, default: () => 0 }),
   results: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),
@@ -26,5 +29,6 @@ const out = await graph.invoke({ i: 0 }, { configurable: { thread_id: 'bench' },
 const ms = performance.now() - t0;
 const cpuMs = ownCpuMs() - cpu0;
 if (out.i !== n || out.results.length !== n) throw new Error(`langgraph ran ${out.i} steps`);
+const synchronous = ['OFF', 'NORMAL', 'FULL', 'EXTRA'][saver.db.pragma('synchronous', { simple: true })] ?? 'unknown';
 saver.db.pragma('wal_checkpoint(TRUNCATE)');
 report({ ms, cpuMs, bytes: bytesUnder(dir), synchronous });

@@ -109,7 +109,7 @@ const systems = [
     { key: 'baseline', label: 'longbuild CLI, SQLite log (baseline)', run: (d) => longbuild(d, 'sqlite', baselineCli) },
     { key: 'baseline-pg', label: 'longbuild CLI, PostgreSQL log (baseline)', pg: true, run: (d) => longbuild(d, 'pg', baselineCli) },
   ] : []),
-  { key: 'langgraph-full', label: 'LangGraph SqliteSaver, synchronous=FULL', run: script('langgraph.mjs', ['full']) },
+  { key: 'langgraph-full', label: 'LangGraph SqliteSaver, synchronous=FULL set', run: script('langgraph.mjs', ['full']) },
   { key: 'langgraph', label: 'LangGraph SqliteSaver, as shipped', run: script('langgraph.mjs', ['shipped']) },
   { key: 'dbos', label: 'DBOS Transact 5.3 (PostgreSQL)', pg: true, run: script('dbos.mjs', [], pgCpu) },
   { key: 'restate', label: 'Restate 1.7 server + TS SDK 1.12', run: restateRun },
@@ -139,7 +139,10 @@ const load1 = loadavg()[0];
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const rows = systems.map((s) => {
   const rs = results.get(s.key);
-  return { key: s.key, label: s.label, ms: median(rs.map((r) => r.ms)) / N, wall: median(rs.map((r) => r.wallMs)) / N, cpu: median(rs.map((r) => r.cpuMs)) / N, server: median(rs.map((r) => r.serverMs)) / N, bytes: median(rs.map((r) => r.bytes)) / N };
+  // A row labels itself with the durability it reported running at (LangGraph: the pragma in effect during its steps).
+  const reported = [...new Set(rs.map((r) => r.synchronous).filter((x) => x !== undefined))];
+  const label = reported.length > 0 ? `${s.label} (ran at synchronous=${reported.join('/')})` : s.label;
+  return { key: s.key, label, ms: median(rs.map((r) => r.ms)) / N, wall: median(rs.map((r) => r.wallMs)) / N, cpu: median(rs.map((r) => r.cpuMs)) / N, server: median(rs.map((r) => r.serverMs)) / N, bytes: median(rs.map((r) => r.bytes)) / N };
 });
 const ref = rows.find((r) => r.key === 'longbuild');
 const floor = rows.find((r) => r.key === 'floor-sqlite');
