@@ -99,6 +99,16 @@ export class Viewer {
     return this.index.at(-1)?.position ?? 0;
   }
 
+  /** The log's head as the viewer started (the index may still be reading up to it). */
+  private startHead = 0;
+  /** The first read of the event index: the API waits for it. */
+  private ready: Promise<void> = Promise.resolve();
+
+  /** The log's position as far as the viewer knows it. */
+  get knownHead(): number {
+    return Math.max(this.head, this.startHead);
+  }
+
   /** Read the log's new events into the index (page by page, through the port). */
   private async readNew(): Promise<void> {
     const before = this.head;
@@ -173,9 +183,14 @@ export class Viewer {
     return this.reading;
   }
 
+  /**
+   * Listen at once: the log is opened and its head read (O(1) of its length); the event index is
+   * read in the background, and the API answers once it is (static files at once).
+   */
   async start(): Promise<{ url: string }> {
-    await this.readNew();
-    this.checkChain();
+    const log = (this.log ??= await this.o.openLog());
+    this.startHead = (await log.head())?.position ?? 0;
+    this.ready = this.refresh();
     this.timer = setInterval(() => void this.refresh(), this.o.pollMs ?? 500);
     this.timer.unref();
     const server = createServer((req, res) => void this.handle(req, res));
@@ -192,6 +207,7 @@ export class Viewer {
 
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    await this.reading;
     await this.queue;
     await this.open?.close();
     this.open = null;
@@ -215,7 +231,10 @@ export class Viewer {
       if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'the viewer is read-only: GET only');
       if (!this.hostAllowed(req)) throw new HttpError(403, 'this viewer answers requests for 127.0.0.1 or localhost only (start it with --host to serve others)');
       const u = new URL(req.url ?? '/', 'http://viewer.invalid');
-      if (u.pathname.startsWith('/api/')) return await this.api(u, res);
+      if (u.pathname.startsWith('/api/')) {
+        await this.ready;
+        return await this.api(u, res);
+      }
       return this.asset(u.pathname, res);
     } catch (err) {
       const status = err instanceof HttpError ? err.status : err instanceof NotFoundError ? 404 : err instanceof LongbuildError ? 400 : 500;

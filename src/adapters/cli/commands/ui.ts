@@ -51,7 +51,7 @@ export async function run(ctx: CommandContext): Promise<UiOutput> {
     if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') throw new EffectError(`ui: cannot listen on ${host}: not an address of this machine`);
     throw err;
   }
-  ctx.stdout(ctx.json ? `${JSON.stringify({ url: started.url, position: viewer.head })}\n` : `longbuild ui: ${started.url} (read-only; Ctrl-C to stop)\n`);
+  ctx.stdout(ctx.json ? `${JSON.stringify({ url: started.url, position: viewer.knownHead })}\n` : `longbuild ui: ${started.url} (read-only; Ctrl-C to stop)\n`);
   if (explicitHost && host !== '127.0.0.1' && host !== 'localhost' && host !== '::1') {
     ctx.stderr(`longbuild: ui: serving on ${host}: anyone who can reach it can read this build's log and evidence (no login)\n`);
   }
