@@ -11,7 +11,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, wri
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { changedFilesOf, commitParents, git, isValidRefName, listRefFiles, looseBlob, looseDiff, readRef, readRefFiles, treeOf } from '../src/adapters/git/git.js';
-import { commitTree, copyLooseObjects, gitCommonDir, objectsBetween, writeIndexOfTree } from '../src/adapters/git/repo.js';
+import { commitTree, copyLooseObjects, gitCommonDir, objectsBetween } from '../src/adapters/git/repo.js';
+import { writeIndexOfTree } from '../src/adapters/git/tree-diff.js';
 import { updateOwnRef } from '../src/adapters/git/own-refs.js';
 
 const DATE = '2025-01-01T00:00:00Z';

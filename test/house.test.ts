@@ -40,7 +40,6 @@ const LONG_FILES: Readonly<Record<string, number>> = {
   'commands/decide-step.ts': 554,
   'projections/build-fold.ts': 511,
   'adapters/audit/verifier.ts': 456,
-  'adapters/git/repo.ts': 433,
 };
 const LIMIT = 400;
 

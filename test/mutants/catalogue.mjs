@@ -285,7 +285,7 @@ export const MUTANTS = [
   {
     name: 'changed-files-skip-deletes',
     bug: "the paths a candidate changes, read in-process, leave out the files it deletes: a candidate deleting a protected or verified file would not be named by them",
-    edits: [{ file: 'src/adapters/git/repo.ts', find: 'if (changed !== null) return changed.map((change) => change.path);', replace: "if (changed !== null) return changed.filter((change) => change.mode !== '000000').map((change) => change.path);", js: { find: 'return changed.map((change) => change.path);', replace: "return changed.filter((change) => change.mode !== '000000').map((change) => change.path);" } }],
+    edits: [{ file: 'src/adapters/git/tree-diff.ts', find: 'if (changed !== null) return changed.map((change) => change.path);', replace: "if (changed !== null) return changed.filter((change) => change.mode !== '000000').map((change) => change.path);", js: { find: 'return changed.map((change) => change.path);', replace: "return changed.filter((change) => change.mode !== '000000').map((change) => change.path);" } }],
     caughtBy: ['test/git-objects.test.ts'],
   },
   {

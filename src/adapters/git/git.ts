@@ -56,7 +56,8 @@
  */
 export { git, gitDate, gitEnv, isValidRefName, LONGBUILD_EMAIL, LONGBUILD_NAME } from './exec.js';
 export type { GitOptions, GitOutput } from './exec.js';
-export { changedFilesOf, commitParents, ensureRepo, gitCommonDir, INITIAL_COMMIT_MESSAGE, isAncestor, looseBlob, looseDiff, readRef, treeOf, type TreeChange } from './repo.js';
+export { commitParents, ensureRepo, gitCommonDir, INITIAL_COMMIT_MESSAGE, isAncestor, looseBlob, readRef, treeOf } from './repo.js';
+export { changedFilesOf, looseDiff, type TreeChange } from './tree-diff.js';
 export { listRefFiles, readRefFiles } from './ref-files.js';
 export {
   addDetachedWorkspace,

@@ -5,7 +5,8 @@ import { dirname, join, resolve } from 'node:path';
 import { EffectError, ValidationError } from '../../events/errors.js';
 import { isSafeId } from '../../events/ids.js';
 import { assertSha, git } from './exec.js';
-import { commitParents, commitTree, copyLooseObjects, gitCommonDir, objectsBetween, readRef, treeOf, writeIndexOfTree } from './repo.js';
+import { commitParents, commitTree, copyLooseObjects, gitCommonDir, objectsBetween, readRef, treeOf } from './repo.js';
+import { writeIndexOfTree } from './tree-diff.js';
 import { updateOwnRef } from './own-refs.js';
 
 export interface CommitAndTree {
