@@ -39,7 +39,6 @@ const LONG_FILES: Readonly<Record<string, number>> = {
   'adapters/log/postgres-log.ts': 557,
   'commands/decide-step.ts': 554,
   'projections/build-fold.ts': 511,
-  'adapters/audit/verifier.ts': 456,
 };
 const LIMIT = 400;
 

@@ -763,7 +763,7 @@ export const MUTANTS = [
   {
     name: 'audit-attestation-unchecked',
     bug: "`audit verify` accepts a bundle's attestation whatever its bytes, if the log records one (issue 47, R-62)",
-    edits: [{ file: 'src/adapters/audit/verifier.ts', find: 'if (sha256(text) !== rec.envelopeSha256)', replace: 'if (text.length < 0)' }],
+    edits: [{ file: 'src/adapters/audit/provenance-audit.ts', find: 'if (sha256(text) !== rec.envelopeSha256)', replace: 'if (text.length < 0)' }],
     caughtBy: ['test/provenance.test.ts'],
   },
   {
