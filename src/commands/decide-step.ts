@@ -9,33 +9,28 @@
  * folded when it is taken, and every request names what it is about (attempt, job, call), so a
  * result is settled against the log as it stands when it arrives, not as it stood when it left.
  */
-import { canonicalJson, type JsonValue } from '../events/canonical.js';
-import { canonicalSha256, sha256Hex } from '../events/hash.js';
-import type { CommandEvidence, DataOf, DomainEvent, Receipt, Usage } from '../events/catalogue.js';
+import { canonicalSha256 } from '../events/hash.js';
+import type { DomainEvent } from '../events/catalogue.js';
 import { attemptOf, jobOf, type AttemptRecord, type BuildState, type JobRecord } from '../projections/build-state.js';
-import { horizonConflict } from '../projections/build-fold.js';
 import { isBatchMode, shouldSplit, splitData } from './batch.js';
-import { acceptedVersions, deriveCheckpoint } from './checkpoint.js';
+import { deriveCheckpoint } from './checkpoint.js';
 import { compactMilestone } from './compaction.js';
 import { plannerInputOf, reworkOf, workPacketOf } from './effect-inputs.js';
-import { decideRenewal, decideRepair, validateProposal } from './horizon.js';
-import { horizonIdOf, workerCallKey } from './call-ids.js';
-import { awaitingReason, concurrencyOf, jobsBelow, nextAction, plannerAsks, planningRound, refusedTimes, REPLAN, sunkBelow, type NextAction } from './next-action.js';
+import { workerCallKey } from './call-ids.js';
+import { concurrencyOf, jobsBelow, nextAction, sunkBelow, type NextAction } from './next-action.js';
 import { ATTEMPT_REF_PREFIX, attemptIdsOfNode, decideRefRepairs, finishedAttemptBranches, withoutAttempts } from './refs.js';
-import { refuse, type Refusal } from './refusal.js';
 import {
   isEffect, type Decision, type EffectRequest, type EffectResults, type FinishDraft, type Focus, type KeptWorkerOutcome, type Outcome,
-  type StepContext, type StepOutcome, type StepResult, type VerificationOutcome,
+  type StepContext, type VerificationOutcome,
 } from './step-types.js';
-import type { PlannerPurpose } from './call-ids.js';
+import type {  } from './call-ids.js';
 import { surfaceJudgement, type SurfaceJudgement } from './test-surface.js';
-import { reportProblem, runVerdicts, verifyTests } from './job-tests.js';
+import { runVerdicts, verifyTests } from './job-tests.js';
 
 export * from './step-types.js';
-
-const go = (next: EffectRequest | Focus, events: readonly DomainEvent[] = [], causationId = ''): Decision => ({ events, causationId, next });
-const done = (outcome: StepOutcome, detail: string, extra: Partial<Omit<Extract<Outcome, { kind: 'report' }>, 'kind'>> = {}): Focus =>
-  ({ kind: 'done', outcome: { kind: 'report', outcome, detail, ...extra } });
+export { attemptMessage, describe } from './step-records.js';
+import { acceptanceFinished, answered, promoted } from './step-results.js';
+import { attemptMessage, done, evidenceOf, finished, go, hostJudged, reinvoked, verificationFinished } from './step-records.js';
 
 /** The decision a step takes on `state` (a fresh step: `begin`), or on what a previous decision left. */
 export function decideStep(state: BuildState, ctx: StepContext, focus: Focus = { kind: 'begin' }): Decision {
@@ -251,60 +246,6 @@ export function settle<K extends keyof EffectResults>(state: BuildState, ctx: St
   }
 }
 
-/**
- * A planner's answer (R-13..R-16, R-28): the horizon it seals or renews, or its refusal. A valid
- * one waits for an operator's approval first where the build asks for it (R-60); `approved`: it
- * was recorded before and approved since, so only its seal (or a refusal) is recorded now.
- */
-function answered(state: BuildState, ctx: StepContext, callId: string, purpose: PlannerPurpose, call: EffectResults['planner'], approved = false): Decision {
-  const raw = call.answer;
-  let proposal: JsonValue = null;
-  let proposalSha256 = sha256Hex('null');
-  let canonical: Refusal | null = null;
-  try {
-    proposalSha256 = sha256Hex(canonicalJson(raw));
-    proposal = raw as JsonValue;
-  } catch (err) {
-    canonical = refuse('R-28', `proposal is not canonical JSON: ${(err as Error).message}`);
-  }
-  const graphRevision = state.graphRevision;
-  const reuse = {
-    ...(call.inputSha256 !== undefined ? { inputSha256: call.inputSha256 } : {}), ...(call.reused !== undefined ? { reused: call.reused } : {}),
-    ...(call.usage !== undefined ? { usage: call.usage } : {}),
-  };
-  const returned: DomainEvent = { type: 'PlannerReturned', data: { callId, proposal, proposalSha256, ...reuse, graphRevision } };
-  const recorded = approved ? [] : [returned];
-  const reject = (no: Refusal): Decision =>
-    go({ kind: 'done', outcome: { kind: 'rejected', rule: no.rule, reason: no.reason } }, [...recorded, { type: 'ProposalRejected', data: { callId, rule: no.rule, reason: no.reason, graphRevision } }], callId);
-  if (canonical) return reject(canonical);
-  const current = state.horizon;
-  const renewing = purpose !== 'seal' && current !== null;
-  const verdict = !renewing ? validateProposal(raw, state) : purpose === 'repair' ? decideRepair(state, current.revision, raw) : decideRenewal(state, current.revision, raw);
-  if (!verdict.ok) return reject(verdict);
-  if (!('plan' in verdict)) return reject(refuse('R-16', 'the renewal repeats the current horizon'));
-  const plan = verdict.plan;
-  if (!approved && (state.build?.settings.approve ?? []).includes('plan')) {
-    // R-60: recorded, and nothing sealed until an operator approves it.
-    const reason = awaitingReason(renewing ? purpose : 'seal', callId);
-    return go(done('awaiting_approval', reason, { reason }), [{ type: 'PlannerReturned', data: { ...(returned.data as DataOf<'PlannerReturned'>), awaitingApproval: true } }], callId);
-  }
-  const versions = acceptedVersions(state);
-  const pins = {
-    requestSha256: state.build!.requestSha256, graphRevision, integrationHead: state.integrationHead!,
-    contracts: versions.contracts, foundations: versions.foundations, createdAt: ctx.now, plannerRoute: ctx.plannerRoute,
-  };
-  const body = { planSha256: plan.planSha256, detailed: plan.detailed, coarse: plan.coarse, nodes: plan.nodes, pins, callId, graphRevision };
-  const horizonId = renewing ? current.horizonId : horizonIdOf(state.build!.requestSha256);
-  const revision = renewing ? current.revision + 1 : 1;
-  // R-15: a horizon identity names one plan.
-  const conflict = horizonConflict(state.horizon, renewing ? 'HorizonRenewed' : 'HorizonSealed', { horizonId, revision, planSha256: plan.planSha256 });
-  if (conflict !== null && conflict !== 'same') return reject(refuse('R-15', conflict));
-  const ids = plan.detailed.map((m) => m.id).join(', ');
-  if (!renewing) return go(done('planned', `sealed ${horizonId} r1: detailed ${ids}; coarse ${plan.coarse.length}`), [...recorded, { type: 'HorizonSealed', data: { horizonId, revision, ...body } }], callId);
-  const what = purpose === 'repair' ? `a repair window: ${ids}` : `promoted ${ids}; coarse ${plan.coarse.length}`;
-  return go(done('renewed', `renewed to r${revision}: ${what}`),
-    [...recorded, { type: 'HorizonRenewed', data: { horizonId, revision, fromRevision: current.revision, ...body } }], callId);
-}
 
 /** The surface a node's candidate is checked against and what its plan lets it change (R-49), when the build has a test policy. */
 function judgedOf(state: BuildState, nodeId: string): { judged?: SurfaceJudgement } {
@@ -338,10 +279,6 @@ function recalled(state: BuildState, ctx: StepContext, a: AttemptRecord, r: Extr
   return alongside(state, go({ kind: 'run-worker', attemptId: a.attemptId, report }, [reinvoked('worker', r.key, found)], a.attemptId), a.attemptId);
 }
 
-/** A call made again (R-18): whether its journal was lost, and what the lost invocation used when it reported it (R-58). */
-function reinvoked(effect: 'planner' | 'worker', key: string, found: { readonly journalLost?: true; readonly lostUsage?: Usage }): DomainEvent {
-  return { type: 'EffectReinvoked', data: { effect, key, ...(found.journalLost ? { journal: 'lost' as const } : {}), ...(found.lostUsage !== undefined ? { usage: found.lostUsage } : {}) } };
-}
 
 /** Record what a worker call returned: a read-only node's result, or a writable node's clone committed by the host (R-24). */
 function finishAttempt(state: BuildState, a: AttemptRecord, out: KeptWorkerOutcome, worktree: string, report: Outcome): Decision {
@@ -355,41 +292,9 @@ function finishAttempt(state: BuildState, a: AttemptRecord, out: KeptWorkerOutco
   return go({ kind: 'finish-clone', attemptId: a.attemptId, draft, noCommitReason: 'worker produced no change', report, commit });
 }
 
-/**
- * The message of an attempt's commit: deterministic (R-19: a resumed build makes the same commit),
- * with trailers naming the build, node and attempt, and the agent that assisted (R-62).
- */
-export function attemptMessage(state: BuildState, a: Pick<AttemptRecord, 'nodeId' | 'attempt' | 'attemptId'>): string {
-  const subject = `longbuild: ${a.nodeId} (attempt ${a.attempt})`;
-  const t = state.build?.settings.trailers;
-  if (t === undefined) return subject;
-  const trailers = [`Longbuild-Build: ${state.build!.buildId}`, `Longbuild-Node: ${a.nodeId}`, `Longbuild-Attempt: ${a.attemptId}`, ...(t.assistedBy !== undefined ? [`Assisted-by: ${t.assistedBy}`] : [])];
-  return `${subject}\n\n${trailers.join('\n')}`;
-}
 
-/** The evidence fields of an AttemptFinished for what a worker call returned (its input digest and reuse too, R-41). */
-function evidenceOf(out: KeptWorkerOutcome): Pick<FinishDraft, 'evidenceSha256' | 'stdoutSha256' | 'stderrSha256' | 'durationMs' | 'inputSha256' | 'reused' | 'usage'> {
-  return {
-    evidenceSha256: canonicalSha256({ stdout: out.stdoutSha256, stderr: out.stderrSha256 }), stdoutSha256: out.stdoutSha256, stderrSha256: out.stderrSha256,
-    ...(out.durationMs !== undefined ? { durationMs: out.durationMs } : {}),
-    ...(out.inputSha256 !== undefined ? { inputSha256: out.inputSha256 } : {}), ...(out.reused !== undefined ? { reused: out.reused } : {}),
-    ...(out.usage !== undefined ? { usage: out.usage } : {}),
-  };
-}
 
-/**
- * A result the host refused (or found empty) after the worker said it committed: what decided it
- * is the host's check of the files, not the worker's outcome alone, so it carries no input digest
- * and no fork adopts it (R-41); a fork redoes that call.
- */
-function hostJudged(draft: FinishDraft): FinishDraft {
-  const { inputSha256: _input, ...rest } = draft;
-  return rest;
-}
 
-function finished(draft: FinishDraft, result: Pick<DataOf<'AttemptFinished'>, 'outcome' | 'reason' | 'commit' | 'tree' | 'decision'>, report: Outcome): Decision {
-  return go({ kind: 'done', outcome: report }, [{ type: 'AttemptFinished', data: { ...draft, ...result } as DataOf<'AttemptFinished'> }], draft.attemptId);
-}
 
 /**
  * An integration job's next decision: verify it, then split, fail or promote it (R-24, R-25). A
@@ -460,95 +365,7 @@ function promotableRun(state: BuildState, ctx: StepContext, job: JobRecord): str
   return run.map((j) => j.jobId);
 }
 
-/** VerificationFinished for a job, from what the runner reported (R-24: the evidence is the receipt's). */
-function verificationFinished(state: BuildState, jobId: string, out: VerificationOutcome): DomainEvent {
-  const graphRevision = state.graphRevision;
-  if (!out.ok) {
-    // A candidate that does not apply: the conflict's output is its evidence (absent: the reason alone).
-    const evidence = (out.evidence ?? []).map((e) => ({ ...e, argv: [...e.argv] }));
-    const evidenceSha256 = evidence.length === 0 ? canonicalSha256({ reason: out.reason }) : evidenceDigest(evidence);
-    return { type: 'VerificationFinished', data: { jobId, resultCommit: null, tree: null, passed: false, reason: out.reason, evidence, evidenceSha256, graphRevision } };
-  }
-  const evidence = out.evidence.map((e) => ({ ...e, argv: [...e.argv] }));
-  // A report that cannot be read is never a pass, nor is one that names failing tests (R-51).
-  const problem = out.passed ? reportProblem(evidence, out.tests) : undefined;
-  const passed = out.passed && problem === undefined;
-  const reason = problem ?? out.reason;
-  return {
-    type: 'VerificationFinished',
-    data: {
-      jobId, resultCommit: out.resultCommit, tree: out.tree, passed, ...(reason !== undefined ? { reason } : {}), evidence,
-      evidenceSha256: evidenceDigest(evidence), ...(out.tests !== undefined ? { tests: out.tests } : {}), graphRevision,
-    },
-  };
-}
 
-/** The one digest of a verification's evidence (R-24): every command's argv, exit code and output files. */
-function evidenceDigest(evidence: readonly CommandEvidence[]): string {
-  return canonicalSha256(evidence.map((e) => ({ argv: e.argv, exitCode: e.exitCode, stdout: e.stdoutSha256, stderr: e.stderrSha256 })));
-}
 
-/** AcceptanceFinished for a run, from what the commands did. */
-function acceptanceFinished(state: BuildState, r: Extract<EffectRequest, { kind: 'accept' }>, out: EffectResults['accept']): Decision {
-  const run = state.acceptance!.runs[r.runId]!;
-  const evidence = out.evidence.map((e) => ({ ...e, argv: [...e.argv] }));
-  const where = run.milestoneId === null ? `on ${r.head.slice(0, 12)} (asked for)` : `on ${r.head.slice(0, 12)} (milestone ${run.milestoneId})`;
-  const detail = out.passed ? `acceptance passed ${where}` : `acceptance FAILED ${where}: ${out.reason ?? 'a command failed'}; \`longbuild evidence ${r.runId}\``;
-  const finished: DomainEvent = {
-    type: 'AcceptanceFinished',
-    data: { runId: r.runId, head: r.head, tree: out.tree, passed: out.passed, ...(out.reason !== undefined ? { reason: out.reason } : {}), evidence, evidenceSha256: evidenceDigest(evidence), graphRevision: state.graphRevision },
-  };
-  return go(done('acceptance', detail, { ...(run.milestoneId !== null ? { milestoneId: run.milestoneId } : {}), ...(out.passed ? {} : { reason: out.reason ?? 'acceptance failed' }) }), [finished], r.runId);
-}
 
-/**
- * IntegrationPromoted with its receipt (R-24) for each job promoted, in order, in one append;
- * `cacheHit` only when every command replayed from the cache. Each receipt's base is the head
- * before it: the logged head for the first, the result of the one before for the rest.
- */
-function promoted(state: BuildState, jobIds: readonly string[], adopted: boolean, recovering: boolean): Decision {
-  let head = state.integrationHead!;
-  const jobs = jobIds.map((jobId) => jobOf(state, jobId)!);
-  const verdicts = runVerdicts(state, jobs);
-  const events: DomainEvent[] = jobs.map((job, i) => {
-    const jobId = job.jobId;
-    const v = job.verification!;
-    const t = v.tests;
-    const verdict = verdicts[i]!;
-    const retired = verdict.ok ? verdict.retired : [];
-    const receipt: Receipt = {
-      jobId, nodeIds: [...job.nodeIds], baseHead: head,
-      candidates: job.candidates.map((c) => ({ nodeId: c.nodeId, commit: c.commit })),
-      resultCommit: v.resultCommit!, tree: v.tree!, evidenceSha256s: v.evidence.flatMap((e) => [e.stdoutSha256, e.stderrSha256]),
-      cacheHit: v.evidence.length > 0 && v.evidence.every((e) => e.cacheHit),
-      ...(t !== undefined ? { tests: { passed: t.passed, failed: t.failed, skipped: t.skipped, passingSha256: t.passingSha256, ...(retired.length > 0 ? { retired: [...retired] } : {}) } } : {}),
-    };
-    head = v.resultCommit!;
-    return { type: 'IntegrationPromoted', data: { jobId, receipt, adopted, graphRevision: state.graphRevision } };
-  });
-  return go({ kind: 'after-promotion', jobIds, adopted, recovering }, events, jobIds[0]!);
-}
 
-/** The report of a finished step, from the state its last append left. */
-export function describe(state: BuildState, outcome: Outcome): StepResult {
-  const at = { position: state.position, graphRevision: state.graphRevision };
-  switch (outcome.kind) {
-    case 'report': {
-      const { kind: _kind, ...rest } = outcome;
-      return { ...at, ...rest };
-    }
-    case 'dispatched': {
-      const node = state.nodes[outcome.nodeId]!;
-      // A failed attempt says why, and where its output is (`run` shows the detail of every step).
-      const why = (node.state === 'revising' || node.state === 'blocked') && node.lastFailure?.attemptId === outcome.attemptId
-        ? ` (${node.lastFailure.reason}; \`longbuild evidence ${outcome.attemptId}\`)` : '';
-      return { ...at, outcome: 'dispatched', detail: `${outcome.nodeId} attempt ${outcome.attempt}: ${node.state}${why}`, nodeId: outcome.nodeId };
-    }
-    case 'rejected': {
-      // A round with asks left returns the proposal to the planner with the reasons (next step).
-      const next = nextAction(state);
-      if (next.kind === 'plan') return { ...at, outcome: 'refused', detail: `${outcome.rule}: ${outcome.reason}; asking the planner again (${next.callId})` };
-      return { ...at, outcome: 'blocked', detail: `${outcome.rule}: ${outcome.reason}`, reason: `proposal refused (${outcome.rule}): ${outcome.reason}${refusedTimes(next.kind === 'blocked' && next.planning ? planningRound(state, next.planning.purpose, next.planning.horizonRevision).asks : plannerAsks(state))}${REPLAN}` };
-    }
-  }
-}

@@ -694,7 +694,7 @@ export const MUTANTS = [
   {
     name: 'plan-gate-skipped',
     bug: 'a gated build seals its plan without waiting for approval (issue 46, R-60)',
-    edits: [{ file: 'src/commands/decide-step.ts', find: "if (!approved && (state.build?.settings.approve ?? []).includes('plan')) {", replace: 'if (!approved && state.build === null) {' }],
+    edits: [{ file: 'src/commands/step-results.ts', find: "if (!approved && (state.build?.settings.approve ?? []).includes('plan')) {", replace: 'if (!approved && state.build === null) {' }],
     caughtBy: ['test/approval.test.ts'],
   },
   {
@@ -787,13 +787,13 @@ export const MUTANTS = [
   {
     name: 'trailers-dropped',
     bug: "an attempt's commit does not name its build, node and attempt in trailers (issue 47, R-62)",
-    edits: [{ file: 'src/commands/decide-step.ts', find: 'if (t === undefined) return subject;', replace: 'if (t !== null) return subject;', js: { find: 'if (t === undefined)\n        return subject;', replace: 'if (t !== null)\n        return subject;' } }],
+    edits: [{ file: 'src/commands/step-records.ts', find: 'if (t === undefined) return subject;', replace: 'if (t !== null) return subject;', js: { find: 'if (t === undefined)\n        return subject;', replace: 'if (t !== null)\n        return subject;' } }],
     caughtBy: ['test/step.test.ts', 'test/provenance.test.ts'],
   },
   {
     name: 'decider-drift',
     bug: "today's decider records a verification's evidence digest differently from the one old logs hold: replaying a recorded history would append other events (issue 49)",
-    edits: [{ file: 'src/commands/decide-step.ts', find: 'evidenceSha256: evidenceDigest(evidence), ...(out.tests !== undefined', replace: 'evidenceSha256: canonicalSha256(evidence), ...(out.tests !== undefined' }],
+    edits: [{ file: 'src/commands/step-records.ts', find: 'evidenceSha256: evidenceDigest(evidence), ...(out.tests !== undefined', replace: 'evidenceSha256: canonicalSha256(evidence), ...(out.tests !== undefined' }],
     caughtBy: ['test/golden-logs.test.ts'],
   },
 ];
