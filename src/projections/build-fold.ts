@@ -3,96 +3,26 @@
  * by `evolveBuild` (immer, tables) and by `evolveBuildInPlace` (a state of the caller's own).
  * The state's shape, its initial value and its readers are in build-state.ts.
  */
-import { isDraft, original, type Draft } from 'immer';
+import type { Draft } from 'immer';
 import type { JsonValue } from '../events/canonical.js';
-import type { DataOf, DomainEvent, NodeState, Notifier, Usage } from '../events/catalogue.js';
-import { notifyKindsOf } from './notify-kinds.js';
+import type { DomainEvent } from '../events/catalogue.js';
 import { CorruptLogError } from '../events/errors.js';
-import { checkpointHeadOf, revisionKey, type CheckpointHead, type HorizonRecord, type JobRecord, type NodeRecord } from './build-records.js';
+import { checkpointHeadOf, type JobRecord } from './build-records.js';
 import type { BuildState } from './build-state.js';
-import { planOrder } from './graph.js';
 import { shardDraft, shardGet, shardSet, type Sharded } from './sharded.js';
-import { applyCompaction, summaryLookups } from './summaries.js';
-import { answerReviews, foldApprovalRequested, foldHeadReviewed } from './reviews.js';
-import { EMPTY_LEDGER, NO_SPEND, withCall, type SpendLedger, type SpendTotals } from './spend-ledger.js';
+import { applyCompaction } from './summaries.js';
+import { foldApprovalRequested, foldHeadReviewed } from './reviews.js';
+import { bumpGraph, closeJob, failedNodeState, outbox, resetGraphBump, setNodeState, spent } from './fold-helpers.js';
+import { applyHorizon, horizonConflict } from './fold-horizon.js';
 
-/**
- * Whether the event being folded has already made a graph revision. Reset at the start of every
- * (synchronous) application of one event; it replaces a read of `revisionPositions` through the
- * draft, which made immer copy two 64-entry bucket indexes per event just to look.
- */
-let graphBumped = false;
-
-function bumpGraph(draft: Draft<BuildState>): void {
-  // One event is one graph change however many nodes it touches (a batch promotion), so every
-  // revision names exactly one position and time travel by revision lands on that revision.
-  if (graphBumped) return;
-  graphBumped = true;
-  draft.graphRevision += 1;
-  shardSet(draft.revisionPositions, revisionKey(draft.graphRevision), draft.position);
-}
-
-function closeJob(draft: Draft<BuildState>, jobId: string): void {
-  if (draft.openJobs.includes(jobId)) draft.openJobs = draft.openJobs.filter((id) => id !== jobId);
-}
-
-function setNodeState(draft: Draft<BuildState>, nodeId: string, state: NodeState): void {
-  const node = draft.nodes[nodeId];
-  if (!node || node.state === state) return;
-  node.state = state;
-  bumpGraph(draft);
-}
-
-function failedNodeState(draft: Draft<BuildState>, nodeId: string): NodeState {
-  const node = draft.nodes[nodeId];
-  const max = node?.attemptLimit ?? draft.build?.settings.maxAttempts ?? 3;
-  return node && node.attempts >= max ? 'blocked' : 'revising';
-}
-
-/** The notification outbox (R-61): an event's kinds become pending per notifier; NotificationSent settles them. */
-function outbox(draft: Draft<BuildState>, notifiers: readonly Notifier[], event: DomainEvent, recordedAt: string): void {
-  const box = (draft.notify ??= { pending: [], delivered: 0, failed: 0, last: {} });
-  if (event.type === 'NotificationSent') {
-    const d = event.data;
-    const done = new Set(d.triggers);
-    box.pending = box.pending.filter((p) => !(p.notifier === d.notifier && p.kind === d.kind && done.has(p.position)));
-    if (d.outcome === 'delivered') box.delivered += 1;
-    else box.failed += 1;
-    box.last[`${d.notifier}:${d.kind}`] = recordedAt;
-    return;
-  }
-  for (const kind of notifyKindsOf(event)) {
-    notifiers.forEach((n, i) => {
-      if (n.on.includes(kind)) box.pending.push({ position: draft.position, notifier: i, kind });
-    });
-  }
-}
-
-/**
- * One call recorded in the ledger (R-58): the build's total, and the planner's (`nodeId` null) or
- * the node's and its milestone's. `reinvoked`: a call made again after a crash, whose first
- * invocation's usage is unknown unless it reported it.
- */
-function spent(draft: Draft<BuildState>, nodeId: string | null, usage: Usage | undefined, reinvoked: boolean): void {
-  const ledger = (draft.spend ??= { ...EMPTY_LEDGER, milestones: {} as Record<string, SpendTotals> }) as Draft<SpendLedger>;
-  ledger.total = withCall(ledger.total, usage);
-  if (reinvoked && usage === undefined) ledger.unknownReinvocations += 1;
-  if (nodeId === null) {
-    ledger.planner = withCall(ledger.planner, usage);
-    return;
-  }
-  const node = draft.nodes[nodeId];
-  if (!node) return;
-  node.spent = withCall(node.spent ?? NO_SPEND, usage);
-  ledger.milestones[node.milestone] = withCall(ledger.milestones[node.milestone] ?? NO_SPEND, usage);
-}
+export { horizonConflict };
 
 /**
  * Apply one domain event to a draft of the build state (R-7): through immer (`evolveBuild`) or to
  * a state of the caller's own (`evolveBuildInPlace`). Synchronous, one event at a time.
  */
 export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, recordedAt: string): void {
-  graphBumped = false;
+  resetGraphBump();
   const notifiers = draft.build?.settings.notify;
   if (notifiers !== undefined) outbox(draft, notifiers, event, recordedAt);
   switch (event.type) {
@@ -448,64 +378,3 @@ export function applyDomainEvent(draft: Draft<BuildState>, event: DomainEvent, r
   }
 }
 
-/**
- * R-15: whether a seal or renewal may follow the horizon in force. 'same': the same plan under the
- * same identity and revision (a no-op); a reason: another plan under an identity already used
- * (the same horizon id at the same or an earlier revision, or a renewal skipping revisions); null: it may.
- */
-export function horizonConflict(
-  current: Pick<HorizonRecord, 'horizonId' | 'revision' | 'planSha256'> | null,
-  type: 'HorizonSealed' | 'HorizonRenewed',
-  d: { readonly horizonId: string; readonly revision: number; readonly planSha256: string },
-): 'same' | string | null {
-  if (current === null) return type === 'HorizonSealed' ? null : `R-15: renewal of ${d.horizonId} to r${d.revision} without a sealed horizon`;
-  if (current.horizonId === d.horizonId && current.revision === d.revision && current.planSha256 === d.planSha256) return 'same';
-  if (d.horizonId !== current.horizonId) return null; // a new identity reuses nothing
-  if (type === 'HorizonRenewed' && d.revision === current.revision + 1) return null;
-  return `R-15: ${type === 'HorizonSealed' ? 'a seal' : 'a renewal'} of ${d.horizonId} r${d.revision} (plan ${d.planSha256.slice(0, 12)}) would replace ${current.horizonId} r${current.revision} (plan ${current.planSha256.slice(0, 12)}): a sealed identity is never reused for another plan`;
-}
-
-function applyHorizon(draft: Draft<BuildState>, d: DataOf<'HorizonSealed'> | DataOf<'HorizonRenewed'>): void {
-  // The checkpoints of the window this horizon replaces keep their heads (decision 0032): the
-  // planner's input is the only reader of a checkpoint's lists, and only of its window's (R-16).
-  const window = new Set(d.detailed.map((m) => m.id));
-  for (const m of draft.horizon?.detailed ?? []) {
-    const c = Object.hasOwn(draft.checkpoints, m.id) ? draft.checkpoints[m.id]! : undefined;
-    if (c !== undefined && !window.has(m.id)) c.checkpoint = checkpointHeadOf(c.checkpoint) as Draft<CheckpointHead>;
-  }
-  answerReviews(draft, d.revision);
-  draft.horizon = {
-    horizonId: d.horizonId, revision: d.revision, planSha256: d.planSha256, detailed: d.detailed, coarse: d.coarse, pins: d.pins, callId: d.callId,
-  };
-  const added: string[] = [];
-  // A dependency on compacted work is a dependency on the summary that now stands for it (R-21).
-  const summaries = summaryLookups((isDraft(draft) ? original(draft)! : draft).summaries);
-  const depsOf = (deps: readonly string[]): string[] => {
-    const mapped = deps.map((dep) => (draft.nodes[dep] ? dep : summaries.liveSummaryOf(dep) ?? dep));
-    // Two compacted deps may map to one summary: keep it once (only then, so old logs fold the same).
-    return mapped.every((dep, i) => dep === deps[i]) ? mapped : [...new Set(mapped)];
-  };
-  for (const n of d.nodes) {
-    if (draft.nodes[n.id] || summaries.liveSummaryOf(n.id) !== undefined) continue;
-    draft.nodes[n.id] = {
-      id: n.id, kind: n.kind, deps: depsOf(n.deps), milestone: n.milestone,
-      state: n.accepted ? 'accepted' : 'queued',
-      ...(n.title !== undefined ? { title: n.title } : {}),
-      ...(n.description !== undefined ? { description: n.description } : {}),
-      ...(n.acceptance !== undefined ? { acceptance: n.acceptance } : {}),
-      ...(n.changes !== undefined ? { changes: n.changes } : {}),
-      ...(n.retires !== undefined ? { retires: n.retires } : {}),
-      ...(n.contract !== undefined ? { contract: n.contract } : {}),
-      ...(n.foundation !== undefined ? { foundation: n.foundation } : {}),
-      ...(n.decision !== undefined && n.accepted ? { decision: n.decision } : {}),
-      attempts: 0, commit: null, receiptJobId: null,
-    };
-    added.push(n.id);
-  }
-  if (added.length > 0) {
-    bumpGraph(draft);
-    // R-10's tie-break is the plan's own order: a milestone's nodes all come from one plan, and
-    // the order of a plan never depends on what was compacted before it (R-22).
-    draft.topoIndex = { ...draft.topoIndex, ...planOrder(draft.nodes as Record<string, NodeRecord>, added) };
-  }
-}

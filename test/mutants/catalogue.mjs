@@ -351,7 +351,7 @@ export const MUTANTS = [
   {
     name: 'state-keeps-closed-checkpoints-whole',
     bug: "the build state keeps a checkpoint whole after a renewal closed its window (decision 0032): a long build's state is mostly checkpoint lists nothing reads again, restored and copied at every step",
-    edits: [{ file: 'src/projections/build-fold.ts', find: '    if (c !== undefined && !window.has(m.id)) c.checkpoint', replace: '    if (c !== undefined && window.has(\'\')) c.checkpoint', js: { find: 'if (c !== undefined && !window.has(m.id))', replace: "if (c !== undefined && window.has(''))" } }],
+    edits: [{ file: 'src/projections/fold-horizon.ts', find: '    if (c !== undefined && !window.has(m.id)) c.checkpoint', replace: '    if (c !== undefined && window.has(\'\')) c.checkpoint', js: { find: 'if (c !== undefined && !window.has(m.id))', replace: "if (c !== undefined && window.has(''))" } }],
     caughtBy: ['test/build-view.test.ts'],
   },
   {
