@@ -35,7 +35,6 @@ const inRoom = (path: string, room: string) => path === room || path.startsWith(
 const LONG_FILES: Readonly<Record<string, number>> = {
   'events/catalogue.ts': 904,
   'projections/engine.ts': 600,
-  'commands/fuzz-compare.ts': 573,
   'adapters/log/postgres-log.ts': 557,
 };
 const LIMIT = 400;

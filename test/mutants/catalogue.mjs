@@ -106,7 +106,7 @@ export const MUTANTS = [
   {
     name: 'stop-occurrence-unadjusted',
     bug: "a fuzz case started from a stop asks its child for the point's occurrence counted from the build's start, not from the stop (decision 0019): it strikes a later instant than the case names",
-    edits: [{ file: 'src/commands/fuzz-compare.ts', find: 'return { at, occurrence: target.occurrence - before, index };', replace: 'return { at, occurrence: target.occurrence + 0 * before, index };' }],
+    edits: [{ file: 'src/commands/fuzz-points.ts', find: 'return { at, occurrence: target.occurrence - before, index };', replace: 'return { at, occurrence: target.occurrence + 0 * before, index };' }],
     caughtBy: ['test/fuzz-stops.test.ts'],
   },
   {
@@ -738,7 +738,7 @@ export const MUTANTS = [
   {
     name: 'fuzz-notify-unaudited',
     bug: "the fuzzer's audit of notifications never finds one the log records as delivered that no notifier received (issue 46, R-61)",
-    edits: [{ file: 'src/commands/fuzz-compare.ts', find: 'if (missing.length > 0) out.push(', replace: 'if (missing.length < 0) out.push(', js: { find: 'if (missing.length > 0)\n            out.push(', replace: 'if (missing.length < 0)\n            out.push(' } }],
+    edits: [{ file: 'src/commands/fuzz-audits.ts', find: 'if (missing.length > 0) out.push(', replace: 'if (missing.length < 0) out.push(', js: { find: 'if (missing.length > 0)\n            out.push(', replace: 'if (missing.length < 0)\n            out.push(' } }],
     caughtBy: ['test/fuzz-notify-audit.test.ts'],
   },
   {
