@@ -190,7 +190,6 @@ export class Viewer {
   async start(): Promise<{ url: string }> {
     const log = (this.log ??= await this.o.openLog());
     this.startHead = (await log.head())?.position ?? 0;
-    this.ready = this.refresh();
     this.timer = setInterval(() => void this.refresh(), this.o.pollMs ?? 500);
     this.timer.unref();
     const server = createServer((req, res) => void this.handle(req, res));
@@ -199,6 +198,8 @@ export class Viewer {
       server.once('error', reject);
       server.listen(this.o.port, this.o.host, () => resolve());
     });
+    // Read once listening: a local log's pages resolve at once, and would hold the listen back.
+    this.ready = this.refresh();
     const addr = server.address();
     const port = typeof addr === 'object' && addr !== null ? addr.port : this.o.port;
     const host = this.o.host.includes(':') ? `[${this.o.host}]` : this.o.host;
