@@ -33,7 +33,7 @@ const inRoom = (path: string, room: string) => path === room || path.startsWith(
 
 /** Files over the limit when this test was written, with their length then: each may only shrink. */
 const LONG_FILES: Readonly<Record<string, number>> = {
-  'projections/engine.ts': 600,
+  'projections/engine.ts': 515,
   'adapters/log/postgres-log.ts': 557,
 };
 const LIMIT = 400;

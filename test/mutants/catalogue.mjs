@@ -327,25 +327,25 @@ export const MUTANTS = [
   {
     name: 'no-head-snapshot',
     bug: "the projection store takes no snapshot at its head when it closes (decision 0023): every open folds again the events since the last boundary",
-    edits: [{ file: 'src/projections/engine.ts', find: '      this.snapshotHeads();\n', replace: '' }],
+    edits: [{ file: 'src/projections/engine.ts', find: '      this.keeper.heads(this.runtimes);\n', replace: '' }],
     caughtBy: ['test/projection-engine.test.ts'],
   },
   {
     name: 'head-snapshot-ignores-size',
     bug: "the store snapshots a state of any size at close (decision 0023): a state that grows with the build's history is written whole at the end of every run",
-    edits: [{ file: 'src/projections/engine.ts', find: ' && newest.bytes <= SNAPSHOT_BYTES;', replace: ';' }],
+    edits: [{ file: 'src/projections/snapshot-keeper.ts', find: ' && newest.bytes <= SNAPSHOT_BYTES;', replace: ';' }],
     caughtBy: ['test/projection-engine.test.ts'],
   },
   {
     name: 'view-head-snapshot-ignores-size',
     bug: "the store snapshots a view of any size at close once 100 events behind (decision 0032): a long build's view, several MiB, is written at the end of nearly every step",
-    edits: [{ file: 'src/projections/engine.ts', find: 'behind >= HEAD_SNAPSHOT_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= HEAD_SNAPSHOT_EVENTS' }],
+    edits: [{ file: 'src/projections/snapshot-keeper.ts', find: 'behind >= HEAD_SNAPSHOT_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= HEAD_SNAPSHOT_EVENTS' }],
     caughtBy: ['test/projection-engine.test.ts'],
   },
   {
     name: 'view-head-snapshot-small-only',
     bug: "a view over 1 MiB is never snapshotted at close (decision 0032): on a long build, status and show fold thousands of events from the view's last boundary",
-    edits: [{ file: 'src/projections/engine.ts', find: 'behind >= HEAD_SNAPSHOT_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= HEAD_SNAPSHOT_EVENTS && newest.bytes <= SNAPSHOT_BYTES' }],
+    edits: [{ file: 'src/projections/snapshot-keeper.ts', find: 'behind >= HEAD_SNAPSHOT_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= HEAD_SNAPSHOT_EVENTS && newest.bytes <= SNAPSHOT_BYTES' }],
     caughtBy: ['test/projection-engine.test.ts'],
   },
   {
@@ -459,7 +459,7 @@ export const MUTANTS = [
   {
     name: 'full-snapshots-kept-as-before',
     bug: "a projection with a view keeps every 4th full-state snapshot as before (decision 0017): projections.db grows with the build by full states time travel never reads",
-    edits: [{ file: 'src/projections/engine.ts', find: 'if (newestOnly && this.snapshots.keepNewest !== undefined)', replace: "if (newestOnly && this.snapshots.keepNewest !== undefined && name === '')" }],
+    edits: [{ file: 'src/projections/snapshot-keeper.ts', find: 'if (newestOnly && this.snapshots.keepNewest !== undefined)', replace: "if (newestOnly && this.snapshots.keepNewest !== undefined && name === '')" }],
     caughtBy: ['test/projection-engine.test.ts'],
   },
   {
