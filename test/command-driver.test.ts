@@ -46,7 +46,9 @@ describe('a build driven by real planner and worker commands (issue 6)', () => {
     const repo = initFrom(cfgDir);
     const r = runCli(['run'], { cwd: repo });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/proposal refused \(R-28\): proposal is malformed.*Unrecognized keys.*\(refused 3 times; the planner was asked again with the reasons each time\)/);
+    expect(r.stderr).toMatch(/proposal refused: proposal is malformed.*Unrecognized keys.*\(refused 3 times; the planner was asked again with the reasons each time\)/);
+    // The refusal is recorded with its rule id (R-28), and `log` shows it as recorded; run's line names it only with --verbose.
+    expect(runCli(['log', '--type', 'ProposalRejected'], { cwd: repo }).stdout).toMatch(/R-28/);
     const status = cliJson(['status'], { cwd: repo });
     expect(status.horizon).toBeNull();
     expect(status.blocked).toMatch(/Unrecognized keys.*refused 3 times/);

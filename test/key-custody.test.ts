@@ -224,9 +224,14 @@ describe('sandbox.expose (R-53)', () => {
       const r = runCli(['init', '--request', join(cfg, 'request.json'), '--config', join(cfg, 'longbuild.config.json')], { cwd: repo, env: { LONGBUILD_CONFIG_DIR: configDir } });
       expect(r.code).toBe(1);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
-      expect(r.stderr).toContain(`sandbox.expose '${expose}' holds ${configDir}, where longbuild keeps keys: no sandbox may see it (R-53); expose a narrower path`);
+      expect(r.stderr).toContain(`sandbox.expose '${expose}' holds ${configDir}, where longbuild keeps keys: no sandbox may see it; expose a narrower path`);
+      expect(r.stderr).not.toContain('R-53');
       expect(existsSync(join(repo, '.longbuild', 'events.db'))).toBe(false);
     }
+    // The rule it rests on is named with --verbose.
+    const v = runCli(['init', '--verbose', '--request', join(cfg, 'request.json'), '--config', join(cfg, 'longbuild.config.json')], { cwd: repo, env: { LONGBUILD_CONFIG_DIR: configDir } });
+    expect(v.code).toBe(1);
+    expect(v.stderr).toContain('no sandbox may see it (R-53); expose a narrower path');
   });
 });
 

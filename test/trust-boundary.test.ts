@@ -259,7 +259,7 @@ git -C "$ATTACK_BUILD/integrator.git" update-ref refs/heads/evil HEAD 2>/dev/nul
     // `verify` sees it before anything is repaired.
     const v = runCli(['verify'], { cwd: repo });
     expect(v.code).toBe(1);
-    expect(v.stderr).toMatch(new RegExp(`ref refs/heads/longbuild/integration is at ${stray} but the log says ${logged} \\(R-33`));
+    expect(v.stderr).toMatch(new RegExp(`ref refs/heads/longbuild/integration is at ${stray} but the log says ${logged} \\(the next \`longbuild step\` or \`run\` resets it`));
     const done = cliJson(['run'], { cwd: repo });
     expect(done.outcome).toBe('horizon_complete');
     const evs = events(repo);

@@ -1,10 +1,10 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { canonicalJson } from '../events/canonical.js';
 import { CorruptLogError, ValidationError } from '../events/errors.js';
 import { GENESIS_HASH, sha256Hex } from '../events/hash.js';
 import type { StoredEvent } from '../events/envelope.js';
-import { FOLD_RUN_EVENTS, evolveRun, ownedCopyOf, type Projection } from './projection.js';
+import { FOLD_RUN_EVENTS, type Projection } from './projection.js';
+import { checkUniqueNames, differentLog, fingerprintOf, foldRun, POSITIONS_SCHEMA, indexAfter, refoldInPlace, type Runtime, type SnapshotCadence } from './projection-runtime.js';
 import { openSnapshot, type SnapshotStore } from './snapshots.js';
 import { SnapshotKeeper } from './snapshot-keeper.js';
 import { SqliteSnapshotStore } from './snapshot-store.js';
@@ -24,54 +24,6 @@ export interface ProjectionStoreOptions {
   readonly batchSize?: number;
 }
 
-/** The tables were written from another log: the event at their position has another hash. */
-const differentLog = (r: Runtime): CorruptLogError =>
-  new CorruptLogError(r.memPosition, `projection ${r.projection.name} was built from a different log (event hash differs from the one its tables saw); run \`longbuild rebuild\``);
-
-/** Throws CorruptLogError unless `e` is the event right after `position`, linked to its `hash` (R-4). */
-function assertLinks(projection: string, position: number, hash: string, e: StoredEvent): void {
-  if (e.position !== position + 1) throw new CorruptLogError(position + 1, `projection ${projection} expected position ${position + 1}, got ${e.position}`);
-  if (e.prevHash !== hash) throw new CorruptLogError(e.position, `projection ${projection}: event does not follow the chain the projection has seen (prevHash mismatch); run \`longbuild rebuild\``);
-}
-
-/** The index of the first event of `batch` past `position` (batch.length when none). */
-function indexAfter(batch: readonly StoredEvent[], position: number, from = 0): number {
-  let i = from;
-  while (i < batch.length && batch[i]!.position <= position) i += 1;
-  return i;
-}
-
-/** One projection's live state: what is folded in memory and what the tables hold. */
-interface Runtime {
-  readonly projection: Projection<unknown>;
-  readonly writers: TableWriter<unknown>[];
-  readonly fingerprint: string;
-  state: unknown;
-  /** Last position folded into `state`, and that event's hash. */
-  memPosition: number;
-  memHash: string;
-  /** Last position the tables reflect, and that event's hash. */
-  storedPosition: number;
-  storedHash: string;
-  /** `state` is this runtime's alone (decoded from a snapshot, or copied): free to fold in place until the tables are reached. */
-  owned?: boolean;
-}
-
-const META_SCHEMA = `
-CREATE TABLE IF NOT EXISTS projection_positions (
-  name        TEXT PRIMARY KEY,
-  position    INTEGER NOT NULL,
-  hash        TEXT    NOT NULL,
-  fingerprint TEXT    NOT NULL
-);
-`;
-
-/** Identity of a projection's table layout: a changed layout means its tables are rebuilt. */
-function fingerprintOf(p: Projection<unknown>): string {
-  const tables = p.tables.map((t) => ({ columns: [...t.columns], keyColumns: t.keyColumns, name: t.name }));
-  return sha256Hex(canonicalJson(p.stateVersion === undefined ? tables : { stateVersion: p.stateVersion, tables }));
-}
-
 /**
  * The projection engine (R-1, R-5): folds log events through each projection's pure `evolve`
  * and mirrors the resulting entity collections into SQLite tables. The database is a cache
@@ -89,6 +41,7 @@ export class ProjectionStore {
   private readonly snapshots: SnapshotStore;
   /** Each projection's newest snapshot this store restored or wrote (what a next open would start from). */
   private readonly keeper: SnapshotKeeper;
+  private readonly cadence: SnapshotCadence;
   private readonly snapshotEvery: number;
   private readonly batchSize: number;
   private readonly stmts;
@@ -129,9 +82,10 @@ export class ProjectionStore {
     this.db = db;
     this.snapshotEvery = options.snapshotEvery ?? 1000;
     this.batchSize = Math.max(1, options.batchSize ?? 10_000);
-    db.exec(META_SCHEMA);
+    db.exec(POSITIONS_SCHEMA);
     this.snapshots = new SqliteSnapshotStore(db);
     this.keeper = new SnapshotKeeper(this.snapshots, this.snapshotEvery);
+    this.cadence = { every: this.snapshotEvery, keeper: this.keeper };
     this.stmts = {
       getPosition: db.prepare('SELECT position, hash, fingerprint FROM projection_positions WHERE name = ?'),
       setPosition: db.prepare('INSERT OR REPLACE INTO projection_positions (name, position, hash, fingerprint) VALUES (?,?,?,?)'),
@@ -289,7 +243,7 @@ export class ProjectionStore {
         // Fold everything in runs, then write the difference from the initial state once.
         let run: StoredEvent[] = [];
         const flush = (): void => {
-          for (const r of this.runtimes) this.foldRun(r, run, 0, run.length);
+          for (const r of this.runtimes) foldRun(r, run, 0, run.length, this.cadence);
           run = [];
         };
         for (const e of allEvents) {
@@ -317,7 +271,7 @@ export class ProjectionStore {
     for (const r of this.runtimes) {
       if (r.memPosition >= r.storedPosition || r.projection.evolveInPlace === undefined) continue;
       const from = indexAfter(batch, r.memPosition);
-      this.refoldInPlace(r, batch, from, indexAfter(batch, r.storedPosition, from));
+      refoldInPlace(r, batch, from, indexAfter(batch, r.storedPosition, from));
     }
     this.guarded(() => {
       this.db.transaction(() => {
@@ -333,7 +287,7 @@ export class ProjectionStore {
           let upTo = from;
           if (base === undefined) {
             upTo = indexAfter(batch, r.storedPosition, from);
-            this.foldRun(r, batch, from, upTo);
+            foldRun(r, batch, from, upTo, this.cadence);
             if (r.memPosition === r.storedPosition) {
               if (r.memHash !== r.storedHash) {
                 throw differentLog(r);
@@ -341,7 +295,7 @@ export class ProjectionStore {
               base = r.state;
             }
           }
-          this.foldRun(r, batch, upTo, batch.length);
+          foldRun(r, batch, upTo, batch.length, this.cadence);
           if (base !== undefined && r.memPosition > r.storedPosition) this.writeUpTo(r, base);
         }
       }).immediate();
@@ -368,64 +322,6 @@ export class ProjectionStore {
     if (this.snapshotEvery > 0 && position % this.snapshotEvery === 0) this.keeper.put(r.projection, position, hash, state);
     this.writeUpTo(r, base);
     return true;
-  }
-
-  /**
-   * Fold events the tables already reflect (a restore from a snapshot older than them) in place:
-   * nothing is written and no one else holds the state — a long build's state restored ~8,000
-   * events behind its tables copied its large records at every event otherwise. Once the tables
-   * are reached the state is given up (no longer owned): it is the base the next rows are diffed
-   * against. A fold that throws halfway leaves a state no position describes, so the runtime starts
-   * again from the initial state (the next catch-up folds the whole log).
-   */
-  private refoldInPlace(r: Runtime, events: readonly StoredEvent[], from: number, to: number): void {
-    const inPlace = r.projection.evolveInPlace!;
-    try {
-      for (let i = from; i < to; i++) {
-        const e = events[i]!;
-        assertLinks(r.projection.name, r.memPosition, r.memHash, e);
-        if (r.owned !== true) {
-          r.state = ownedCopyOf(r.projection, r.state);
-          r.owned = true;
-        }
-        inPlace.call(r.projection, r.state, e);
-        r.memPosition = e.position;
-        r.memHash = e.hash;
-      }
-      if (r.memPosition === r.storedPosition && r.memHash !== r.storedHash) {
-        throw differentLog(r);
-      }
-    } catch (err) {
-      Object.assign(r, { state: r.projection.initialState, owned: false, memPosition: 0, memHash: GENESIS_HASH });
-      throw err;
-    }
-    if (r.memPosition >= r.storedPosition) r.owned = false;
-  }
-
-  /**
-   * Fold `events[from..to)` into a projection's memory, checking each continues the chain. The
-   * run is cut at snapshot positions (the state there is snapshotted); each piece is one
-   * `evolveRun`. On a broken link it throws before folding further (callers roll memory back).
-   */
-  private foldRun(r: Runtime, events: readonly StoredEvent[], from: number, to: number): void {
-    let position = r.memPosition;
-    let hash = r.memHash;
-    let start = from;
-    for (let i = from; i < to; i++) {
-      const e = events[i]!;
-      assertLinks(r.projection.name, position, hash, e);
-      position = e.position;
-      hash = e.hash;
-      const snapshot = this.snapshotEvery > 0 && position % this.snapshotEvery === 0 && position > r.storedPosition;
-      if (snapshot || i === to - 1) {
-        r.state = evolveRun(r.projection, r.state, events, start, i + 1);
-        r.owned = false; // an immutable fold's state shares its parts with the states before it
-        r.memPosition = position;
-        r.memHash = hash;
-        start = i + 1;
-        if (snapshot) this.keeper.put(r.projection, position, hash, r.state);
-      }
-    }
   }
 
   /**
@@ -495,21 +391,6 @@ export class ProjectionStore {
       if ((this.db.pragma('freelist_count', { simple: true }) as number) > 0) this.db.pragma('incremental_vacuum');
     } finally {
       closeDatabase(this.db);
-    }
-  }
-}
-
-function checkUniqueNames(projections: readonly Projection<any>[]): void {
-  const names = new Set<string>();
-  const tables = new Set<string>();
-  for (const p of projections) {
-    if (names.has(p.name)) throw new ValidationError(`two projections are named '${p.name}'`, 'R-5');
-    names.add(p.name);
-    for (const t of p.tables) {
-      if (tables.has(t.name) || t.name === 'projection_positions' || t.name === 'snapshots') {
-        throw new ValidationError(`projection table name '${t.name}' is used twice or reserved`, 'R-5');
-      }
-      tables.add(t.name);
     }
   }
 }

@@ -489,13 +489,13 @@ export const MUTANTS = [
   {
     name: 'refold-in-place-without-copy',
     bug: "the projection store folds the events its tables already reflect in place on a state it does not own: with no snapshot to restore, that is the initial state every build's fold starts from",
-    edits: [{ file: 'src/projections/engine.ts', find: 'r.state = ownedCopyOf(r.projection, r.state);', replace: 'r.state = r.state;' }],
+    edits: [{ file: 'src/projections/projection-runtime.ts', find: 'r.state = ownedCopyOf(r.projection, r.state);', replace: 'r.state = r.state;' }],
     caughtBy: ['test/paging-catch-up.test.ts'],
   },
   {
     name: 'refold-in-place-skips-log-check',
     bug: "folding in place up to the tables' position does not check that the event there is the one the tables saw: tables written from another log are taken as this log's",
-    edits: [{ file: 'src/projections/engine.ts', find: 'if (r.memPosition === r.storedPosition && r.memHash !== r.storedHash) {', replace: 'if (r.memPosition === r.storedPosition && r.memHash !== r.storedHash && false) {' }],
+    edits: [{ file: 'src/projections/projection-runtime.ts', find: 'if (r.memPosition === r.storedPosition && r.memHash !== r.storedHash) {', replace: 'if (r.memPosition === r.storedPosition && r.memHash !== r.storedHash && false) {' }],
     caughtBy: ['test/paging-catch-up.test.ts'],
   },
   {

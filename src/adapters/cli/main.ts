@@ -5,7 +5,7 @@ import { GLOBAL_FLAGS, didYouMean, parseArgs } from './args.js';
 import { COMMANDS } from './registry.js';
 import type { CommandContext } from './types.js';
 import { packageVersion } from '../package-files.js';
-import { escapeTerminal } from './terminal-text.js';
+import { escapeTerminal, withoutRuleIds } from './terminal-text.js';
 import { asStorageError } from '../../projections/storage-errors.js';
 
 /** Where the CLI writes and what it sees; tests pass their own. */
@@ -53,7 +53,8 @@ export async function main(argv: string[], io: Partial<CliIo> = {}): Promise<num
     const message = err instanceof Error ? err.message : String(err);
     const prefix = err instanceof LongbuildError ? '' : 'internal error: ';
     // The rule a refusal rests on (docs/rules.md) is named with --verbose; the line itself says what to do.
-    out.stderr(`longbuild: ${escapeTerminal(`${prefix}${message}${verbose && err instanceof LongbuildError && err.rule ? ` (${err.rule})` : ''}`)}\n`);
+    const line = verbose ? `${prefix}${message}${err instanceof LongbuildError && err.rule ? ` (${err.rule})` : ''}` : withoutRuleIds(`${prefix}${message}`);
+    out.stderr(`longbuild: ${escapeTerminal(line)}\n`);
     if (code === 2) out.stderr('run `longbuild --help` for usage\n');
     if (verbose && err instanceof Error && err.stack) out.stderr(`${err.stack}\n`);
     return code;
@@ -98,7 +99,10 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
   });
   // What people read is escaped (agents' and tests' text must not drive the terminal); `--json` and a command's raw mode are not.
   const escaped = parsed.flags.json !== true && mod.rawOutput?.(parsed.flags) !== true;
-  const stdout = escaped ? (t: string) => io.stdout(escapeTerminal(t)) : io.stdout;
+  // Rule ids go with --verbose; `log` and `evidence` show recorded text as it was recorded.
+  const plain = parsed.flags.verbose !== true && !VERBATIM.has(name) ? withoutRuleIds : (t: string) => t;
+  const stdout = escaped ? (t: string) => io.stdout(escapeTerminal(plain(t))) : io.stdout;
+  const stderr = (t: string) => io.stderr(plain(t));
   const ctx: CommandContext = {
     dir: paths.dir,
     repo: paths.repo,
@@ -112,7 +116,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
     ...(parsed.flags.standby === true ? { standby: true } : {}),
     ...(typeof parsed.flags['signing-key'] === 'string' ? { signingKey: parsed.flags['signing-key'] } : {}),
     ...(typeof parsed.flags.as === 'string' ? { operator: parsed.flags.as } : {}),
-    stderr: io.stderr,
+    stderr,
     stdout,
   };
   const data = await mod.run(ctx);
@@ -120,11 +124,14 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
   writeChunked(stdout, rendered);
   const failure = mod.failure?.(data);
   if (failure !== undefined) {
-    io.stderr(`longbuild: ${escapeTerminal(failure)}\n`);
+    io.stderr(`longbuild: ${escapeTerminal(plain(failure))}\n`);
     return 1;
   }
   return 0;
 }
+
+/** Commands whose output is recorded text, shown as recorded (rule ids and all). */
+const VERBATIM: ReadonlySet<string> = new Set(['log', 'evidence']);
 
 /** Commands that make a build where they are asked (never one found above). */
 const CREATES_BUILD: ReadonlySet<string> = new Set(['init', 'demo', 'config-schema', 'schema', 'completion', 'fuzz']);

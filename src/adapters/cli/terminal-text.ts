@@ -15,3 +15,18 @@ export function escapeTerminal(text: string): string {
     return code < 0x80 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
   });
 }
+
+/** A rule id or a list of them: `R-28`, `R-50, R-51`. */
+const IDS = 'R-\\d+(?:, R-\\d+)*';
+const RULE_PREFIX = new RegExp(`(^|[\\s(:])${IDS}: `, 'gm');
+const RULE_ALONE = new RegExp(` ?\\(${IDS}\\)`, 'g');
+const RULE_LEADS = new RegExp(`\\(${IDS}[;:,] `, 'g');
+
+/**
+ * A line for a person without the rule ids (docs/rules.md) it cites: `proposal refused (R-28): …`
+ * reads `proposal refused: …`, `… (R-53); expose …` reads `…; expose …`. Recorded reasons keep
+ * them (they are history); `--verbose` and `--json` show them as recorded.
+ */
+export function withoutRuleIds(text: string): string {
+  return text.replace(RULE_LEADS, '(').replace(RULE_ALONE, '').replace(RULE_PREFIX, '$1');
+}

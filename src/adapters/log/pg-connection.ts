@@ -1,3 +1,5 @@
+import type pg from 'pg';
+import type { PoolClient } from 'pg';
 import { StorageError } from '../../events/errors.js';
 
 /**
@@ -86,4 +88,30 @@ function connectionDetail(err: unknown): string {
   const e = err as { code?: string; message?: string; errors?: { message?: string }[] };
   const message = e.message || e.errors?.[0]?.message || String(err);
   return message.split('\n')[0]!;
+}
+
+/** Run `body` in a transaction on a client of `pool` opened by `begin`; committed when it returns, rolled back when it throws. */
+export async function inTransaction<T>(pool: pg.Pool, body: (client: PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  // A server that goes away mid-transaction makes the checked-out client emit 'error': without
+  // a listener that is an uncaught exception; the query in flight rejects and reports it anyway.
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on('error', onError);
+  try {
+    await client.query(begin);
+    const result = await body(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch((rollbackErr: Error) => {
+      broken = rollbackErr;
+    });
+    throw err;
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
 }

@@ -4,12 +4,12 @@ import { ConcurrencyError, ValidationError } from '../../events/errors.js';
 import type { NewEvent, StoredEvent } from '../../events/envelope.js';
 import { domainCatalogue, type EventCatalogue } from '../../events/catalogue.js';
 import type { AppendResult, ChainReport, EventLog, ExpectedRevision, LogHead, ReadOptions } from '../../events/event-log.js';
-import { sha256Hex } from '../../events/hash.js';
 import { prepareNewEvents } from './prepare.js';
 import { checkExpected, verifyRawRows, type RawEventRow } from './chain.js';
 import { sealPrepared } from './seal.js';
 import { prepareVerbatim, rawRowToEvent, type VerbatimImportable } from './verbatim.js';
-import { outageLine, reconnectWindowMs, withReconnect, withSchema, type Reconnecting } from './pg-connection.js';
+import { inTransaction, outageLine, reconnectWindowMs, withReconnect, withSchema, type Reconnecting } from './pg-connection.js';
+import { createLogTables, fromPg, insertOnTailSql, insertRows, isUniqueViolation, preparedName, readEveryRow, revisionOf, rowArrays, tailOf, type LogTables, type PgEventRow } from './pg-statements.js';
 
 export interface PostgresLogOptions {
   /** postgres://user:password@host:port/database */
@@ -41,19 +41,6 @@ export type AppendFence = ((client: PoolClient, schema: string) => Promise<void>
   readonly select?: (schema: string, first: number) => { readonly sql: string; readonly params: readonly unknown[] };
 };
 
-interface PgEventRow {
-  position: string;
-  stream_id: string;
-  revision: string;
-  type: string;
-  schema_version: number;
-  data: string;
-  metadata: string;
-  prev_hash: string;
-  hash: string;
-}
-
-const VERIFY_PAGE = 5000;
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /**
@@ -68,7 +55,7 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
   readonly schema: string;
   private readonly pool: pg.Pool;
   private readonly catalogue: EventCatalogue;
-  private readonly t: { events: string; head: string };
+  private readonly t: LogTables;
   private initialised: Promise<void> | undefined;
   private readonly fence: AppendFence | undefined;
   private readonly rc: Reconnecting;
@@ -113,61 +100,11 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
   }
 
   private ready(): Promise<void> {
-    this.initialised ??= withReconnect(this.rc, () => this.createSchema()).catch((err: unknown) => {
+    this.initialised ??= withReconnect(this.rc, () => inTransaction(this.pool, (c) => createLogTables(c, this.schema, this.t))).catch((err: unknown) => {
       this.initialised = undefined;
       throw err;
     });
     return this.initialised;
-  }
-
-  private async createSchema(): Promise<void> {
-    await this.transaction(async (c) => {
-      // Concurrent CREATE ... IF NOT EXISTS from two processes can still collide; serialise them.
-      await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`longbuild-schema:${this.schema}`]);
-      await c.query(`CREATE SCHEMA IF NOT EXISTS "${this.schema}"`);
-      await c.query(`CREATE TABLE IF NOT EXISTS ${this.t.events} (
-        position       BIGINT  PRIMARY KEY CHECK (position >= 1),
-        stream_id      TEXT    NOT NULL,
-        revision       BIGINT  NOT NULL CHECK (revision >= 0),
-        type           TEXT    NOT NULL,
-        schema_version INTEGER NOT NULL,
-        data           TEXT    NOT NULL,
-        metadata       TEXT    NOT NULL,
-        prev_hash      TEXT    NOT NULL,
-        hash           TEXT    NOT NULL,
-        UNIQUE (stream_id, revision)
-      )`);
-      await c.query(`CREATE TABLE IF NOT EXISTS ${this.t.head} (
-        id       INTEGER PRIMARY KEY CHECK (id = 1),
-        position BIGINT  NOT NULL,
-        hash     TEXT    NOT NULL
-      )`);
-    });
-  }
-
-  private async transaction<T>(body: (client: PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    // A server that goes away mid-transaction makes the checked-out client emit 'error': without
-    // a listener that is an uncaught exception; the query in flight rejects and reports it anyway.
-    const onError = (err: Error) => {
-      broken = err;
-    };
-    client.on('error', onError);
-    try {
-      await client.query(begin);
-      const result = await body(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch((rollbackErr: Error) => {
-        broken = rollbackErr;
-      });
-      throw err;
-    } finally {
-      client.off('error', onError);
-      client.release(broken);
-    }
   }
 
   /** A read through the pool, waiting out a lost server (reads are safe to repeat). */
@@ -204,36 +141,6 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     return `BEGIN; LOCK TABLE ${this.t.events} IN EXCLUSIVE MODE`;
   }
 
-  /** The log's head and the stream's revision (-1 for no stream), in one round trip (under the writer lock). */
-  private async tailOf(c: pg.Pool | PoolClient, streamId: string | null): Promise<{ head: LogHead | null; revision: number }> {
-    const r = await c.query<{ position: string | null; hash: string | null; revision: string | null }>(
-      `SELECT t.position, t.hash, (SELECT MAX(revision) FROM ${this.t.events} WHERE stream_id = $1) AS revision
-       FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT position, hash FROM ${this.t.events} ORDER BY position DESC LIMIT 1) AS t ON true`,
-      [streamId],
-    );
-    const row = r.rows[0]!;
-    return {
-      head: row.position === null || row.hash === null ? null : { position: Number(row.position), hash: row.hash },
-      revision: row.revision === null ? -1 : Number(row.revision),
-    };
-  }
-
-  private async insertRows(c: PoolClient, rows: readonly RawEventRow[]): Promise<void> {
-    // One statement per batch whatever its size: nine arrays unnested server-side, and the head
-    // moved in the same statement (a data-modifying WITH runs whether or not it is read).
-    const last = rows[rows.length - 1]!;
-    await c.query(
-      `WITH inserted AS (
-         INSERT INTO ${this.t.events} (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash)
-         ${UNNEST_ROWS}
-       )
-       INSERT INTO ${this.t.head} (id, position, hash) VALUES (1, $10, $11) ON CONFLICT (id) DO UPDATE SET position = excluded.position, hash = excluded.hash`,
-      [
-        ...rowArrays(rows), last.position, last.hash,
-      ],
-    );
-  }
-
   /**
    * Group commit (decision 0017): until `sync()`, appends are sealed here, on the log's tail as it
    * was read when the first of them was made, visible to this object's reads and to no one else;
@@ -264,14 +171,14 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
         }, () => true)
         : false;
       if (written) this.held.oneStatement += 1;
-      else await this.appendOnce((seal) => this.transaction(async (c) => {
+      else await this.appendOnce((seal) => inTransaction(this.pool, async (c) => {
         // Every append moves the head: an unmoved head means no stream moved either.
         const { streamId, revision: before } = p.base.first!;
-        const { head, revision } = await this.tailOf(c, streamId);
+        const { head, revision } = await tailOf(c, this.t, streamId);
         if (head?.position !== p.base.head?.position || head?.hash !== p.base.head?.hash) throw new ConcurrencyError(streamId, String(before), revision);
         if (this.fence) await this.fence(c, this.schema);
         seal(p.events);
-        await this.insertRows(c, p.rows);
+        await insertRows(c, this.t, p.rows);
       }, this.beginWriting), () => undefined);
       this.held.batches += 1;
       // What this sync wrote is the tail the next held batch is sealed on (merged with what was known).
@@ -291,21 +198,7 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     const rows = p.rows;
     const last = rows[rows.length - 1]!;
     const fence = this.fence?.select?.(this.schema, 14) ?? { sql: 'SELECT 1', params: [] };
-    const text = `WITH fence AS (${fence.sql}),
-       moved AS (
-         UPDATE ${this.t.head} SET position = $10, hash = $11
-         WHERE id = 1 AND position = $12::bigint AND hash = $13::text AND EXISTS (SELECT 1 FROM fence) RETURNING 1
-       ),
-       created AS (
-         INSERT INTO ${this.t.head} (id, position, hash) SELECT 1, $10, $11
-         WHERE $12::bigint IS NULL AND EXISTS (SELECT 1 FROM fence) ON CONFLICT (id) DO NOTHING RETURNING 1
-       ),
-       inserted AS (
-         INSERT INTO ${this.t.events} (position, stream_id, revision, type, schema_version, data, metadata, prev_hash, hash)
-         ${UNNEST_ROWS}
-         WHERE EXISTS (SELECT 1 FROM moved UNION ALL SELECT 1 FROM created) RETURNING 1
-       )
-       SELECT count(*) AS inserted FROM inserted`;
+    const text = insertOnTailSql(this.t, fence.sql);
     // A named statement: each connection parses and plans it once, not at every sync (the text
     // is the same for every batch of this log; see preparedName).
     const r = await this.pool.query<{ inserted: string }>({
@@ -322,13 +215,13 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     let read: { head: LogHead | null; revision: number } | null = null;
     if (p === null) {
       // Through the pool (a checked-out client would need its own 'error' listener when the server goes away).
-      if (this.known === null) read = await withReconnect(this.rc, () => this.tailOf(this.pool, streamId));
+      if (this.known === null) read = await withReconnect(this.rc, () => tailOf(this.pool, this.t, streamId));
       const head = this.known !== null ? this.known.head : read!.head;
       p = this.pending = { base: { head, first: null }, head, revisions: new Map(), rows: [], events: [] };
     }
     if (!p.revisions.has(streamId)) {
       // The stream's revision before this batch: as read, as the last sync left it, or read now.
-      const revision = read?.revision ?? this.known?.revisions.get(streamId) ?? await withReconnect(this.rc, () => this.revisionOf(this.pool, streamId));
+      const revision = read?.revision ?? this.known?.revisions.get(streamId) ?? await withReconnect(this.rc, () => revisionOf(this.pool, this.t, streamId));
       p.base.first ??= { streamId, revision };
       p.revisions.set(streamId, revision);
     }
@@ -354,13 +247,13 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     this.known = null;
     try {
       // Round trips: BEGIN and the lock; the head and the revision; the fence (with a lease); the rows and the head; COMMIT.
-      return await this.appendOnce((seal) => this.transaction(async (c) => {
-        const { head, revision: current } = await this.tailOf(c, streamId);
+      return await this.appendOnce((seal) => inTransaction(this.pool, async (c) => {
+        const { head, revision: current } = await tailOf(c, this.t, streamId);
         checkExpected(streamId, expected, current);
         if (this.fence) await this.fence(c, this.schema);
         const { rows, events: stored } = sealPrepared(streamId, prepared, head, current);
         seal(stored);
-        await this.insertRows(c, rows);
+        await insertRows(c, this.t, rows);
         return result(stored);
       }, this.beginWriting), result);
     } catch (err) {
@@ -374,18 +267,12 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     if (events.length === 0) return;
     await this.ready();
     this.known = null;
-    await this.appendOnce((seal) => this.transaction(async (c) => {
-      const { head } = await this.tailOf(c, null);
+    await this.appendOnce((seal) => inTransaction(this.pool, async (c) => {
+      const { head } = await tailOf(c, this.t, null);
       const rows = prepareVerbatim(events, head);
       seal(events);
-      await this.insertRows(c, rows);
+      await insertRows(c, this.t, rows);
     }, this.beginWriting), () => undefined);
-  }
-
-  private async revisionOf(c: pg.Pool | PoolClient, streamId: string): Promise<number> {
-    const r = await c.query<{ r: string | null }>(`SELECT MAX(revision) AS r FROM ${this.t.events} WHERE stream_id = $1`, [streamId]);
-    const v = r.rows[0]?.r;
-    return v === null || v === undefined ? -1 : Number(v);
   }
 
   async readAll(options: ReadOptions = {}): Promise<StoredEvent[]> {
@@ -437,7 +324,7 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
     await this.ready();
     const held = this.pending?.revisions.get(streamId);
     if (held !== undefined) return held;
-    return withReconnect(this.rc, () => this.revisionOf(this.pool, streamId));
+    return withReconnect(this.rc, () => revisionOf(this.pool, this.t, streamId));
   }
 
   /**
@@ -446,19 +333,7 @@ export class PostgresEventLog implements EventLog, VerbatimImportable {
    */
   async verifyChain(): Promise<ChainReport> {
     await this.ready();
-    const { rows, anchor } = await withReconnect(this.rc, () => this.transaction(async (c) => {
-      const a = await c.query<{ position: string; hash: string }>(`SELECT position, hash FROM ${this.t.head} WHERE id = 1`);
-      const collected: RawEventRow[] = [];
-      let after = 0;
-      for (;;) {
-        const page = await c.query<PgEventRow>(`SELECT * FROM ${this.t.events} WHERE position > $1 ORDER BY position ASC LIMIT ${VERIFY_PAGE}`, [after]);
-        for (const row of page.rows) collected.push(fromPg(row));
-        if (page.rows.length < VERIFY_PAGE) break;
-        after = collected[collected.length - 1]!.position;
-      }
-      const anchorRow = a.rows[0];
-      return { rows: collected, anchor: anchorRow ? { position: Number(anchorRow.position), hash: anchorRow.hash } : undefined };
-    }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'));
+    const { rows, anchor } = await withReconnect(this.rc, () => inTransaction(this.pool, (c) => readEveryRow(c, this.t), 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'));
     return verifyRawRows(rows, anchor);
   }
 
@@ -517,41 +392,3 @@ function withHeld<T>(committed: T[], held: readonly StoredEvent[], wanted: (e: S
   return limit === undefined ? all : all.slice(0, limit);
 }
 
-/** A batch's rows as the nine arrays `UNNEST_ROWS` takes ($1..$9). */
-function rowArrays(rows: readonly RawEventRow[]): unknown[] {
-  return [
-    rows.map((r) => r.position), rows.map((r) => r.streamId), rows.map((r) => r.revision), rows.map((r) => r.type),
-    rows.map((r) => r.schemaVersion), rows.map((r) => r.dataJson), rows.map((r) => r.metadataJson),
-    rows.map((r) => r.prevHash), rows.map((r) => r.hash),
-  ];
-}
-
-/**
- * The name of a prepared statement of this text: its SHA-256, so that two logs in one process (two
- * schemas, two fences) never share a name for different texts. PostgreSQL plans a named
- * statement once per connection and re-plans it by itself if a table it reads is changed.
- */
-function preparedName(text: string): string {
-  return `longbuild-${sha256Hex(text).slice(0, 24)}`;
-}
-
-/** The rows of a batch, unnested server-side from nine arrays ($1..$9, see rowArrays). */
-const UNNEST_ROWS = 'SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])';
-
-function fromPg(row: PgEventRow): RawEventRow {
-  return {
-    position: Number(row.position),
-    streamId: row.stream_id,
-    revision: Number(row.revision),
-    type: row.type,
-    schemaVersion: row.schema_version,
-    dataJson: row.data,
-    metadataJson: row.metadata,
-    prevHash: row.prev_hash,
-    hash: row.hash,
-  };
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
-}
