@@ -68,6 +68,11 @@ describe('the house (issue 49)', () => {
     expect(tagged).toEqual([]);
   });
 
+  it('no import names nothing (what a split left behind)', () => {
+    const empty = FILES.filter((f) => /^import (type )?\{\s*\} from /m.test(readFileSync(f, 'utf8'))).map((f) => relative(SRC, f));
+    expect(empty).toEqual([]);
+  });
+
   it(`no file is longer than ${LIMIT} lines`, () => {
     const over = FILES.map((f) => ({ file: relative(SRC, f), lines: readFileSync(f, 'utf8').split('\n').length - 1 })).filter((f) => f.lines > LIMIT);
     expect(over.map((f) => `${f.file}: ${f.lines} lines`)).toEqual([]);

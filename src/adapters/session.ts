@@ -1,9 +1,6 @@
 import { UsageFiles } from './controller/usage-files.js';
-import type {  } from '../events/canonical.js';
 import { CorruptLogError, ValidationError } from '../events/errors.js';
 import type { SandboxSettings } from '../events/catalogue.js';
-import type {  } from './log/verbatim.js';
-import type {  } from './log/postgres-log.js';
 import { catchUpFromLog } from './log/paging.js';
 import { storageErrorOf } from '../projections/storage-guard.js';
 import type { ProjectionStore } from '../projections/engine.js';
@@ -18,16 +15,10 @@ import { verificationCacheFor } from './cache/setting.js';
 import { FileEvidenceStore } from './evidence-store.js';
 import { ensureIntegratorRepo } from './git/git.js';
 import { DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES } from './sandbox/settings.js';
-import type {  } from './sandbox/sandbox.js';
-import type {  } from './process/run-process.js';
-import type {  } from './blueprint/blueprint.js';
-import type {  } from './controller/effects.js';
 import { parentResults } from './fork/parent-results.js';
 import { FileCallMarks } from './controller/call-marks.js';
-import type {  } from 'node:crypto';
 import type { StepResult } from './controller/controller.js';
 import { callsInDoubt, type BuildState } from '../projections/build-state.js';
-import type {  } from '../commands/operator.js';
 import { Notary, SIGNED_AFTER } from './transparency/notary.js';
 import { traceparentOf } from '../commands/otel-trace.js';
 

@@ -23,7 +23,6 @@ import {
   isEffect, type Decision, type EffectRequest, type EffectResults, type FinishDraft, type Focus, type KeptWorkerOutcome, type Outcome,
   type StepContext, type VerificationOutcome,
 } from './step-types.js';
-import type {  } from './call-ids.js';
 import { surfaceJudgement, type SurfaceJudgement } from './test-surface.js';
 import { runVerdicts, verifyTests } from './job-tests.js';
 

@@ -1,7 +1,6 @@
 /** The shapes events share: nodes, milestones, checkpoints, receipts, settings, usage, budgets, sandbox and test policies. The catalogue (catalogue.ts) re-exports them. */
 import { z } from 'zod';
 import { GitShaSchema, SafeIdSchema, Sha256Schema } from './ids.js';
-import type {  } from './canonical.js';
 
 // ---- shared domain shapes -------------------------------------------------
 
