@@ -63,3 +63,12 @@ describe('R-59 no call starts past the budget (pure decider)', () => {
     expect(fingerprintOf(foldLog(breached.log)).budgetBreaches).toEqual([`${breached.log.at(-1)!.position} AttemptStarted: $0.50 spent of the build's $0.50 budget`]);
   });
 });
+
+describe('formatCount: counts as a person reads them, without ICU', () => {
+  it('(property) for all safe integers, the same text as toLocaleString("en-US") (the oracle)', async () => {
+    const { formatCount } = await import('../src/commands/spend.js');
+    fc.assert(fc.property(fc.oneof(fc.integer(), fc.maxSafeInteger(), fc.integer({ min: -1_000_000, max: 1_000_000 })), (n) => {
+      expect(formatCount(n)).toBe(n.toLocaleString('en-US'));
+    }), { verbose: true });
+  });
+});

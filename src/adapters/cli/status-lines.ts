@@ -1,4 +1,4 @@
-import { formatUsd, type SpendJson } from '../../commands/spend.js';
+import { formatCount, formatUsd, type SpendJson } from '../../commands/spend.js';
 import { compareCodePoints } from '../../events/canonical.js';
 import type { CriticalPath } from '../../projections/critical-path.js';
 import type { StatusOutput, StatusTests } from '../app/build-status.js';
@@ -28,7 +28,7 @@ export function testsStatusLines(t: StatusTests): string[] {
 export function spendLine(s: StatusOutput['spend']): string {
   if (s.calls === 0) return 'no calls yet';
   if (s.reported === 0) return `no call reported usage (${s.calls} call${s.calls === 1 ? '' : 's'}; commands report in LONGBUILD_USAGE_FILE)`;
-  const one = (t: SpendJson) => `${t.usd !== null ? formatUsd(t.usd) : 'cost unknown'}, ${(t.inputTokens + t.outputTokens).toLocaleString('en-US')} tokens`;
+  const one = (t: SpendJson) => `${t.usd !== null ? formatUsd(t.usd) : 'cost unknown'}, ${formatCount(t.inputTokens + t.outputTokens)} tokens`;
   const unknown = s.calls - s.reported;
   const milestones = Object.entries(s.milestones).sort((a, b) => (b[1].usd ?? 0) - (a[1].usd ?? 0) || compareCodePoints(a[0], b[0])).slice(0, 3);
   return `${one(s)} in ${s.calls} calls${unknown > 0 ? ` (${unknown} unknown${s.unknownReinvocations > 0 ? `, ${s.unknownReinvocations} of them made again after a crash` : ''})` : ''}; planner ${one(s.planner)}${milestones.map(([id, t]) => `; ${id} ${one(t)}`).join('')}`;

@@ -1,5 +1,5 @@
 import { decideBudget } from '../../../commands/operator.js';
-import { describeBudget, formatUsd, NO_SPEND, tokensOf, usdOf } from '../../../commands/spend.js';
+import { describeBudget, formatCount, formatUsd, NO_SPEND, tokensOf, usdOf } from '../../../commands/spend.js';
 import type { Budget, SpendLimit } from '../../../events/catalogue.js';
 import { UsageError } from '../../../events/errors.js';
 import type { CommandContext, FlagSpec } from '../types.js';
@@ -46,5 +46,5 @@ export async function run(ctx: CommandContext): Promise<BudgetOutput> {
 }
 
 export function render(d: BudgetOutput): string {
-  return `budget from now on: ${describeBudget(d.budget)} (recorded at position ${d.position}); spent so far ${formatUsd(d.spent.usd)}, ${d.spent.tokens.toLocaleString('en-US')} tokens in ${d.spent.calls} call${d.spent.calls === 1 ? '' : 's'}\nnext: longbuild run\n`;
+  return `budget from now on: ${describeBudget(d.budget)} (recorded at position ${d.position}); spent so far ${formatUsd(d.spent.usd)}, ${formatCount(d.spent.tokens)} tokens in ${d.spent.calls} call${d.spent.calls === 1 ? '' : 's'}\nnext: longbuild run\n`;
 }

@@ -1,4 +1,4 @@
-import { formatUsd } from '../../../commands/spend.js';
+import { formatCount, formatUsd } from '../../../commands/spend.js';
 import { viewOf, type GraphView } from '../../../projections/view.js';
 import { shortList } from '../short-list.js';
 import { stateAsOf } from '../../app/state-at.js';
@@ -34,7 +34,7 @@ export function render(d: ShowOutput): string {
     ...rows,
     `ready (ranked): ${shortList(d.ready)}`,
     ...(d.checkpoints.length > 0 ? [`checkpoints: ${shortList(d.checkpoints)}`] : []),
-    ...(d.spend.calls > 0 ? [`spend: ${d.spend.usd !== null ? formatUsd(d.spend.usd) : 'cost unknown'}, ${(d.spend.inputTokens + d.spend.outputTokens).toLocaleString('en-US')} tokens in ${d.spend.calls} call${d.spend.calls === 1 ? '' : 's'} (${d.spend.reported} reported)`] : []),
+    ...(d.spend.calls > 0 ? [`spend: ${d.spend.usd !== null ? formatUsd(d.spend.usd) : 'cost unknown'}, ${formatCount(d.spend.inputTokens + d.spend.outputTokens)} tokens in ${d.spend.calls} call${d.spend.calls === 1 ? '' : 's'} (${d.spend.reported} reported)`] : []),
     ...(d.completed ? ['completed'] : d.blocked !== null ? [`blocked: ${d.blocked}`] : []),
     '',
   ].join('\n');
