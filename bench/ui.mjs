@@ -34,7 +34,7 @@ const url = await new Promise((resolve, reject) => {
 });
 console.log(`ui listening after ${(performance.now() - t).toFixed(0)} ms`);
 await fetch(`${url}api/meta`);
-console.log(`first /api/meta after ${(performance.now() - t).toFixed(0)} ms (the event index of ${N} events read)`);
+console.log(`first /api/meta after ${(performance.now() - t).toFixed(0)} ms (the timeline and list of ${N} events: from the event index in projections.db, decision 0051)`);
 
 let seed = 7;
 const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);

@@ -214,6 +214,19 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     }
   });
 
+  it('decision 0051: a row of the stored event index (the viewer\'s list) changed on disk is named by verify, and rebuild writes it again from the log', () => {
+    const b = build(6);
+    const d = new Database(join(b.dir, 'projections.db'));
+    expect(d.prepare('SELECT count(*) FROM event_index').pluck().get()).toBe(count(b.db));
+    d.prepare("UPDATE event_index SET text = 'nothing happened' WHERE position = 3").run();
+    d.close();
+    const v = verify(b.repo);
+    expect(v.code).toBe(1);
+    expect(v.stderr).toMatch(/the stored event index \(the viewer's list\) differs from a rebuild: stored event_index \{"position":3,.*"text":"nothing happened"\}/);
+    expect(runCli(['rebuild', '--repo', b.repo], { cwd: root }).code).toBe(0);
+    expect(verify(b.repo).code).toBe(0);
+  });
+
   it('R-36 with no signed checkpoint left (deleted), step refuses; a stored-projections mismatch on a sound log advises rebuild, on a bad one it does not', () => {
     const b = build(6);
     const p = new Database(join(b.dir, 'projections.db'));

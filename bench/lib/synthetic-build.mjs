@@ -48,7 +48,7 @@ export async function syntheticBuild(root, name, n, { signEvery = 1000, snapshot
   ];
   let state = initialBuildState;
   let position = 0;
-  const store = snapshotEvery > 0 ? ProjectionStore.open(paths.projections, allProjections(), { snapshotEvery }) : null;
+  const store = snapshotEvery > 0 ? ProjectionStore.open(paths.projections, allProjections(), { snapshotEvery, eventIndex: true }) : null;
   const append = (events) => {
     const { records } = graphRecords(state, events, '2026-01-01T00:00:00.000Z');
     const r = log.appendSync(`build-${buildId}`, events.map((e, i) => ({ ...e, metadata: { recordedAt: '2026-01-01T00:00:00.000Z', correlationId: buildId, ...(records[i] ? { graph: records[i] } : {}) } })), 'any');

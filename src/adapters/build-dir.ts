@@ -108,5 +108,5 @@ export async function openBuildLog(paths: BuildPaths, opts: Omit<OpenLogOptions,
 
 /** Open the build's projection store over every registered projection. */
 export function openBuildProjections(paths: BuildPaths, options?: ProjectionStoreOptions): ProjectionStore {
-  return ProjectionStore.open(paths.projections, allProjections(), options);
+  return ProjectionStore.open(paths.projections, allProjections(), { eventIndex: true, ...options });
 }

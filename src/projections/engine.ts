@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3';
-import { existsSync } from 'node:fs';
 import { CorruptLogError, ValidationError } from '../events/errors.js';
 import { GENESIS_HASH, sha256Hex } from '../events/hash.js';
 import type { StoredEvent } from '../events/envelope.js';
@@ -7,8 +6,10 @@ import { FOLD_RUN_EVENTS, type Projection } from './projection.js';
 import { checkUniqueNames, differentLog, fingerprintOf, foldRun, POSITIONS_SCHEMA, indexAfter, refoldInPlace, type Runtime, type SnapshotCadence } from './projection-runtime.js';
 import { openSnapshot, type SnapshotStore } from './snapshots.js';
 import { SnapshotKeeper } from './snapshot-keeper.js';
+import { EventIndexWriter } from './event-index-table.js';
 import { SqliteSnapshotStore } from './snapshot-store.js';
-import { assertWritable, closeDatabase, openDatabase, openDatabaseToRead } from './storage-guard.js';
+import { storedSnapshotsOf, type StoredSnapshots } from './stored-snapshots.js';
+import { assertWritable, closeDatabase, openDatabase } from './storage-guard.js';
 import { createTableSql, dumpTable, quoteIdent, TableWriter } from './tables.js';
 
 /**
@@ -22,6 +23,8 @@ export interface ProjectionStoreOptions {
   readonly snapshotEvery?: number;
   /** Events per catch-up transaction. Default 10 000. */
   readonly batchSize?: number;
+  /** Keep the event index the viewer reads (event-index-table.ts) beside the projections. Default false. */
+  readonly eventIndex?: boolean;
 }
 
 /**
@@ -46,6 +49,8 @@ export class ProjectionStore {
   private readonly batchSize: number;
   private readonly stmts;
   private queued: { events: StoredEvent[]; folded?: ReadonlyMap<string, unknown> } = { events: [] };
+  /** The viewer's event index, when kept (options.eventIndex). */
+  private readonly eventIndex: EventIndexWriter | null;
 
   /** Open (or create) a projections database file at `path` (':memory:' for a scratch one). */
   static open(path: string, projections: readonly Projection<any>[], options: ProjectionStoreOptions = {}): ProjectionStore {
@@ -57,24 +62,9 @@ export class ProjectionStore {
     return new ProjectionStore(db, projections, options);
   }
 
-  /**
-   * The snapshots of `projection` in the database at `path`, to read without opening a store
-   * (reading commands): null when there is no such file, or its tables were made by another layout
-   * or state version of `projection` (its snapshots are stale until a store opens and rebuilds it).
-   * The caller closes `db`.
-   */
-  static snapshotsOf(path: string, projection: Projection<unknown>): { readonly db: Database.Database; readonly snapshots: SnapshotStore } | null {
-    if (!existsSync(path)) return null;
-    const db = openDatabaseToRead(path);
-    let current = false;
-    try {
-      db.pragma('busy_timeout = 10000');
-      const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'projection_positions'").get() !== undefined;
-      current = hasMeta && db.prepare('SELECT fingerprint FROM projection_positions WHERE name = ?').pluck(true).get(projection.name) === fingerprintOf(projection);
-    } finally {
-      if (!current) closeDatabase(db);
-    }
-    return current ? { db, snapshots: new SqliteSnapshotStore(db) } : null;
+  /** The snapshots of `projection` in the database at `path`, to read without opening a store (stored-snapshots.ts). */
+  static snapshotsOf(path: string, projection: Projection<unknown>): StoredSnapshots | null {
+    return storedSnapshotsOf(path, projection);
   }
 
   /** Wrap an open database; creates missing tables and resets projections whose layout changed. */
@@ -93,6 +83,7 @@ export class ProjectionStore {
     };
     checkUniqueNames(projections);
     this.runtimes = projections.map((p) => this.openRuntime(p as Projection<unknown>));
+    this.eventIndex = options.eventIndex === true ? new EventIndexWriter(db) : null;
   }
 
   private openRuntime(projection: Projection<unknown>): Runtime {
@@ -136,7 +127,7 @@ export class ProjectionStore {
 
   /** The first log position the store needs next; feed `catchUp` events from here on. */
   resumeFrom(): number {
-    let min = Infinity;
+    let min = this.eventIndex?.position() ?? Infinity;
     for (const r of this.runtimes) min = Math.min(min, r.memPosition);
     return (min === Infinity ? 0 : min) + 1;
   }
@@ -241,9 +232,11 @@ export class ProjectionStore {
           this.stmts.setPosition.run(r.projection.name, 0, GENESIS_HASH, r.fingerprint);
         }
         // Fold everything in runs, then write the difference from the initial state once.
+        this.eventIndex?.clear();
         let run: StoredEvent[] = [];
         const flush = (): void => {
           for (const r of this.runtimes) foldRun(r, run, 0, run.length, this.cadence);
+          this.eventIndex?.append(run);
           run = [];
         };
         for (const e of allEvents) {
@@ -298,6 +291,7 @@ export class ProjectionStore {
           foldRun(r, batch, upTo, batch.length, this.cadence);
           if (base !== undefined && r.memPosition > r.storedPosition) this.writeUpTo(r, base);
         }
+        this.eventIndex?.append(batch);
       }).immediate();
     });
   }
@@ -375,6 +369,11 @@ export class ProjectionStore {
     const tables = this.runtimes.flatMap((r) => r.projection.tables).slice().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const t of tables) lines.push(...dumpTable(this.db, t));
     return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+  }
+
+  /** The event index's rows (event-index-table.ts), '' when this store keeps none; not part of `dump()`. */
+  dumpEventIndex(): string {
+    return this.eventIndex?.dump() ?? '';
   }
 
   /** SHA-256 of `dump()`. */

@@ -4,6 +4,7 @@ import { GENESIS_HASH, sha256Hex } from '../events/hash.js';
 import type { StoredEvent } from '../events/envelope.js';
 import { evolveRun, ownedCopyOf, type Projection } from './projection.js';
 import type { SnapshotKeeper } from './snapshot-keeper.js';
+import { EVENT_INDEX, EVENT_INDEX_TABLES } from './event-index-table.js';
 import type { TableWriter } from './tables.js';
 
 // How the projection store (engine.ts) folds one projection: its live state, the chain checks, the folds (R-4, R-5).
@@ -67,10 +68,10 @@ export function checkUniqueNames(projections: readonly Projection<any>[]): void 
   const names = new Set<string>();
   const tables = new Set<string>();
   for (const p of projections) {
-    if (names.has(p.name)) throw new ValidationError(`two projections are named '${p.name}'`, 'R-5');
+    if (names.has(p.name) || p.name === EVENT_INDEX) throw new ValidationError(`two projections are named '${p.name}'`, 'R-5');
     names.add(p.name);
     for (const t of p.tables) {
-      if (tables.has(t.name) || t.name === 'projection_positions' || t.name === 'snapshots') {
+      if (tables.has(t.name) || t.name === 'projection_positions' || t.name === 'snapshots' || EVENT_INDEX_TABLES.includes(t.name)) {
         throw new ValidationError(`projection table name '${t.name}' is used twice or reserved`, 'R-5');
       }
       tables.add(t.name);

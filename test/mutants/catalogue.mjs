@@ -796,6 +796,24 @@ export const MUTANTS = [
     edits: [{ file: 'src/commands/step-records.ts', find: 'evidenceSha256: evidenceDigest(evidence), ...(out.tests !== undefined', replace: 'evidenceSha256: canonicalSha256(evidence), ...(out.tests !== undefined' }],
     caughtBy: ['test/golden-logs.test.ts'],
   },
+  {
+    name: 'event-list-page-after-index',
+    bug: "the viewer's list pages the events after the stored index from the request's offset, not from what the index's rows took: a page that crosses the index's end repeats or skips events (decision 0051)",
+    edits: [{ file: 'src/adapters/ui/event-list.ts', find: 'const from = Math.max(0, offset - stored.total);', replace: 'const from = offset;' }],
+    caughtBy: ['test/ui-event-list.test.ts'],
+  },
+  {
+    name: 'event-index-other-log-taken',
+    bug: "the viewer takes the stored event index without the log confirming the event at its position: an index written from another log is listed as this build's (decision 0051)",
+    edits: [{ file: 'src/adapters/ui/event-list.ts', find: 'if (hash !== at.hash || (this.tail.length', replace: 'if (false && hash !== at.hash || (this.tail.length' }],
+    caughtBy: ['test/ui-event-list.test.ts'],
+  },
+  {
+    name: 'event-index-unverified',
+    bug: "verify compares the stored projections with a rebuild but not the stored event index: a changed row of the viewer's list passes (decision 0051)",
+    edits: [{ file: 'src/adapters/app/verify-build.ts', find: 'return differs < 0 ? [] :', replace: 'return differs < 0 || true ? [] :' }],
+    caughtBy: ['test/log-audit.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

@@ -113,7 +113,7 @@ export async function verifyBuild(ctx: AppContext, options: VerifyOptions = {}):
       problems.push(...linked.problems);
       const graph = graphRecordProblems(events, initialBuildState);
       if (graph) problems.push(graph);
-      const rebuilt = ProjectionStore.open(':memory:', allProjections(), { snapshotEvery: 0 });
+      const rebuilt = ProjectionStore.open(':memory:', allProjections(), { snapshotEvery: 0, eventIndex: true });
       try {
         rebuilt.rebuild(events);
         projectionsSha256 = rebuilt.dumpSha256();
@@ -361,8 +361,12 @@ async function compareStored(paths: BuildPaths, log: EventLog, headPosition: num
     }
     const a = stored.dump();
     const b = rebuilt.dump();
-    if (a === b) return [];
-    return [{ position: stored.position(), problem: `stored projections differ from a rebuild: ${firstDifference(a, b)}` }];
+    if (a !== b) return [{ position: stored.position(), problem: `stored projections differ from a rebuild: ${firstDifference(a, b)}` }];
+    const ia = stored.dumpEventIndex().split('\n');
+    const ib = rebuilt.dumpEventIndex().split('\n');
+    const at = ia.findIndex((line, i) => line !== ib[i]);
+    const differs = at >= 0 ? at : ia.length !== ib.length ? ia.length : -1;
+    return differs < 0 ? [] : [{ position: stored.position(), problem: `the stored event index (the viewer's list) differs from a rebuild: stored ${ia[differs] ?? '(no row)'} vs rebuilt ${ib[differs] ?? '(no row)'}; run \`longbuild rebuild\`` }];
   } finally {
     stored.close();
   }

@@ -25,7 +25,9 @@ import type { EventLog } from '../../events/event-log.js';
 import { LongbuildError, NotFoundError } from '../../events/errors.js';
 import { diffViews, viewOf } from '../../projections/view.js';
 import { criticalPath } from '../../projections/critical-path.js';
-import { evidenceRefs, gitRefs, HEX64, marksOf, MARK_BUCKETS, nodesOf, sampleMarks, sampleSpend, spendOf, textOf, type IndexRow, type Mark, type SpendPoint } from './event-index.js';
+import { evidenceRefs, gitRefs, HEX64, MARK_BUCKETS } from './event-index.js';
+import { EventList, openStoredIndex } from './event-list.js';
+import type { StoredEvent } from '../../events/envelope.js';
 import { layoutOf, type LaidOut } from './layout.js';
 import { FileEvidenceStore } from '../evidence-store.js';
 import { readPages } from '../log/paging.js';
@@ -74,11 +76,9 @@ class HttpError extends Error {
 
 /** The viewer: an event index kept current, views cached by position (a past position never changes). */
 export class Viewer {
-  private readonly index: IndexRow[] = [];
-  private readonly marks: Mark[] = [];
-  /** The cumulative spend at each event that recorded a call's usage (R-58). */
-  private readonly spend: SpendPoint[] = [];
-  private readonly types = new Set<string>();
+  /** The event index: the stored one (projections.db) and the events after it (decision 0051). */
+  private list = new EventList(null);
+  private stored: { close(): void } | null = null;
   private readonly views = new Map<number, LaidOut>();
   private readonly clients = new Set<ServerResponse>();
   private meta: { buildId: string; title: string; completed: boolean } = { buildId: '', title: '', completed: false };
@@ -96,7 +96,7 @@ export class Viewer {
   constructor(private readonly o: ViewerOptions) {}
 
   get head(): number {
-    return this.index.at(-1)?.position ?? 0;
+    return this.list.head;
   }
 
   /** The log's head as the viewer started (the index may still be reading up to it). */
@@ -109,33 +109,30 @@ export class Viewer {
     return Math.max(this.head, this.startHead);
   }
 
-  /** Read the log's new events into the index (page by page, through the port). */
+  /** Read the log's new events into the index (page by page, through the port), after taking what the stored index holds. */
   private async readNew(): Promise<void> {
     const before = this.head;
     const log = (this.log ??= await this.o.openLog());
-    for await (const page of readPages(log, before + 1)) {
+    await this.list.adopt(async (p) => (await log.readAll({ from: p, limit: 1 }))[0]?.hash ?? null);
+    if (this.meta.buildId === '' && this.head > 0) this.takeMeta((await log.readAll({ from: 1, limit: 1 }))[0]);
+    for await (const page of readPages(log, this.head + 1)) {
       for (const e of page) {
-        if (e.type === 'BuildInitialized') {
-          const d = e.data as { buildId: string; request?: { title?: unknown; goal?: unknown } };
-          this.meta.buildId = d.buildId;
-          this.meta.title = typeof d.request?.title === 'string' ? d.request.title : typeof d.request?.goal === 'string' ? d.request.goal : d.buildId;
-        }
-        if (e.type === 'BuildCompleted') this.meta.completed = true;
-        const nodes = nodesOf(e);
-        this.index.push({ position: e.position, type: e.type, at: e.metadata.recordedAt, nodes, text: textOf(e, nodes) });
-        this.types.add(e.type);
-        this.marks.push(...marksOf(e));
-        const spent = spendOf(e);
-        if (spent !== null) {
-          const last = this.spend.at(-1) ?? { usd: 0, tokens: 0 };
-          this.spend.push({ position: e.position, usd: last.usd + spent.usd, tokens: last.tokens + spent.tokens });
-        }
+        if (e.type === 'BuildInitialized') this.takeMeta(e);
+        this.list.add(e);
       }
     }
+    this.meta.completed = this.list.completed;
     if (this.head !== before) {
       this.checkChain();
       for (const c of this.clients) c.write(`data: ${JSON.stringify({ position: this.head })}\n\n`);
     }
+  }
+
+  private takeMeta(e: StoredEvent | undefined): void {
+    if (e?.type !== 'BuildInitialized') return;
+    const d = e.data as { buildId: string; request?: { title?: unknown; goal?: unknown } };
+    this.meta.buildId = d.buildId;
+    this.meta.title = typeof d.request?.title === 'string' ? d.request.title : typeof d.request?.goal === 'string' ? d.request.goal : d.buildId;
   }
 
   /**
@@ -190,6 +187,9 @@ export class Viewer {
   async start(): Promise<{ url: string }> {
     const log = (this.log ??= await this.o.openLog());
     this.startHead = (await log.head())?.position ?? 0;
+    const stored = openStoredIndex(this.o.paths.projections);
+    this.stored = stored;
+    this.list = new EventList(stored?.reader ?? null);
     this.timer = setInterval(() => void this.refresh(), this.o.pollMs ?? 500);
     this.timer.unref();
     const server = createServer((req, res) => void this.handle(req, res));
@@ -214,6 +214,8 @@ export class Viewer {
     this.open = null;
     await this.log?.close();
     this.log = null;
+    this.stored?.close();
+    this.stored = null;
     for (const c of this.clients) c.end();
     this.clients.clear();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
@@ -288,7 +290,7 @@ export class Viewer {
   private async api(u: URL, res: ServerResponse): Promise<void> {
     switch (u.pathname) {
       case '/api/meta':
-        return this.json(res, { ...this.meta, head: this.head, events: this.index.length, marks: sampleMarks(this.marks, this.head, MARK_BUCKETS), spend: sampleSpend(this.spend, this.head, MARK_BUCKETS), verify: this.verified, types: [...this.types].sort() });
+        return this.json(res, { ...this.meta, head: this.head, events: this.head, ...this.list.timeline(this.head, MARK_BUCKETS), verify: this.verified, types: this.list.types() });
       case '/api/view':
         return this.json(res, await this.viewAt(this.position(u, 'at')));
       case '/api/diff': {
@@ -300,11 +302,10 @@ export class Viewer {
         const type = u.searchParams.get('type') || null;
         const node = u.searchParams.get('node') || null;
         const q = (u.searchParams.get('q') ?? '').toLowerCase();
-        const rows = type === null && node === null && q === '' ? this.index
-          : this.index.filter((r) => (type === null || r.type === type) && (node === null || r.nodes.includes(node)) && (q === '' || `${r.type} ${r.text}`.toLowerCase().includes(q)));
         const from = intParam(u, 'offset') ?? 0;
         const limit = Math.min(intParam(u, 'limit') ?? 200, 1000);
-        return this.json(res, { total: rows.length, offset: from, rows: rows.slice(from, from + limit) });
+        const { total, rows } = this.list.rows({ type, node, q }, from, limit);
+        return this.json(res, { total, offset: from, rows });
       }
       case '/api/event': {
         const p = intParam(u, 'position');
