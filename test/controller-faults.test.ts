@@ -191,6 +191,7 @@ if (process.env.LONGBUILD_TEST_SLOW === '1') {
       const controller = spawn(process.execPath, [BIN, 'run', '--json'], { cwd: repo, stdio: 'ignore', env: { ...process.env, LONGBUILD_TEST_SLOW: '1' } });
       const gone = new Promise((r) => controller.on('close', r));
       while (withMarker(marker).length === 0) await sleep(10);
+      const workerStarted = Date.now();
       await sleep(200);
       controller.kill('SIGKILL');
       await gone;
@@ -204,8 +205,8 @@ if (process.env.LONGBUILD_TEST_SLOW === '1') {
       expect(resumed.code, resumed.stderr).toBe(0);
       if (sandbox === 'off') expect(resumed.stderr).toMatch(/fenced \d+ orphan process/);
       expect(withMarker(marker)).toEqual([]);
-      // Outlive the worker's schedule: nothing it would have written was committed.
-      await sleep(3300);
+      // Outlive the worker's schedule (3 s from its start): nothing it would have written was committed.
+      await sleep(Math.max(0, workerStarted + 3300 - Date.now()));
       expect(git(repo, 'ls-tree', '-r', '--name-only', 'refs/heads/longbuild/integration')).not.toContain('orphan-wrote-this.txt');
       const status = cliJson(['status'], { cwd: repo });
       expect(status.completed).toBe(true);

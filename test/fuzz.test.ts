@@ -184,7 +184,7 @@ describe('fuzz comparison core (pure)', () => {
     const dir = tempDir();
     const bp = join(dir, 'parallel.json');
     writeFileSync(bp, JSON.stringify({
-      request: { goal: 'four modules at once' }, verify: [['node', '-e', 'setTimeout(() => {}, 150)']], detailedWindow: 1, concurrency: 3,
+      request: { goal: 'four modules at once' }, verify: [['node', '-e', 'setTimeout(() => {}, 400)']], detailedWindow: 1, concurrency: 3,
       milestones: [{ id: 'm1', title: 'modules', nodes: [0, 1, 2, 3].map((i) => ({ id: `mod-${i}`, kind: 'writable', deps: [], files: { [`src/mod-${i}.txt`]: `module ${i}\n` } })) }],
     }));
     const { code, report, stderr } = fuzzJson(['--blueprint', bp, '--points', '3', '--seed', '3', '--jobs', '2']);

@@ -48,6 +48,8 @@ export class EventIndexWriter {
   private readonly insertType;
   private readonly lastSpend;
   private readonly setPosition;
+  /** Types written in the batch being appended (each once a batch; a batch rolled back takes them with it). */
+  private readonly typesWritten = new Set<string>();
 
   /** Create the tables when missing; an index of another layout is dropped (it is written again from the log). */
   constructor(private readonly db: Database.Database) {
@@ -81,6 +83,7 @@ export class EventIndexWriter {
     const from = batch.findIndex((e) => e.position > position);
     if (from < 0 || batch[from]!.position !== position + 1) return;
     let spent: { usd: number; tokens: number } | undefined | null = null; // null: not read yet
+    this.typesWritten.clear();
     for (let i = from; i < batch.length; i++) {
       const e = batch[i]!;
       if (e.position !== position + 1 || e.prevHash !== hash) {
@@ -88,7 +91,10 @@ export class EventIndexWriter {
       }
       const nodes = nodesOf(e);
       this.insert.run(e.position, e.type, e.metadata.recordedAt, JSON.stringify(nodes), textOf(e, nodes));
-      this.insertType.run(e.type);
+      if (!this.typesWritten.has(e.type)) {
+        this.insertType.run(e.type);
+        this.typesWritten.add(e.type);
+      }
       marksOf(e).forEach((m, seq) => this.insertMark.run(m.position, seq, m.kind, m.label));
       const s = spendOf(e);
       if (s !== null) {

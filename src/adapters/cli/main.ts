@@ -130,8 +130,8 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
   return 0;
 }
 
-/** Commands whose output is recorded text, shown as recorded (rule ids and all). */
-const VERBATIM: ReadonlySet<string> = new Set(['log', 'evidence']);
+/** Commands whose output is recorded text or a document (a schema, a proof, a script), shown as it is (rule ids and all). */
+const VERBATIM: ReadonlySet<string> = new Set(['log', 'evidence', 'schema', 'config-schema', 'completion', 'provenance', 'prove', 'export', 'audit']);
 
 /** Commands that make a build where they are asked (never one found above). */
 const CREATES_BUILD: ReadonlySet<string> = new Set(['init', 'demo', 'config-schema', 'schema', 'completion', 'fuzz']);
