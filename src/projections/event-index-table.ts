@@ -14,14 +14,14 @@ import { marksOf, nodesOf, spendOf, textOf, type IndexRow, type Mark, type Spend
  */
 export const EVENT_INDEX = 'event-index';
 /** Changes when the tables or what a row holds change: an index of another layout is dropped and written again. */
-const FINGERPRINT = 'event-index 1';
+const FINGERPRINT = 'event-index 2';
 export const EVENT_INDEX_TABLES: readonly string[] = ['event_index', 'event_marks', 'event_spend', 'event_types'];
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS event_index (position INTEGER PRIMARY KEY, type TEXT NOT NULL, at TEXT NOT NULL, nodes TEXT NOT NULL, text TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS event_marks (position INTEGER NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL, PRIMARY KEY (position, seq));
+CREATE TABLE IF NOT EXISTS event_marks (position INTEGER NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL, PRIMARY KEY (position, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS event_spend (position INTEGER PRIMARY KEY, usd REAL NOT NULL, tokens INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS event_types (type TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS event_types (type TEXT PRIMARY KEY) WITHOUT ROWID;
 `;
 
 interface Position {
