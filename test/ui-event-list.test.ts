@@ -26,7 +26,9 @@ function load(name: string): StoredEvent[] {
     const e = JSON.parse(l);
     // Usage on every finished attempt, so the spend line has points (the fold and the index read only the links between hashes).
     const data = e.type === 'AttemptFinished' ? { ...e.data, usage: { inputTokens: 1000 + i, outputTokens: 7 * i, costUsd: 0.01 * (i % 5) } } : e.data;
-    return { position: e.position, streamId: e.streamId, revision: e.revision, type: e.type, schemaVersion: e.schemaVersion, data, metadata: e.metadata, prevHash: e.prevHash, hash: e.hash } as StoredEvent;
+    // Every seventh time in another form than the host writes (no milliseconds): the index keeps it as text.
+    const metadata = i % 7 === 3 ? { ...e.metadata, recordedAt: String(e.metadata.recordedAt).replace(/\.\d{3}Z$/, 'Z') } : e.metadata;
+    return { position: e.position, streamId: e.streamId, revision: e.revision, type: e.type, schemaVersion: e.schemaVersion, data, metadata, prevHash: e.prevHash, hash: e.hash } as StoredEvent;
   });
 }
 

@@ -14,19 +14,33 @@ import { marksOf, nodesOf, spendOf, textOf, type IndexRow, type Mark, type Spend
  */
 export const EVENT_INDEX = 'event-index';
 /** Changes when the tables or what a row holds change: an index of another layout is dropped and written again. */
-const FINGERPRINT = 'event-index 2';
+const FINGERPRINT = 'event-index 3';
 export const EVENT_INDEX_TABLES: readonly string[] = ['event_index', 'event_marks', 'event_spend', 'event_types'];
 
 const SCHEMA = `
-CREATE TABLE IF NOT EXISTS event_index (position INTEGER PRIMARY KEY, type TEXT NOT NULL, at TEXT NOT NULL, nodes TEXT NOT NULL, text TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS event_index (position INTEGER PRIMARY KEY, type_id INTEGER NOT NULL, at NOT NULL, nodes TEXT NOT NULL, text TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS event_marks (position INTEGER NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL, PRIMARY KEY (position, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS event_spend (position INTEGER PRIMARY KEY, usd REAL NOT NULL, tokens INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS event_types (type TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS event_types (id INTEGER PRIMARY KEY, type TEXT NOT NULL UNIQUE);
 `;
 
 interface Position {
   readonly position: number;
   readonly hash: string;
+}
+
+/**
+ * A row's time as stored: the milliseconds when the recorded text is what `toISOString` writes for
+ * them (every time the host records), else the text as recorded (the column has no type).
+ */
+function storedTime(at: string): number | string {
+  const ms = Date.parse(at);
+  return Number.isFinite(ms) && new Date(ms).toISOString() === at ? ms : at;
+}
+
+/** A stored time as the event recorded it. */
+function recordedTime(at: number | string): string {
+  return typeof at === 'number' ? new Date(at).toISOString() : at;
 }
 
 /** The statement reading the index's row of `projection_positions`, prepared once per database. */
@@ -46,10 +60,11 @@ export class EventIndexWriter {
   private readonly insertMark;
   private readonly insertSpend;
   private readonly insertType;
+  private readonly typeId;
   private readonly lastSpend;
   private readonly setPosition;
-  /** Types written in the batch being appended (each once a batch; a batch rolled back takes them with it). */
-  private readonly typesWritten = new Set<string>();
+  /** The id of each type written in the batch being appended (read once a batch; a batch rolled back takes them with it). */
+  private readonly typeIds = new Map<string, number>();
 
   /** Create the tables when missing; an index of another layout is dropped (it is written again from the log). */
   constructor(private readonly db: Database.Database) {
@@ -59,10 +74,11 @@ export class EventIndexWriter {
       db.exec(SCHEMA);
       if (stale !== FINGERPRINT) db.prepare('INSERT OR REPLACE INTO projection_positions (name, position, hash, fingerprint) VALUES (?,?,?,?)').run(EVENT_INDEX, 0, GENESIS_HASH, FINGERPRINT);
     })();
-    this.insert = db.prepare('INSERT INTO event_index (position, type, at, nodes, text) VALUES (?,?,?,?,?)');
+    this.insert = db.prepare('INSERT INTO event_index (position, type_id, at, nodes, text) VALUES (?,?,?,?,?)');
     this.insertMark = db.prepare('INSERT INTO event_marks (position, seq, kind, label) VALUES (?,?,?,?)');
     this.insertSpend = db.prepare('INSERT INTO event_spend (position, usd, tokens) VALUES (?,?,?)');
     this.insertType = db.prepare('INSERT OR IGNORE INTO event_types (type) VALUES (?)');
+    this.typeId = db.prepare('SELECT id FROM event_types WHERE type = ?').pluck(true);
     this.lastSpend = db.prepare('SELECT usd, tokens FROM event_spend ORDER BY position DESC LIMIT 1');
     this.setPosition = db.prepare(`INSERT OR REPLACE INTO projection_positions (name, position, hash, fingerprint) VALUES (?, ?, ?, '${FINGERPRINT}')`);
   }
@@ -83,18 +99,20 @@ export class EventIndexWriter {
     const from = batch.findIndex((e) => e.position > position);
     if (from < 0 || batch[from]!.position !== position + 1) return;
     let spent: { usd: number; tokens: number } | undefined | null = null; // null: not read yet
-    this.typesWritten.clear();
+    this.typeIds.clear();
     for (let i = from; i < batch.length; i++) {
       const e = batch[i]!;
       if (e.position !== position + 1 || e.prevHash !== hash) {
         throw new CorruptLogError(e.position, `the event index was built from a different log (event ${e.position} does not follow the one it saw); run \`longbuild rebuild\``);
       }
-      const nodes = nodesOf(e);
-      this.insert.run(e.position, e.type, e.metadata.recordedAt, JSON.stringify(nodes), textOf(e, nodes));
-      if (!this.typesWritten.has(e.type)) {
+      let typeId = this.typeIds.get(e.type);
+      if (typeId === undefined) {
         this.insertType.run(e.type);
-        this.typesWritten.add(e.type);
+        typeId = this.typeId.get(e.type) as number;
+        this.typeIds.set(e.type, typeId);
       }
+      const nodes = nodesOf(e);
+      this.insert.run(e.position, typeId, storedTime(e.metadata.recordedAt), JSON.stringify(nodes), textOf(e, nodes));
       marksOf(e).forEach((m, seq) => this.insertMark.run(m.position, seq, m.kind, m.label));
       const s = spendOf(e);
       if (s !== null) {
@@ -110,7 +128,7 @@ export class EventIndexWriter {
 
   /** Every row of the index, a JSON line each, tables in order and rows by key (what `verify` compares with a rebuild's). */
   dump(): string {
-    const keys: Record<string, string> = { event_index: 'position', event_marks: 'position, seq', event_spend: 'position', event_types: 'type' };
+    const keys: Record<string, string> = { event_index: 'position', event_marks: 'position, seq', event_spend: 'position', event_types: 'id' };
     const lines = EVENT_INDEX_TABLES.flatMap((t) => (this.db.prepare(`SELECT * FROM ${t} ORDER BY ${keys[t]}`).all() as object[]).map((r) => `${t} ${JSON.stringify(r)}`));
     return lines.join('\n');
   }
@@ -157,7 +175,7 @@ export class EventIndexReader {
     const where = ['position <= ?'];
     const params: unknown[] = [upTo];
     if (filter.type !== null) {
-      where.push('type = ?');
+      where.push('type_id = (SELECT id FROM event_types WHERE type = ?)');
       params.push(filter.type);
     }
     if (filter.node !== null) {
@@ -165,13 +183,14 @@ export class EventIndexReader {
       params.push(filter.node);
     }
     if (filter.q !== '') {
-      where.push("instr(longbuild_lower(type || ' ' || text), ?) > 0");
+      where.push("instr(longbuild_lower(event_types.type || ' ' || text), ?) > 0");
       params.push(filter.q);
     }
-    const sql = `FROM event_index WHERE ${where.join(' AND ')}`;
-    const total = this.db.prepare(`SELECT count(*) ${sql}`).pluck(true).get(...params) as number;
-    const rows = limit <= 0 ? [] : (this.db.prepare(`SELECT position, type, at, nodes, text ${sql} ORDER BY position LIMIT ? OFFSET ?`).all(...params, limit, offset) as { position: number; type: string; at: string; nodes: string; text: string }[])
-      .map((r) => ({ position: r.position, type: r.type, at: r.at, nodes: JSON.parse(r.nodes) as string[], text: r.text }));
+    const sql = `FROM event_index JOIN event_types ON event_types.id = event_index.type_id WHERE ${where.join(' AND ')}`;
+    // Counted without the types unless the search reads them (a count of the whole index then walks the table alone).
+    const total = this.db.prepare(`SELECT count(*) ${filter.q === '' ? `FROM event_index WHERE ${where.join(' AND ')}` : sql}`).pluck(true).get(...params) as number;
+    const rows = limit <= 0 ? [] : (this.db.prepare(`SELECT position, event_types.type AS type, at, nodes, text ${sql} ORDER BY position LIMIT ? OFFSET ?`).all(...params, limit, offset) as { position: number; type: string; at: number | string; nodes: string; text: string }[])
+      .map((r) => ({ position: r.position, type: r.type, at: recordedTime(r.at), nodes: JSON.parse(r.nodes) as string[], text: r.text }));
     return { total, rows };
   }
 
@@ -211,6 +230,6 @@ export class EventIndexReader {
   completed(upTo: number): boolean {
     // Read from the end: a completed build's BuildCompleted is among its last events.
     return this.types().includes('BuildCompleted')
-      && this.db.prepare("SELECT 1 FROM event_index WHERE position <= ? AND type = 'BuildCompleted' ORDER BY position DESC LIMIT 1").get(upTo) !== undefined;
+      && this.db.prepare("SELECT 1 FROM event_index WHERE position <= ? AND type_id = (SELECT id FROM event_types WHERE type = 'BuildCompleted') ORDER BY position DESC LIMIT 1").get(upTo) !== undefined;
   }
 }

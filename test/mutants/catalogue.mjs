@@ -814,6 +814,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/adapters/app/verify-build.ts', find: 'return differs < 0 ? [] :', replace: 'return differs < 0 || true ? [] :' }],
     caughtBy: ['test/log-audit.test.ts'],
   },
+  {
+    name: 'event-index-time-reformatted',
+    bug: "the event index stores every time as milliseconds: a time recorded in another form than toISOString's is listed reformatted, not as the event recorded it (decision 0051)",
+    edits: [{ file: 'src/projections/event-index-table.ts', find: 'return Number.isFinite(ms) && new Date(ms).toISOString() === at ? ms : at;', replace: 'return Number.isFinite(ms) ? ms : at;' }],
+    caughtBy: ['test/ui-event-list.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */
