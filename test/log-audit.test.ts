@@ -227,6 +227,23 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     expect(verify(b.repo).code).toBe(0);
   });
 
+  it('decision 0051: projections.db of an earlier longbuild (no event index) gets one at the next run, from the whole log, which it says once', () => {
+    const b = build(6);
+    const d = new Database(join(b.dir, 'projections.db'));
+    for (const t of ['event_index', 'event_marks', 'event_spend', 'event_types']) d.exec(`DROP TABLE ${t}`);
+    d.prepare("DELETE FROM projection_positions WHERE name = 'event-index'").run();
+    d.close();
+    const first = runCli(['run', '--repo', b.repo], { cwd: root });
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toMatch(/was written by another version of longbuild \(event-index\): folding the log into it again, \d+ events \(once\)/);
+    const again = runCli(['run', '--repo', b.repo], { cwd: root });
+    expect(again.stderr).not.toMatch(/another version/);
+    const e = new Database(join(b.dir, 'projections.db'), { readonly: true });
+    expect(e.prepare('SELECT count(*) FROM event_index').pluck().get()).toBe(count(b.db));
+    e.close();
+    expect(verify(b.repo).code).toBe(0);
+  });
+
   it('R-36 with no signed checkpoint left (deleted), step refuses; a stored-projections mismatch on a sound log advises rebuild, on a bad one it does not', () => {
     const b = build(6);
     const p = new Database(join(b.dir, 'projections.db'));

@@ -6,7 +6,7 @@ import { FOLD_RUN_EVENTS, type Projection } from './projection.js';
 import { checkUniqueNames, differentLog, fingerprintOf, foldRun, POSITIONS_SCHEMA, indexAfter, refoldInPlace, type Runtime, type SnapshotCadence } from './projection-runtime.js';
 import { openSnapshot, type SnapshotStore } from './snapshots.js';
 import { SnapshotKeeper } from './snapshot-keeper.js';
-import { EventIndexWriter } from './event-index-table.js';
+import { EVENT_INDEX, EventIndexWriter } from './event-index-table.js';
 import { SqliteSnapshotStore } from './snapshot-store.js';
 import { storedSnapshotsOf, type StoredSnapshots } from './stored-snapshots.js';
 import { assertWritable, closeDatabase, openDatabase } from './storage-guard.js';
@@ -38,7 +38,7 @@ export interface ProjectionStoreOptions {
  */
 export class ProjectionStore {
   readonly db: Database.Database;
-  /** Projections whose stored tables were made by another layout or state version: reset on open, folded again from the log. */
+  /** Projections whose stored tables were made by another layout or state version (and `event-index` when it is written anew): reset on open, folded again from the log. */
   readonly reset: string[] = [];
   private readonly runtimes: Runtime[];
   private readonly snapshots: SnapshotStore;
@@ -84,6 +84,8 @@ export class ProjectionStore {
     checkUniqueNames(projections);
     this.runtimes = projections.map((p) => this.openRuntime(p as Projection<unknown>));
     this.eventIndex = options.eventIndex === true ? new EventIndexWriter(db) : null;
+    // A database of projections without the index (an earlier longbuild): the log is read once more to write it.
+    if (this.eventIndex?.made === true && this.runtimes.some((r) => r.storedPosition > 0)) this.reset.push(EVENT_INDEX);
   }
 
   private openRuntime(projection: Projection<unknown>): Runtime {

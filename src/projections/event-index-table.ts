@@ -66,9 +66,13 @@ export class EventIndexWriter {
   /** The id of each type written in the batch being appended (read once a batch; a batch rolled back takes them with it). */
   private readonly typeIds = new Map<string, number>();
 
+  /** The index was made (or made again) empty by this open: the next catch-up writes it from the first event. */
+  readonly made: boolean;
+
   /** Create the tables when missing; an index of another layout is dropped (it is written again from the log). */
   constructor(private readonly db: Database.Database) {
     const stale = db.prepare('SELECT fingerprint FROM projection_positions WHERE name = ?').pluck(true).get(EVENT_INDEX) as string | undefined;
+    this.made = stale !== FINGERPRINT;
     db.transaction(() => {
       if (stale !== undefined && stale !== FINGERPRINT) for (const t of EVENT_INDEX_TABLES) db.exec(`DROP TABLE IF EXISTS ${t}`);
       db.exec(SCHEMA);
