@@ -217,6 +217,12 @@ export class EventIndexReader {
     return this.db.prepare('SELECT max(position) AS position, usd, tokens FROM event_spend WHERE position <= ? GROUP BY CAST(position / ? AS INTEGER) ORDER BY position').all(upTo, width) as SpendPoint[];
   }
 
+  /** The cumulative spend at `upTo` (its last point at or before it; none: nothing spent). */
+  spentAt(upTo: number): { usd: number; tokens: number } {
+    const row = this.db.prepare('SELECT usd, tokens FROM event_spend WHERE position <= ? ORDER BY position DESC LIMIT 1').get(upTo) as { usd: number; tokens: number } | undefined;
+    return row ?? { usd: 0, tokens: 0 };
+  }
+
   marks(upTo: number): Mark[] {
     return this.db.prepare('SELECT position, kind, label FROM event_marks WHERE position <= ? ORDER BY position, seq').all(upTo) as Mark[];
   }

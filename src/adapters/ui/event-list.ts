@@ -53,8 +53,7 @@ export class EventList {
     // The tail must run on from the index without a gap, and the index must be of this log.
     if (hash !== at.hash || (this.tail.length > 0 && this.tail[0]!.position > this.upTo + 1)) return this.upTo;
     this.upTo = at.position;
-    const spent = this.stored.spend(this.upTo).at(-1);
-    this.spentBefore = spent === undefined ? { usd: 0, tokens: 0 } : { usd: spent.usd, tokens: spent.tokens };
+    this.spentBefore = this.stored.spentAt(this.upTo);
     const drop = <T extends { position: number }>(xs: T[]): void => {
       const n = xs.findIndex((x) => x.position > this.upTo);
       xs.splice(0, n < 0 ? xs.length : n);
@@ -101,7 +100,8 @@ export class EventList {
   timeline(head: number, buckets: number): { marks: Mark[]; spend: SpendPoint[] } {
     if (this.stored === null || this.upTo === 0) return { marks: sampleMarks(this.tailMarks, head, buckets), spend: sampleSpend(this.tailSpend, head, buckets) };
     const width = bucketWidth(head, buckets);
-    const key = `${this.upTo}|${width}|${this.tailMarks.length + this.tailSpend.length > 0 ? 'tail' : ''}`;
+    // Stored marks kept whole stay right as the tail grows (sampleMarks samples them then): the key is the position and width alone.
+    const key = `${this.upTo}|${width}`;
     if (this.sampled?.key !== key) {
       const stored = this.stored;
       const counts = stored.counts(this.upTo);

@@ -121,7 +121,8 @@ export class Viewer {
         this.list.add(e);
       }
     }
-    this.meta.completed = this.list.completed;
+    // A completed build stays completed: asked until it is.
+    if (!this.meta.completed) this.meta.completed = this.list.completed;
     if (this.head !== before) {
       this.checkChain();
       for (const c of this.clients) c.write(`data: ${JSON.stringify({ position: this.head })}\n\n`);
