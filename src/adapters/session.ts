@@ -25,6 +25,8 @@ import { traceparentOf } from '../commands/otel-trace.js';
 import { callDrivers, plannerFor, workerFor } from './session-drivers.js';
 import { executionOf, trustedVerifyEnv } from './session-execution.js';
 import { firstStepChecks } from './session-notary.js';
+import { packCheckpoints } from './transparency/checkpoint-pack.js';
+import { packLooseObjects } from './git/integrator-repo.js';
 
 export { callDrivers } from './session-drivers.js';
 export { cacheDirOfBuild, trustedVerifyEnv } from './session-execution.js';
@@ -113,6 +115,11 @@ export async function openBuild(opts: OpenOptions = {}): Promise<BuildSession> {
         if (notary === null || !events.some((e) => SIGNED_AFTER.has(e.type))) return;
         await durable(); // a signature covers only what is durable
         await notary.sign();
+        // A milestone closed: its checkpoint files and the integrator's loose objects are packed (decision 0052).
+        if (events.some((e) => e.type === 'CheckpointWritten')) {
+          packCheckpoints(paths);
+          await packLooseObjects(paths.integrator);
+        }
       },
       onAppended: (events, state) => writeProjections(() => store.catchUpLater(events, new Map([[buildProjection.name, state]]))),
     }, store.state<BuildState>(buildProjection.name), { trusted: opts.reading === true });

@@ -820,6 +820,25 @@ export const MUTANTS = [
     edits: [{ file: 'src/projections/event-index-table.ts', find: 'return Number.isFinite(ms) && new Date(ms).toISOString() === at ? ms : at;', replace: 'return Number.isFinite(ms) ? ms : at;' }],
     caughtBy: ['test/ui-event-list.test.ts'],
   },
+  {
+    name: 'checkpoint-pack-torn-line-kept',
+    bug: "packing appends after a line a crash cut short instead of cutting it off first: the first packed note joins the torn bytes and no longer reads as a checkpoint (decision 0052)",
+    edits: [{ file: 'src/adapters/transparency/checkpoint-pack.ts', find: 'ftruncateSync(fd, whole); // a line a crash cut short goes; its file is still there', replace: 'void ftruncateSync;' }],
+    caughtBy: ['test/checkpoint-pack.test.ts'],
+  },
+  {
+    name: 'checkpoint-pack-takes-newest',
+    bug: "packing moves the newest checkpoint file too: the file the notary restores and reads first is gone (decision 0052)",
+    edits: [{ file: 'src/adapters/transparency/checkpoint-pack.ts', find: 'const moving = loose.slice(0, -1);', replace: 'const moving = loose.slice(0);' }],
+    caughtBy: ['test/checkpoint-pack.test.ts'],
+  },
+  {
+    name: 'loose-objects-never-packed',
+    bug: "the integrator's loose objects are counted in the wrong fan-out directory, so a long build never packs them (decision 0052)",
+    edits: [{ file: 'src/adapters/git/integrator-repo.ts', find: "readdirSync(join(gitDir, 'objects', '17'))", replace: "readdirSync(join(gitDir, 'objects', 'pack'))" }],
+    caughtBy: ['test/checkpoint-pack.test.ts'],
+  },
+
 ];
 
 /** @param {string} name @returns {Mutant} */

@@ -98,7 +98,10 @@ export async function exportBundle(ctx: AppContext, to: string): Promise<AuditOu
     }
     if (vkey === undefined) throw new ValidationError('audit export: the log records no signing key (a build from before signed checkpoints): nothing would vouch for the bundle');
     const cps = checkpointFiles(paths);
-    for (const c of cps) copyFileSync(c.file, join(to, 'checkpoints', `${c.size}.checkpoint`));
+    for (const c of cps) {
+      if (c.size < 0) throw new ValidationError(`audit export: ${c.file} holds a line that is not a signed checkpoint (damaged): run \`longbuild verify\``);
+      writeFileSync(join(to, 'checkpoints', `${c.size}.checkpoint`), c.note());
+    }
     for (const sha of evidence) {
       const f = join(paths.evidence, sha);
       if (!existsSync(f)) throw new NotFoundError(`audit export: evidence file ${sha} the log names is missing from ${paths.evidence}`);

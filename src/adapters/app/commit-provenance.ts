@@ -162,7 +162,7 @@ async function inclusionOf(ctx: AppContext, build: BuildFacts, record: Attestati
   const key = parseVerifierKey(build.vkey);
   const log = await openBuildLog(paths);
   try {
-    const signed = readCheckpoint(readFileSync(cp.file, 'utf8'), key, build.buildId, cp.file);
+    const signed = readCheckpoint(cp.note(), key, build.buildId, cp.file);
     const [e] = await log.readAll({ from: record.position, limit: 1 });
     const leaf = canonicalJson(hashedPart(e!));
     const notary = Notary.open(paths, log, build.buildId, key, null);

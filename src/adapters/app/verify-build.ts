@@ -296,7 +296,7 @@ export function readKeptHead(paths: BuildPaths, env: NodeJS.ProcessEnv): { file:
 
 /** The build's checkpoint files and their text, read now. */
 export function readCheckpointNotes(paths: BuildPaths): CheckpointNote[] {
-  return checkpointFiles(paths).map((f) => ({ ...f, note: readFileSync(f.file, 'utf8') }));
+  return checkpointFiles(paths).map((f) => ({ size: f.size, file: f.file, note: f.note() }));
 }
 
 /** The driver file still has the SHA-256 the log pinned (BuildInitialized, or a fork's ForkedFrom). */

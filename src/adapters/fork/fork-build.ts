@@ -250,7 +250,7 @@ function parentCheckpoint(paths: BuildPaths, buildId: string, vkey: string, at: 
   for (const f of checkpointFiles(paths)) {
     if (f.size < at) continue;
     try {
-      const c = readCheckpoint(readFileSync(f.file, 'utf8'), key, buildId, f.file);
+      const c = readCheckpoint(f.note(), key, buildId, f.file);
       return { size: c.size, rootHash: c.root.toString('hex'), note: c.note };
     } catch {
       continue; // an unreadable checkpoint file names nothing

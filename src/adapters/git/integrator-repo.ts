@@ -4,7 +4,7 @@
  * host wrote itself (commitAttempt reads a worker's files as data); the integration ref is moved
  * here by compare-and-set and then published to the user's repository.
  */
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { git } from './exec.js';
 
@@ -49,3 +49,32 @@ export async function missingObjects(repo: string, ids: readonly string[]): Prom
 /** The way out when the integrator's repository is damaged: it is made again from the user's repository. */
 export const integratorRecovery = (dir: string): string =>
   `it is the host's own copy: move it aside (mv ${dir} ${dir}.damaged) and run again, and it is made again from the repository's published refs (attempts not yet promoted are made again, recorded)`;
+
+/**
+ * Loose objects the integrator's repository may hold before a milestone's close packs them: every
+ * attempt and integration writes a few (commits, trees, blobs), ~5 a node, and git's own automatic
+ * gc is off for the host's calls (exec.ts). Estimated as git's `gc --auto` does, from one of the
+ * 256 fan-out directories (objects/17) times 256.
+ */
+export const LOOSE_OBJECTS_LIMIT = 1024;
+
+/** git's estimate of a repository's loose objects: the entries of objects/17, times 256. */
+export function looseObjectsEstimate(gitDir: string): number {
+  try {
+    return readdirSync(join(gitDir, 'objects', '17')).filter((f) => /^[0-9a-f]{38,62}$/.test(f)).length * 256;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Pack the integrator's loose objects once their estimate reaches `limit` (decision 0052):
+ * `git repack --geometric=2 -d` rolls them into a pack and keeps the packs in a geometric
+ * progression (each at least twice the objects of the next), so a build of any length has few
+ * packs and each object is copied O(log n) times; nothing is pruned. Returns whether it packed.
+ */
+export async function packLooseObjects(gitDir: string, limit = LOOSE_OBJECTS_LIMIT): Promise<boolean> {
+  if (!existsSync(gitDir) || looseObjectsEstimate(gitDir) < limit) return false;
+  await git(gitDir, ['repack', '--geometric=2', '-d', '-q']);
+  return true;
+}

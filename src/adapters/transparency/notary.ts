@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type * as crypto from 'node:crypto';
 import { CorruptLogError } from '../../events/errors.js';
@@ -9,6 +9,7 @@ import { NoteError, checkpointText, parseCheckpointText, signNote, verifyNote, t
 import type { BuildPaths } from '../build-dir.js';
 import { TreeStore, type LogLeaves } from './tree-store.js';
 import { writeAtomically } from '../atomic-write.js';
+import { checkpointFiles } from './checkpoint-pack.js';
 
 /** Leaves kept in memory before they are written to the tree store (four tiles). */
 const PENDING_LEAVES = 1024;
@@ -34,15 +35,8 @@ export function logLeavesOf(log: EventLog): LogLeaves | undefined {
 /** The events a checkpoint is signed after (R-35): every promotion, milestone checkpoint and end, and every record of attestations (R-62). */
 export const SIGNED_AFTER: ReadonlySet<string> = new Set(['IntegrationPromoted', 'CheckpointWritten', 'BuildCompleted', 'BuildBlocked', 'ProvenanceRecorded']);
 
-/** Signed checkpoint files of a build, smallest tree size first. */
-export function checkpointFiles(paths: BuildPaths): { size: number; file: string }[] {
-  if (!existsSync(paths.checkpoints)) return [];
-  return readdirSync(paths.checkpoints)
-    .map((f) => /^([0-9]+)\.checkpoint$/.exec(f))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ size: Number(m[1]), file: join(paths.checkpoints, m[0]) }))
-    .sort((a, b) => a.size - b.size);
-}
+/** Signed checkpoints of a build, smallest tree size first: the files and the pack (checkpoint-pack.ts). */
+export { checkpointFiles } from './checkpoint-pack.js';
 
 /** Parse and verify one checkpoint note under `key` for `origin`; throws NoteError naming why not. */
 export function readCheckpoint(note: string, key: VerifierKey, origin: string, file = '(checkpoint)'): SignedCheckpoint {
@@ -127,8 +121,9 @@ export class Notary {
         }
         throw err;
       }
-      writeAtomically(last.file, kept.note);
-      this.restored = last.file;
+      const file = join(this.paths.checkpoints, `${last.size}.checkpoint`); // a file is read before a packed line of its size
+      writeAtomically(file, kept.note);
+      this.restored = file;
       return this.latest();
     }
   }
@@ -139,7 +134,7 @@ export class Notary {
     const last = files[files.length - 1];
     if (!last) return null;
     try {
-      const cp = readCheckpoint(readFileSync(last.file, 'utf8'), this.vkey, this.origin, last.file);
+      const cp = readCheckpoint(last.note(), this.vkey, this.origin, last.file);
       if (cp.size !== last.size) throw new NoteError(`${last.file} holds a checkpoint of size ${cp.size}`);
       return cp;
     } catch (err) {

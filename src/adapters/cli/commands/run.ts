@@ -3,6 +3,7 @@ import { defaultProgressMode, Progress, PROGRESS_MODES, useColor, type CallInFli
 import { runBuild, type RunOutput } from '../../app/drive-build.js';
 import { UsageError } from '../../../events/errors.js';
 import { tracesUrl } from './otel.js';
+import { boundHeapGrowth } from '../heap-growth.js';
 
 export const flags: Record<string, FlagSpec> = { 'max-steps': { type: 'int' }, standby: { type: 'boolean' }, 'signing-key': { type: 'string' }, progress: { type: 'string' }, otel: { type: 'string' } };
 
@@ -16,6 +17,7 @@ export async function run(ctx: CommandContext): Promise<RunOutput> {
   const mode = progressMode(ctx, isTty);
   if (mode === 'ndjson' && !ctx.json) throw new UsageError('run: --progress ndjson streams JSON on stdout; give --json as well');
   const otelUrl = typeof ctx.flags.otel === 'string' ? tracesUrl(ctx.flags.otel, 'run: --otel') : null;
+  boundHeapGrowth(); // a run may go on for days: its heap stays near what it holds
   let calls: () => readonly CallInFlight[] = () => [];
   const progress = new Progress({ write: ctx.stderr, writeJson: ctx.stdout, mode, color: useColor(ctx.env, isTty), columns: process.stderr.columns ?? 100, calls: () => calls() });
   return runBuild(ctx, {
