@@ -124,6 +124,8 @@ function storageMessage(path: string, problem: StorageProblem, detail: string, p
     case 'read-only':
       return `${path} cannot be written (${detail}); ${intact}; make it writable, then \`longbuild run\` resumes`;
     case 'damaged':
+      // projections.db and tree.db are caches of the log: made again from it, nothing to restore.
+      if (/(^|[\\/])(projections|tree)\.db$/.test(path)) return `${path} is damaged (${detail}); nothing was changed; it is a cache of the log: \`longbuild rebuild\` makes it again (the damaged file is kept beside it)`;
       return `${path} is damaged (${detail}); nothing was changed; restore it from a copy (a backup, a \`longbuild export --to sqlite:FILE\` made earlier, or the log.ndjson of an audit bundle), then \`longbuild verify\` checks it`;
     case 'unreachable':
       return `the log at ${path} is unreachable (${detail}); ${intact}; once it is back, \`longbuild run\` resumes`;

@@ -176,7 +176,7 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   },
   rebuild: {
     summary: 'drop and rebuild every projection from the log',
-    help: 'longbuild rebuild\n  Verifies the chain, then drops every projection table and snapshot and folds the log again.\nexample: longbuild rebuild --dir ./.longbuild --json',
+    help: 'longbuild rebuild\n  Verifies the chain, then drops every projection table and snapshot and folds the log again, and\n  builds the Merkle tree cache (tree.db) again. A projections.db or tree.db that is not a database\n  any more (a damaged cache) is moved aside to FILE.damaged and made again.\nexample: longbuild rebuild --dir ./.longbuild --json',
     load: () => import('./commands/rebuild.js'),
   },
 };

@@ -1,5 +1,5 @@
-import { CorruptLogError } from '../../../events/errors.js';
-import { existsSync } from 'node:fs';
+import { CorruptLogError, StorageError } from '../../../events/errors.js';
+import { existsSync, renameSync, rmSync } from 'node:fs';
 import { readEventsFrom } from '../../log/paging.js';
 import { eventLeafHash } from '../../../events/merkle.js';
 import { logLeavesOf } from '../../transparency/notary.js';
@@ -28,7 +28,8 @@ async function rebuild(ctx: CommandContext): Promise<RebuildOutput> {
   const paths = pathsOf(ctx);
   const log = await openBuildLog(paths);
   try {
-    const seen = existsSync(paths.projections) ? storedPosition(paths) : 0;
+    // A cache that is not a database any more is moved aside and made again from the log.
+    const seen = existsSync(paths.projections) ? asideIfDamaged(paths.projections, () => storedPosition(paths), 0, warnOf(ctx)) : 0;
     const kept = readKeptHead(paths, ctx.env as NodeJS.ProcessEnv);
     const notes = readCheckpointNotes(paths);
     const chain = await log.verifyChain();
@@ -48,7 +49,7 @@ async function rebuild(ctx: CommandContext): Promise<RebuildOutput> {
       // One transaction, all or nothing: the whole log is read before the projections are dropped.
       const events = store.rebuild(all);
       // The Merkle tree cache too: proofs are made from it.
-      const tree = TreeStore.open(paths.tree, logLeavesOf(log));
+      const tree = asideIfDamaged(paths.tree, () => TreeStore.open(paths.tree, logLeavesOf(log)), null, warnOf(ctx)) ?? TreeStore.open(paths.tree, logLeavesOf(log));
       let treeLeaves: number;
       try {
         tree.truncate(0);
@@ -68,3 +69,22 @@ async function rebuild(ctx: CommandContext): Promise<RebuildOutput> {
 export function render(data: RebuildOutput): string {
   return `rebuilt projections from ${data.events} events\nprojections sha256 ${data.projectionsSha256}\nrebuilt the Merkle tree cache (tree.db): ${data.treeLeaves} leaves\n`;
 }
+
+/**
+ * `open()`, or — when the cache file at `path` is damaged (not a database, corrupt) — the file
+ * (and its -wal and -shm) moved aside to `PATH.damaged`, said in one line, and `fresh` returned:
+ * the caller makes it again from the log. Any other failure is thrown as it is.
+ */
+function asideIfDamaged<T, F>(path: string, open: () => T, fresh: F, warn: (line: string) => void): T | F {
+  try {
+    return open();
+  } catch (err) {
+    if (!(err instanceof StorageError) || err.problem !== 'damaged' || err.path !== path) throw err;
+    renameSync(path, `${path}.damaged`);
+    for (const side of ['-wal', '-shm']) rmSync(`${path}${side}`, { force: true });
+    warn(`${path} was damaged (${err.detail}): moved aside to ${path}.damaged, made again from the log`);
+    return fresh;
+  }
+}
+
+const warnOf = (ctx: CommandContext) => (line: string): void => ctx.stderr(`longbuild: ${line}\n`);
