@@ -160,14 +160,10 @@ export async function serveMcp(o: McpOptions): Promise<void> {
   let log: EventLog | null = null;
   let seen = -1;
   let timer: NodeJS.Timeout | null = null;
+  /** The log's head position: one read of its head, however long the log (it read every event once). */
   const headPosition = async (): Promise<number> => {
     log ??= await o.openLog();
-    let at = seen < 0 ? 0 : seen;
-    for (;;) {
-      const page = await log.readAll({ from: at + 1, limit: 1000 });
-      if (page.length === 0) return at;
-      at = page.at(-1)!.position;
-    }
+    return (await log.head())?.position ?? 0;
   };
   const poll = async (): Promise<void> => {
     try {
