@@ -1,7 +1,6 @@
 import { NotFoundError, UsageError, ValidationError } from '../../events/errors.js';
 import { EnvelopeError, parseEnvelope, verifyEnvelope, type Envelope } from '../../events/dsse.js';
 import { parseVerifierKey } from '../../events/signed-note.js';
-import { readFileSync } from 'node:fs';
 import { canonicalJson } from '../../events/canonical.js';
 import { hashedPart } from '../../events/envelope.js';
 import { sha256Hex } from '../../events/hash.js';

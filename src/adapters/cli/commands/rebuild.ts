@@ -49,7 +49,8 @@ async function rebuild(ctx: CommandContext): Promise<RebuildOutput> {
       // One transaction, all or nothing: the whole log is read before the projections are dropped.
       const events = store.rebuild(all);
       // The Merkle tree cache too: proofs are made from it.
-      const tree = asideIfDamaged(paths.tree, () => TreeStore.open(paths.tree, logLeavesOf(log)), null, warnOf(ctx)) ?? TreeStore.open(paths.tree, logLeavesOf(log));
+      const openTree = (): TreeStore => TreeStore.open(paths.tree, logLeavesOf(log));
+      const tree = asideIfDamaged(paths.tree, openTree, null, warnOf(ctx)) ?? openTree();
       let treeLeaves: number;
       try {
         tree.truncate(0);
