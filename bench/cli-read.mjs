@@ -1,8 +1,9 @@
-// Reading commands on a big build (issue 19): `--version` (start-up alone), `status`, `show` and
-// `show --at P` on a synthetic build of BENCH_EVENTS events (default 100000; 1000 shows start-up
-// on a small build), each command run ROUNDS times as a whole CLI process, plus `node -e 0` (the
-// Node.js start-up no command can beat). With LONGBUILD_BASELINE=DIR
-// the same commands of another built checkout run interleaved. Prints medians, ms.
+// Reading commands on a big build (issue 19): `--version` (start-up alone), `status`, `show`,
+// `show --at P` and `log --tail 5` (all types, and one type; decision 0053) on a synthetic build
+// of BENCH_EVENTS events (default 100000; 1000 shows start-up on a small build), each command run
+// ROUNDS times as a whole CLI process, plus `node -e 0` (the Node.js start-up no command can beat).
+// With LONGBUILD_BASELINE=DIR the same commands of another built checkout run interleaved. Prints
+// medians, ms.
 //   npm run build && node bench/cli-read.mjs
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
@@ -33,7 +34,7 @@ try {
     if (r.status !== 0) throw new Error(`${argv.join(' ')}: exit ${r.status}\n${r.stderr}`);
     return performance.now() - t;
   };
-  const cases = [['--version'], ['status', '--json'], ['show', '--json'], ['show', '--at', String(Math.floor(N / 2)), '--json']];
+  const cases = [['--version'], ['status', '--json'], ['show', '--json'], ['show', '--at', String(Math.floor(N / 2)), '--json'], ['log', '--tail', '5', '--json'], ['log', '--tail', '5', '--type', 'AttemptStarted', '--json']];
   for (const [name, bin] of bins) time([bin, 'status', '--json'], repos.get(name)); // a first open may catch the projections up
   const results = new Map();
   for (let r = 0; r < ROUNDS; r++) {

@@ -22,9 +22,12 @@ console.log(`dist/verify.mjs ${Math.round(statSync('dist/verify.mjs').size / 102
 // in a snapshot is loaded on first use, through a proxy, in the process that runs: the packages
 // (better-sqlite3 is native; pg, the EventStoreDB client (~140 ms) and dagre are not needed by
 // most commands) and the built-ins Node.js refuses, or does not verify, in a snapshot (http fails;
-// child_process, readline, tty, net and worker_threads are "not verified").
+// child_process, readline, tty, net and worker_threads are "not verified"). Built-ins a short
+// command may never use are loaded on first use too (decision 0053: crypto alone is ~3.5 ms of a
+// start, fs/promises ~1 ms, zlib ~0.5 ms); a start-up snapshot loads those while it is built
+// (bundle-entry.ts), so its processes do not pay for them again.
 const LAZY_PACKAGES = ['better-sqlite3', 'pg', '@eventstore/db-client', '@dagrejs/dagre'];
-const LAZY_BUILTINS = ['child_process', 'http', 'https', 'module', 'net', 'readline', 'tty', 'worker_threads'];
+const LAZY_BUILTINS = ['child_process', 'crypto', 'fs/promises', 'http', 'https', 'module', 'net', 'os', 'readline', 'timers/promises', 'tty', 'worker_threads', 'zlib'];
 const CLI = 'dist/cli.cjs';
 // What an earlier build left: the chunks of dist/cli/ and the snapshot's own bundle (before decision
 // 0033), and code caches (dist/cli.cjs.*cache: they would not fit the new bundle anyway).
@@ -65,14 +68,22 @@ for (const name of LAZY_PACKAGES) {
   text = text.replace(re, `let ${m[1]} = __lazyPackage(${JSON.stringify(name)}, ${m[2] ? 'true' : 'false'});\n`);
   if (text.includes(`require(${JSON.stringify(name)})`)) throw new Error(`scripts/bundle.mjs: ${CLI} requires ${name} twice`);
 }
-for (const m of LAZY_BUILTINS) text = text.replaceAll(`require("node:${m}")`, `__lazyBuiltin("node:${m}")`);
+for (const m of LAZY_BUILTINS) {
+  // `let x = require("node:m");` and, where it is imported by default or as a namespace,
+  // `x = __toESM(x, 1);` after it: the interop copies every key, which would load the built-in at
+  // once, so the proxy applies it on first use instead.
+  const q = JSON.stringify(`node:${m}`).replace(/[/.]/g, (c) => `\\${c}`);
+  text = text.replace(new RegExp(`^let (\\w+) = require\\(${q}\\);\\n(\\1 = __toESM\\(\\1, 1\\);\\n)?`, 'gm'), (_, name, esm) => `let ${name} = __lazyBuiltin(${JSON.stringify(`node:${m}`)}${esm ? ', true' : ''});\n`);
+  text = text.replaceAll(`require("node:${m}")`, `__lazyBuiltin("node:${m}")`);
+}
+if (/^let (\w+) = __lazyBuiltin\([^)]*\);\n\1 = __toESM/m.test(text)) throw new Error(`scripts/bundle.mjs: ${CLI} copies a lazy built-in's keys at load: make it lazy by hand`);
 // What `charset: 'ascii'` leaves is in comments; an escape means the same in a string, a template or a
 // regular expression too.
 text = text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 // A snapshot is built from the file as a script, which has no `exports` (a module's are its wrapper's).
 text = text.replace(/\n/, `
 var exports = typeof exports === 'object' && exports !== null ? exports : {};
-const __lazyBuiltin = (id) => { let loaded; return ${lazyBuiltin('(loaded ??= require(id))')}; };
+const __lazyBuiltin = (id, esm) => { let loaded; return ${lazyBuiltin('(loaded ??= (esm ? __toESM(require(id), 1) : require(id)))')}; };
 const __lazyPackage = (id, esm) => { let loaded; const load = () => (loaded ??= ((m) => (esm ? __toESM(m, 1) : m))((globalThis[Symbol.for('longbuild.snapshot.require')] ?? require)(id))); return ${lazyPackage('load()')}; };
 `);
 writeFileSync(CLI, text);

@@ -24,6 +24,20 @@ describe('longbuild demo (issue 6)', () => {
     expect(revising.map((l) => JSON.parse(l).data.nodeIds)).toEqual([['wrap']]);
     // The demo's own tests pass on the integrated tree.
     expect(cliJson(['verify'], { cwd: a.dir }).ok).toBe(true);
+    // Reading commands restore the view snapshotted at the head (decision 0053: under 100 events
+    // too) and print, byte for byte, what folding the whole log gives.
+    const reads = [['status'], ['status', '--json'], ['show'], ['show', '--json'], ['show', '--at', '50', '--json']];
+    const outputs = (): string[] => reads.map((args) => runCli(args, { cwd: b.dir }).stdout);
+    const db = new Database(join(b.dir, '.longbuild', 'projections.db'));
+    try {
+      const heads = db.prepare("SELECT position FROM snapshots WHERE projection = 'build-view'").pluck().all() as number[];
+      expect(heads, 'the view at the head').toContain(cliJson(['status'], { cwd: b.dir }).position);
+      const restored = outputs();
+      db.prepare('DELETE FROM snapshots').run();
+      expect(outputs(), 'folded from the log').toEqual(restored);
+    } finally {
+      db.close();
+    }
   }, 240_000);
 
   it('prints no animation and no colour without a terminal, and the summary names the commands to explore', () => {

@@ -312,7 +312,9 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     expect(v.stderr).toMatch(new RegExp(`verify failed at position ${at}: time-travel snapshot of ${name} at position ${at}: differs from the fold of the log`));
     const sampled = verify(b.repo, '--sample', '1', '--seed', '7');
     expect(sampled.code).toBe(1);
-    expect(sampled.stdout).toMatch(/1 time-travel snapshots refolded \(sample, --seed 7\)/);
+    // One of each kind that has snapshots (the view's head is one since decision 0053), and the forged one among them.
+    expect(sampled.stdout).toMatch(/[12] time-travel snapshots refolded \(sample, --seed 7\)/);
+    expect(sampled.stdout).toMatch(new RegExp(`problem at position ${at}: time-travel snapshot of ${name} at position ${at}`));
   });
 
   it('R-6 R-37 reading commands fold from the view and write nothing: a forged view at the head (its SHA recomputed) does not change what status and show print; show --revision reads the whole state, and so does status without projections', () => {
@@ -327,6 +329,11 @@ describe('R-36 nobody builds on a bad log; verify names the position', () => {
     const diff0 = runCli(['diff', '--repo', b.repo, '1', '5', '--json'], { cwd: root, env: recording('diff0') });
     expect(diff0.code, diff0.stderr).toBe(0);
     expect(builtSchemas('diff0'), 'diff built the event schemas').toBe(false);
+    // Decision 0053: nor does `log`, --type checked against the schema versions alone.
+    const log0 = runCli(['log', '--repo', b.repo, '--tail', '2', '--type', 'AttemptStarted', '--json'], { cwd: root, env: recording('log0') });
+    expect(log0.code, log0.stderr).toBe(0);
+    expect(log0.stdout.trim().split('\n').map((l) => JSON.parse(l).type)).toEqual(['AttemptStarted', 'AttemptStarted']);
+    expect(builtSchemas('log0'), 'log built the event schemas').toBe(false);
     const log = new SqliteEventLog({ path: b.db, readonly: true });
     const head = count(b.db);
     const truth = stateAt((from, to) => log.readAllSync({ from, limit: to - from + 1 }), buildProjection, head).state;

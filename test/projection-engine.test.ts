@@ -212,12 +212,12 @@ describe('projection engine: truncation', () => {
     void log.close();
   });
 
-  it('decision 0032: a view over 1 MiB is snapshotted at the head at close once it is 100 events per MiB behind its newest snapshot; a full state over 1 MiB still is not', () => {
+  it('decisions 0032, 0053: a view over 1 MiB is snapshotted at the head at close once it is 16 events per MiB behind its newest snapshot; a full state over 1 MiB still is not', () => {
     const dir = tempDir();
     const log = new SqliteEventLog({ path: join(dir, 'events.db'), catalogue: testCatalogue });
     log.appendSync('s1', Array.from({ length: 1250 }, (_, i) => ({ type: 'TestAdded', data: { key: `k${i % 7}`, n: 1 }, metadata: meta })), 'no-stream');
     type Big = { blob: string; n: number };
-    // A state and a view of ~1.2 MB each (2 MiB rounded up: a head snapshot is due 200 events behind).
+    // A state and a view of ~1.2 MB each (2 MiB rounded up: a head snapshot of the view is due 32 events behind).
     const big: Projection<Big> = {
       name: 'big', initialState: { blob: 'x'.repeat(1_200_000), n: 0 }, evolve: (st, e) => (e.type === 'TestAdded' ? { ...st, n: st.n + 1 } : st), tables: [],
       view: { name: 'big-view', of: (st) => ({ blob: st.blob.slice(1), n: st.n }) },
@@ -236,8 +236,39 @@ describe('projection engine: truncation', () => {
       }
     };
     // Both are written on the boundary at 1,000, so their sizes are known at close.
-    expect(positionsAfter(1150), '150 events behind: not yet').toEqual({ state: [1000], view: [1000] });
-    expect(positionsAfter(1250), '250 events behind: the view at the head, the full state not (over 1 MiB)').toEqual({ state: [1000], view: [1000, 1250] });
+    expect(positionsAfter(1031), '31 events behind: not yet').toEqual({ state: [1000], view: [1000] });
+    expect(positionsAfter(1032), '32 events behind: the view at the head, the full state not (over 1 MiB)').toEqual({ state: [1000], view: [1000, 1032] });
+    expect(positionsAfter(1250), '250 events behind: the view at the head, the full state not').toEqual({ state: [1000], view: [1000, 1250] });
+    void log.close();
+  });
+
+  it('decision 0053: a small view is snapshotted at the head at close once 16 events behind (a reading command restores it instead of folding them); its full state waits for 100', () => {
+    const dir = tempDir();
+    const log = new SqliteEventLog({ path: join(dir, 'events.db'), catalogue: testCatalogue });
+    log.appendSync('s1', Array.from({ length: 120 }, (_, i) => ({ type: 'TestAdded', data: { key: `k${i % 3}`, n: 1 }, metadata: meta })), 'no-stream');
+    type Small = { n: number };
+    const small: Projection<Small> = { name: 'small', initialState: { n: 0 }, evolve: (st, e) => (e.type === 'TestAdded' ? { n: st.n + 1 } : st), tables: [], view: { name: 'small-view', of: (st) => st } };
+    const path = join(dir, 'small.db');
+    const positions = (): Record<string, number[]> => {
+      const db = new Database(path);
+      try {
+        const of = (name: string): number[] => db.prepare('SELECT position FROM snapshots WHERE projection = ? ORDER BY position').pluck().all(name) as number[];
+        return { state: of('small'), view: of('small-view') };
+      } finally {
+        db.close();
+      }
+    };
+    const upTo = (last: number): Record<string, number[]> => {
+      const store = ProjectionStore.open(path, [small], { snapshotEvery: 1000 });
+      store.catchUp(log.readAllSync({ from: store.resumeFrom(), limit: last - store.resumeFrom() + 1 }));
+      store.close();
+      return positions();
+    };
+    expect(upTo(15), '15 events behind: nothing').toEqual({ state: [], view: [] });
+    expect(upTo(16), '16 behind: the view at the head').toEqual({ state: [], view: [16] });
+    expect(upTo(31), '15 past it: the view stays').toEqual({ state: [], view: [16] });
+    expect(upTo(32), '16 past it: the head replaces it').toEqual({ state: [], view: [32] });
+    expect(upTo(100), 'the full state at 100').toEqual({ state: [100], view: [100] });
     void log.close();
   });
 

@@ -80,7 +80,9 @@ export function ledgerJson(l: SpendLedger | undefined): LedgerJson {
   const ledger = l ?? EMPTY_LEDGER;
   return {
     ...spendJson(ledger.total), planner: spendJson(ledger.planner),
-    milestones: Object.fromEntries(Object.entries(ledger.milestones).map(([id, t]) => [id, spendJson(t)])),
+    // By id: the ledger's own key order is the order milestones were first charged when folded and
+    // sorted when restored from a snapshot, and `--json` is the same whichever way it was read.
+    milestones: Object.fromEntries(Object.entries(ledger.milestones).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, t]) => [id, spendJson(t)])),
     unknownReinvocations: ledger.unknownReinvocations,
   };
 }

@@ -231,7 +231,7 @@ export const MUTANTS = [
   {
     name: 'compile-cache-key-ignores-source',
     bug: "the code cache's key names the bundle by its length, as V8 does: a bundle rebuilt to the same length runs the bytecode cached for the one before it",
-    edits: [{ file: 'src/adapters/cli/compile-cache.cts', find: ".update(source).digest('hex')", replace: ".update(String(source.length)).digest('hex')" }],
+    edits: [{ file: 'src/adapters/cli/compile-cache.cts', find: "zlib.crc32(source)", replace: "zlib.crc32(String(length))" }],
     caughtBy: ['test/compile-cache.test.ts'],
   },
   {
@@ -338,14 +338,44 @@ export const MUTANTS = [
   },
   {
     name: 'view-head-snapshot-ignores-size',
-    bug: "the store snapshots a view of any size at close once 100 events behind (decision 0032): a long build's view, several MiB, is written at the end of nearly every step",
-    edits: [{ file: 'src/projections/snapshot-keeper.ts', find: 'behind >= HEAD_SNAPSHOT_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= HEAD_SNAPSHOT_EVENTS' }],
+    bug: "the store snapshots a view of any size at close once 16 events behind (decision 0032): a long build's view, several MiB, is written at the end of nearly every step",
+    edits: [{ file: 'src/projections/snapshot-keeper.ts', find: 'behind >= VIEW_HEAD_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= VIEW_HEAD_EVENTS' }],
     caughtBy: ['test/projection-engine.test.ts'],
   },
   {
     name: 'view-head-snapshot-small-only',
     bug: "a view over 1 MiB is never snapshotted at close (decision 0032): on a long build, status and show fold thousands of events from the view's last boundary",
-    edits: [{ file: 'src/projections/snapshot-keeper.ts', find: 'behind >= HEAD_SNAPSHOT_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= HEAD_SNAPSHOT_EVENTS && newest.bytes <= SNAPSHOT_BYTES' }],
+    edits: [{ file: 'src/projections/snapshot-keeper.ts', find: 'behind >= VIEW_HEAD_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= VIEW_HEAD_EVENTS && newest.bytes <= SNAPSHOT_BYTES' }],
+    caughtBy: ['test/projection-engine.test.ts'],
+  },
+  {
+    name: 'ledger-json-in-fold-order',
+    bug: "`status --json` lists the spend of milestones in the ledger's own key order: the order they were first charged when folded, sorted when the view came from a snapshot (decision 0053: the same build prints two different JSON texts)",
+    edits: [{ file: 'src/projections/spend-ledger.ts', find: '.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))', replace: '' }],
+    caughtBy: ['test/cli-product.test.ts'],
+  },
+  {
+    name: 'log-tail-ignores-from',
+    bug: '`log --tail N --from P` reads back from the end past P: events before --from are printed (decision 0053)',
+    edits: [{ file: 'src/adapters/app/log-reading.ts', find: 'if (e.position < from || kept.length === n) break;', replace: 'if (kept.length === n) break;', js: { find: 'if (e.position < from || kept.length === n)', replace: 'if (kept.length === n)' } }],
+    caughtBy: ['test/log-tail.test.ts'],
+  },
+  {
+    name: 'log-tail-pages-overlap',
+    bug: '`log --tail N --type T` starts each page back at the last event of the one before: an event is printed twice (decision 0053)',
+    edits: [{ file: 'src/adapters/app/log-reading.ts', find: 'before = page[page.length - 1]!.position - 1;', replace: 'before = page[page.length - 1]!.position;', js: { find: 'before = page[page.length - 1].position - 1;', replace: 'before = page[page.length - 1].position;' } }],
+    caughtBy: ['test/log-tail.test.ts'],
+  },
+  {
+    name: 'log-builds-event-schemas',
+    bug: "`log` takes the schema versions from the catalogue: every `log` call builds every event's zod schema (~10 ms), which decisions 0022 and 0053 keep out of reading commands",
+    edits: [{ file: 'src/adapters/cli/commands/log.ts', find: "from '../../../events/schema-versions.js';", replace: "from '../../../events/catalogue.js';" }],
+    caughtBy: ['test/log-audit.test.ts'],
+  },
+  {
+    name: 'view-head-snapshot-at-100',
+    bug: 'a small view is snapshotted at close only 100 events behind, like a full state (decision 0053): status and show on a build under 100 events fold every event at every start',
+    edits: [{ file: 'src/projections/snapshot-keeper.ts', find: 'const VIEW_HEAD_EVENTS = 16;', replace: 'const VIEW_HEAD_EVENTS = HEAD_SNAPSHOT_EVENTS;' }],
     caughtBy: ['test/projection-engine.test.ts'],
   },
   {

@@ -8,6 +8,8 @@ import { pathsOf, type AppContext } from './context.js';
 
 /** How often following the log looks for new events. */
 const FOLLOW_POLL_MS = 250;
+/** Events read at a time from the log's end by `--tail N --type T` (decision 0053). */
+const TAIL_PAGE = 500;
 
 export interface LogQuery {
   readonly from: number;
@@ -24,9 +26,10 @@ export function openLogForReading(ctx: AppContext): Promise<EventLog> {
 }
 
 /** The events a query asks for, read lazily on the embedded log (the log closes when the iteration ends). */
-export async function readLogEvents(log: EventLog, q: LogQuery): Promise<Iterable<StoredEvent>> {
+export async function readLogEvents(log: EventLog, q: LogQuery, tailPage = TAIL_PAGE): Promise<Iterable<StoredEvent>> {
+  if (q.tail !== undefined) return lastOf(log, q.from, q.types, q.tail, tailPage);
   const read = await readMatching(log, q.from, q.types);
-  return q.limit !== undefined ? firstOf(read, q.limit) : q.tail !== undefined ? lastOf(read, q.tail) : read;
+  return q.limit !== undefined ? firstOf(read, q.limit) : read;
 }
 
 /** The first `n` events. */
@@ -39,14 +42,30 @@ function* firstOf(events: Iterable<StoredEvent>, n: number): Generator<StoredEve
   }
 }
 
-/** The last `n` events (read through, keeping at most 2n at a time). */
-function lastOf(events: Iterable<StoredEvent>, n: number): StoredEvent[] {
-  let kept: StoredEvent[] = [];
-  for (const e of events) {
-    kept.push(e);
-    if (kept.length >= 2 * n + 1) kept = kept.slice(-n);
+/**
+ * The last `n` events at or after `from` of the `types` (all: null), read from the log's end
+ * backwards: `n` events when every type counts, pages of `pageSize` until `n` match otherwise. The
+ * cost is that of what is printed, not of the log's length (decision 0053: `--tail 5` read a
+ * 100,000-event log through). The log is closed when they are read.
+ */
+async function lastOf(log: EventLog, from: number, types: ReadonlySet<string> | null, n: number, pageSize: number): Promise<StoredEvent[]> {
+  const kept: StoredEvent[] = [];
+  try {
+    let before = Number.MAX_SAFE_INTEGER;
+    while (kept.length < n && before >= from) {
+      const limit = types === null ? Math.min(n - kept.length, pageSize) : pageSize;
+      const page = await log.readAll({ from: before, limit, direction: 'backwards' });
+      for (const e of page) {
+        if (e.position < from || kept.length === n) break;
+        if (types === null || types.has(e.type)) kept.push(e);
+      }
+      if (page.length < limit) break;
+      before = page[page.length - 1]!.position - 1;
+    }
+  } finally {
+    await log.close();
   }
-  return n === 0 ? [] : kept.slice(-n);
+  return kept.reverse();
 }
 
 /** The events from `from` of the `types` (all: null), lazily on the embedded log. */

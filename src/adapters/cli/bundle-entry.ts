@@ -11,7 +11,12 @@
 // Packages (better-sqlite3, pg, the EventStoreDB client, dagre) are required on first use in the
 // process that runs (scripts/bundle.mjs makes them lazy), and each command's modules are evaluated
 // only when it runs, as with separate modules.
+import * as crypto from 'node:crypto';
+import * as fsPromises from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import * as os from 'node:os';
+import * as timersPromises from 'node:timers/promises';
+import * as zlib from 'node:zlib';
 import { startupSnapshot } from 'node:v8';
 import { COMMANDS } from './registry.js';
 import { runCli } from './run-cli.js';
@@ -31,7 +36,9 @@ export function commandOf(argv: readonly string[]): string | null {
 
 if (startupSnapshot.isBuildingSnapshot()) {
   // What the commands load on first use, loaded now: the build directory and the SQLite log
-  // (not the PostgreSQL one: its client library is native-optional and loaded when used).
+  // (not the PostgreSQL one: its client library is native-optional and loaded when used), and the
+  // built-ins the bundle loads on first use that a snapshot can hold (scripts/bundle.mjs).
+  for (const builtin of [crypto, fsPromises, os, timersPromises, zlib]) void Object.keys(builtin);
   const loads: Promise<unknown>[] = [
     import('../build-dir.js'), import('../session.js'), import('../log/sqlite-log.js'), import('../log/chain.js'),
     ...Object.values(COMMANDS).map((c) => c.load()),

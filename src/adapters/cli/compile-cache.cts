@@ -9,9 +9,13 @@
 //   `LONGBUILD_COMPILE_CACHE=off` neither reads nor writes them; `=DIR` keeps them in DIR (made
 //   when missing) instead.
 //   A directory that cannot be written (a read-only install) leaves every start compiling, silently.
-// - **Which.** A cache names the bundle's SHA-256, Node.js's version and the architecture, and is
-//   used only for exactly those: V8 checks its own version and flags, but of the source only its
-//   length, and would run a stale cache's bytecode for a rebuilt bundle of the same length.
+// - **Which.** A cache names the bundle's CRC-32 and length, Node.js's version and the
+//   architecture, and is used only for exactly those: V8 checks its own version and flags, but of
+//   the source only its length, and would run a stale cache's bytecode for a rebuilt bundle of the
+//   same length. The key tells builds apart; it guards against no one (whoever can write the
+//   bundle runs their code anyway), so a checksum does: zlib's CRC-32 is ~0.3 ms where loading
+//   node:crypto and hashing with SHA-256 was ~5 ms of every start (decision 0053). A Node.js
+//   without `zlib.crc32` (before 20.15) keys by SHA-256.
 // - **Per command.** V8 deserialises a whole cache at every start, so one cache holding every
 //   command's functions made each command slower than its own (`status` 102 against 92 ms). The
 //   command is known for sure only once the bundle runs, so the cache read is that of the first
@@ -25,14 +29,13 @@
 // CommonJS (bin/longbuild.js requires it), so that a command's start does not set up Node.js's ES
 // module loader (~8 ms).
 import buffer = require('node:buffer');
-import crypto = require('node:crypto');
 import fs = require('node:fs');
 import nodeModule = require('node:module');
 import path = require('node:path');
 import vm = require('node:vm');
+import zlib = require('node:zlib');
 
 const { isAscii } = buffer;
-const { createHash } = crypto;
 const { accessSync, constants, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } = fs;
 const { createRequire } = nodeModule;
 const { dirname, join, resolve } = path;
@@ -67,7 +70,11 @@ function cacheFile(dir: string, command: string | null): string | null {
 
 /** The key a cache must carry to be used for `source` by this Node.js. */
 function cacheKey(source: string | Buffer): string {
-  return `${createHash('sha256').update(source).digest('hex')} node ${process.version} ${process.arch}`;
+  const length = typeof source === 'string' ? Buffer.byteLength(source) : source.length;
+  const sum = typeof zlib.crc32 === 'function'
+    ? `crc32 ${zlib.crc32(source).toString(16).padStart(8, '0')}`
+    : `sha256 ${(require('node:crypto') as typeof import('node:crypto')).createHash('sha256').update(source).digest('hex')}`;
+  return `${sum} length ${length} node ${process.version} ${process.arch}`;
 }
 
 /** V8's data in a cache file made for `key`; null for a missing, foreign, stale or damaged one. */

@@ -1,5 +1,5 @@
 import { canonicalJson } from '../../../events/canonical.js';
-import { SCHEMA_VERSIONS } from '../../../events/catalogue.js';
+import { SCHEMA_VERSIONS } from '../../../events/schema-versions.js';
 import { UsageError } from '../../../events/errors.js';
 import type { StoredEvent } from '../../../events/envelope.js';
 import { followLog, openLogForReading, readLogEvents } from '../../app/log-reading.js';
