@@ -48,4 +48,31 @@ describe('package files (decision 0018)', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('decision 0053: the bundle carries better-sqlite3\'s JavaScript and finds its addon in the package (build/Release, else where `bindings` looks); none says so in one line', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'longbuild-addon-'));
+    try {
+      // A package whose better-sqlite3 has no JavaScript at all (the bundle brings it) and its addon in build/Debug.
+      cpSync(packageFile('bin'), join(dir, 'bin'), { recursive: true });
+      cpSync(join(PACKAGE_ROOT, 'dist'), join(dir, 'dist'), { recursive: true, filter: (f) => !f.endsWith('.cache') });
+      for (const f of ['package.json', 'schemas', 'prompts', 'ui', 'examples']) cpSync(packageFile(f), join(dir, f), { recursive: true });
+      const sqlite = join(dir, 'node_modules', 'better-sqlite3');
+      mkdirSync(join(sqlite, 'build', 'Debug'), { recursive: true });
+      copyFileSync(join(PACKAGE_ROOT, 'node_modules', 'better-sqlite3', 'package.json'), join(sqlite, 'package.json'));
+      for (const p of ['bindings', 'file-uri-to-path']) cpSync(join(PACKAGE_ROOT, 'node_modules', p), join(dir, 'node_modules', p), { recursive: true });
+      const addon = join(sqlite, 'build', 'Debug', 'better_sqlite3.node');
+      copyFileSync(join(PACKAGE_ROOT, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'), addon);
+      const init = (repo: string) => spawnSync(process.execPath, [join(dir, 'bin', 'longbuild.js'), 'init', '--blueprint', join(dir, 'examples', 'blueprints', 'helios.json'), '--repo', join(dir, repo)], { encoding: 'utf8', env: { ...process.env, LONGBUILD_COMPILE_CACHE: 'off' } });
+      const found = init('one');
+      expect(found.status, found.stderr).toBe(0);
+      expect(existsSync(join(dir, 'one', '.longbuild', 'events.db')), 'the log was made through the addon bindings found').toBe(true);
+      rmSync(addon);
+      const none = init('two');
+      expect(none.status).toBe(1);
+      expect(none.stderr.trim().split('\n')).toHaveLength(1);
+      expect(none.stderr).toMatch(/^longbuild: better-sqlite3's native addon is not built \(no better_sqlite3\.node under .*node_modules\/better-sqlite3\): the install is damaged; run `npm rebuild better-sqlite3` where longbuild is installed$/m);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

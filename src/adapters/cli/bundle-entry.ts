@@ -8,9 +8,10 @@
 //   command's code (the event loop runs until the loads settle, then V8 serialises the heap);
 //   nothing is read from the environment, the clock or the working directory while it is built
 //   (tested), so a snapshot behaves as a fresh process.
-// Packages (better-sqlite3, pg, the EventStoreDB client, dagre) are required on first use in the
-// process that runs (scripts/bundle.mjs makes them lazy), and each command's modules are evaluated
-// only when it runs, as with separate modules.
+// Packages (pg, the EventStoreDB client, dagre) and better-sqlite3's native addon are required on
+// first use in the process that runs (scripts/bundle.mjs makes them lazy; better-sqlite3's
+// JavaScript is in the bundle, decision 0053), and each command's modules are evaluated only when
+// it runs, as with separate modules.
 import * as crypto from 'node:crypto';
 import * as fsPromises from 'node:fs/promises';
 import { createRequire } from 'node:module';

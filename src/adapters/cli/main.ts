@@ -51,7 +51,8 @@ export async function main(argv: string[], io: Partial<CliIo> = {}): Promise<num
     const err = asStorageError(thrown);
     const code = exitCodeFor(err);
     const message = err instanceof Error ? err.message : String(err);
-    const prefix = err instanceof LongbuildError ? '' : 'internal error: ';
+    // A damaged install (the bundle's SQLite addon loader, scripts/bundle.mjs) says what to run, not "internal error".
+    const prefix = err instanceof LongbuildError || (err as { code?: unknown } | null)?.code === 'ERR_LONGBUILD_INSTALL' ? '' : 'internal error: ';
     // The rule a refusal rests on (docs/rules.md) is named with --verbose; the line itself says what to do.
     const line = verbose ? `${prefix}${message}${err instanceof LongbuildError && err.rule ? ` (${err.rule})` : ''}` : withoutRuleIds(`${prefix}${message}`);
     out.stderr(`longbuild: ${escapeTerminal(line)}\n`);
