@@ -212,12 +212,12 @@ describe('projection engine: truncation', () => {
     void log.close();
   });
 
-  it('decisions 0032, 0053: a view over 1 MiB is snapshotted at the head at close once it is 16 events per MiB behind its newest snapshot; a full state over 1 MiB still is not', () => {
+  it('decision 0032: a view over 1 MiB is snapshotted at the head at close once it is 100 events per MiB behind its newest snapshot; a full state over 1 MiB still is not', () => {
     const dir = tempDir();
     const log = new SqliteEventLog({ path: join(dir, 'events.db'), catalogue: testCatalogue });
     log.appendSync('s1', Array.from({ length: 1250 }, (_, i) => ({ type: 'TestAdded', data: { key: `k${i % 7}`, n: 1 }, metadata: meta })), 'no-stream');
     type Big = { blob: string; n: number };
-    // A state and a view of ~1.2 MB each (2 MiB rounded up: a head snapshot of the view is due 32 events behind).
+    // A state and a view of ~1.2 MB each (2 MiB rounded up: a head snapshot is due 200 events behind).
     const big: Projection<Big> = {
       name: 'big', initialState: { blob: 'x'.repeat(1_200_000), n: 0 }, evolve: (st, e) => (e.type === 'TestAdded' ? { ...st, n: st.n + 1 } : st), tables: [],
       view: { name: 'big-view', of: (st) => ({ blob: st.blob.slice(1), n: st.n }) },
@@ -236,9 +236,9 @@ describe('projection engine: truncation', () => {
       }
     };
     // Both are written on the boundary at 1,000, so their sizes are known at close.
-    expect(positionsAfter(1031), '31 events behind: not yet').toEqual({ state: [1000], view: [1000] });
-    expect(positionsAfter(1032), '32 events behind: the view at the head, the full state not (over 1 MiB)').toEqual({ state: [1000], view: [1000, 1032] });
-    expect(positionsAfter(1250), '250 events behind: the view at the head, the full state not').toEqual({ state: [1000], view: [1000, 1250] });
+    expect(positionsAfter(1150), '150 events behind: not yet (a small view would be, decision 0053)').toEqual({ state: [1000], view: [1000] });
+    expect(positionsAfter(1199), '199 events behind: not yet').toEqual({ state: [1000], view: [1000] });
+    expect(positionsAfter(1200), '200 events behind: the view at the head, the full state not (over 1 MiB)').toEqual({ state: [1000], view: [1000, 1200] });
     void log.close();
   });
 

@@ -17,9 +17,11 @@ const SNAPSHOT_BYTES = 1 << 20;
  */
 const HEAD_SNAPSHOT_EVENTS = 100;
 /**
- * A view (small by design: what reading commands restore) is snapshotted at the head once this
- * many events per SNAPSHOT_BYTES of its newest snapshot behind (decisions 0032, 0053): folding 99
- * events costs a reading command ~6 ms of its ~45, writing a small view at close well under one.
+ * A view of SNAPSHOT_BYTES or less (what reading commands restore) is snapshotted at the head once
+ * this many events behind (decision 0053): folding 99 events cost a reading command ~6 ms of its
+ * ~45, writing a small view at close well under one. A larger view keeps decision 0032's
+ * HEAD_SNAPSHOT_EVENTS per MiB, so a build driven one `step` at a time does not write its
+ * several-MiB view every few events.
  */
 const VIEW_HEAD_EVENTS = 16;
 
@@ -90,7 +92,8 @@ export class SnapshotKeeper {
    * HEAD_SNAPSHOT_EVENTS or more events to get there and its state is small (a state that grows
    * with the build's history keeps its spacing, see putSnapshot: restoring it costs about what
    * folding those events in place does). Its view, which reading commands restore, is snapshotted
-   * once VIEW_HEAD_EVENTS per MiB of its newest snapshot behind: at most once per that many
+   * once VIEW_HEAD_EVENTS behind while it is small, HEAD_SNAPSHOT_EVENTS per MiB of its newest
+   * snapshot once larger: at most once per that many
    * events, so serialising it stays a constant cost per event (decision 0032). Only a head the
    * tables have reached: a snapshot is never ahead of what is written.
    */
@@ -102,7 +105,7 @@ export class SnapshotKeeper {
         // What this store restored or wrote, else the newest on disk (a view's: never restored by a step).
         const newest = this.newest.get(name) ?? { position: this.snapshots.newestPosition?.(name) ?? 0, bytes: 0 };
         const behind = r.memPosition - newest.position;
-        return view ? behind >= VIEW_HEAD_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES)) : behind >= HEAD_SNAPSHOT_EVENTS && newest.bytes <= SNAPSHOT_BYTES;
+        return view ? behind >= (newest.bytes <= SNAPSHOT_BYTES ? VIEW_HEAD_EVENTS : HEAD_SNAPSHOT_EVENTS * Math.ceil(newest.bytes / SNAPSHOT_BYTES)) : behind >= HEAD_SNAPSHOT_EVENTS && newest.bytes <= SNAPSHOT_BYTES;
       };
       const head = (name: string, state: unknown, newestOnly = false): void => {
         this.writeSnapshot(name, r.memPosition, r.memHash, state);

@@ -338,14 +338,14 @@ export const MUTANTS = [
   },
   {
     name: 'view-head-snapshot-ignores-size',
-    bug: "the store snapshots a view of any size at close once 16 events behind (decision 0032): a long build's view, several MiB, is written at the end of nearly every step",
-    edits: [{ file: 'src/projections/snapshot-keeper.ts', find: 'behind >= VIEW_HEAD_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= VIEW_HEAD_EVENTS' }],
+    bug: "the store snapshots a view of any size at close once 16 events behind (decisions 0032, 0053): a long build's view, several MiB, is written at the end of nearly every step",
+    edits: [{ file: 'src/projections/snapshot-keeper.ts', find: 'behind >= (newest.bytes <= SNAPSHOT_BYTES ? VIEW_HEAD_EVENTS : HEAD_SNAPSHOT_EVENTS * Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= VIEW_HEAD_EVENTS' }],
     caughtBy: ['test/projection-engine.test.ts'],
   },
   {
     name: 'view-head-snapshot-small-only',
     bug: "a view over 1 MiB is never snapshotted at close (decision 0032): on a long build, status and show fold thousands of events from the view's last boundary",
-    edits: [{ file: 'src/projections/snapshot-keeper.ts', find: 'behind >= VIEW_HEAD_EVENTS * Math.max(1, Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= VIEW_HEAD_EVENTS && newest.bytes <= SNAPSHOT_BYTES' }],
+    edits: [{ file: 'src/projections/snapshot-keeper.ts', find: 'behind >= (newest.bytes <= SNAPSHOT_BYTES ? VIEW_HEAD_EVENTS : HEAD_SNAPSHOT_EVENTS * Math.ceil(newest.bytes / SNAPSHOT_BYTES))', replace: 'behind >= VIEW_HEAD_EVENTS && newest.bytes <= SNAPSHOT_BYTES' }],
     caughtBy: ['test/projection-engine.test.ts'],
   },
   {
