@@ -5,7 +5,7 @@ import { canonicalJson } from './canonical.js';
 export function sha256Hex(input: string | Uint8Array): string {
   // crypto.hash (Node ≥ 20.12) is a one-shot digest without a Hash object per call. Looked up at
   // the first digest, not when this module loads: a command that hashes nothing (`--version`,
-  // `status`) then never loads node:crypto (~3.5 ms; the bundle loads it on first use, decision 0053).
+  // `log`) then never loads node:crypto (~3.5 ms; the bundle loads it on first use, decision 0053).
   oneShot ??= (crypto as unknown as { hash?: OneShot }).hash ?? null;
   return oneShot ? oneShot('sha256', input, 'hex') : crypto.createHash('sha256').update(input).digest('hex');
 }
