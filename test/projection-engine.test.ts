@@ -14,6 +14,17 @@ import { stateAt } from '../src/projections/time-travel.js';
 import { counterProjection, counterProjectionPerEvent, type CounterState } from './support/test-projection.js';
 
 const meta = { recordedAt: '2026-01-01T00:00:00Z' };
+
+/** The positions of the snapshots of projection `name` and of its view (`name-view`) in the store at `path`. */
+function snapshotPositions(path: string, name: string): { state: number[]; view: number[] } {
+  const db = new Database(path);
+  try {
+    const of = (projection: string): number[] => db.prepare('SELECT position FROM snapshots WHERE projection = ? ORDER BY position').pluck().all(projection) as number[];
+    return { state: of(name), view: of(`${name}-view`) };
+  } finally {
+    db.close();
+  }
+}
 const dirs: string[] = [];
 function tempDir(): string {
   const d = mkdtempSync(join(tmpdir(), 'lb-engine-'));
@@ -227,13 +238,7 @@ describe('projection engine: truncation', () => {
       const store = ProjectionStore.open(path, [big], { snapshotEvery: 1000 });
       store.catchUp(log.readAllSync({ from: 1, limit: events }));
       store.close();
-      const db = new Database(path);
-      try {
-        const of = (name: string): number[] => db.prepare('SELECT position FROM snapshots WHERE projection = ? ORDER BY position').pluck().all(name) as number[];
-        return { state: of('big'), view: of('big-view') };
-      } finally {
-        db.close();
-      }
+      return snapshotPositions(path, 'big');
     };
     // Both are written on the boundary at 1,000, so their sizes are known at close.
     expect(positionsAfter(1150), '150 events behind: not yet (a small view would be, decision 0053)').toEqual({ state: [1000], view: [1000] });
@@ -249,20 +254,11 @@ describe('projection engine: truncation', () => {
     type Small = { n: number };
     const small: Projection<Small> = { name: 'small', initialState: { n: 0 }, evolve: (st, e) => (e.type === 'TestAdded' ? { n: st.n + 1 } : st), tables: [], view: { name: 'small-view', of: (st) => st } };
     const path = join(dir, 'small.db');
-    const positions = (): Record<string, number[]> => {
-      const db = new Database(path);
-      try {
-        const of = (name: string): number[] => db.prepare('SELECT position FROM snapshots WHERE projection = ? ORDER BY position').pluck().all(name) as number[];
-        return { state: of('small'), view: of('small-view') };
-      } finally {
-        db.close();
-      }
-    };
     const upTo = (last: number): Record<string, number[]> => {
       const store = ProjectionStore.open(path, [small], { snapshotEvery: 1000 });
       store.catchUp(log.readAllSync({ from: store.resumeFrom(), limit: last - store.resumeFrom() + 1 }));
       store.close();
-      return positions();
+      return snapshotPositions(path, 'small');
     };
     expect(upTo(15), '15 events behind: nothing').toEqual({ state: [], view: [] });
     expect(upTo(16), '16 behind: the view at the head').toEqual({ state: [], view: [16] });
