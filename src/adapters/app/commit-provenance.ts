@@ -59,7 +59,21 @@ export interface Summary {
  * envelope its note carries, where the log records the note's digest and that record's inclusion proof.
  */
 export async function showProvenance(ctx: AppContext, rev: string): Promise<ProvenanceOutput> {
-  const { build, facts, record } = await factsOf(ctx, rev);
+  return withLog(ctx, (log) => showWith(ctx, rev, log));
+}
+
+/** Run `fn` with the build's log, opened once (no build here: said first) and closed after. */
+async function withLog<T>(ctx: AppContext, fn: (log: EventLog) => Promise<T>): Promise<T> {
+  const log = await openBuildLog(pathsOf(ctx));
+  try {
+    return await fn(log);
+  } finally {
+    await log.close();
+  }
+}
+
+async function showWith(ctx: AppContext, rev: string, log: EventLog): Promise<ProvenanceOutput> {
+  const { build, facts, record } = await factsOf(ctx, rev, log);
   const note = await readNote(ctx.repo, facts.commit);
   let envelope: Envelope | null = null;
   if (note !== null) {
@@ -69,13 +83,13 @@ export async function showProvenance(ctx: AppContext, rev: string): Promise<Prov
       envelope = null;
     }
   }
-  const inclusion = record !== null ? await inclusionOf(ctx, build, record) : null;
+  const inclusion = record !== null ? await inclusionOf(ctx, build, record, log) : null;
   return { action: 'show', commit: facts.commit, statement: provenanceStatement(build, facts), envelope, record: record !== null ? recordedOf(record) : null, inclusion, summary: summaryOf(build, facts) };
 }
 
 /** The build's facts and the facts of `rev`'s commit, which a promotion must have put on the integration ref. */
-async function factsOf(ctx: AppContext, rev: string): Promise<{ build: BuildFacts; facts: CommitFacts; record: AttestationRecord | null }> {
-  const { build, all, recorded } = await everyAttested(ctx); // no build here: said first
+async function factsOf(ctx: AppContext, rev: string, log: EventLog): Promise<{ build: BuildFacts; facts: CommitFacts; record: AttestationRecord | null }> {
+  const { build, all, recorded } = await everyAttested(ctx, log);
   const resolved = await git(ctx.repo, ['rev-parse', '-q', '--verify', `${rev}^{commit}`], { allowFail: true });
   if (resolved.code !== 0) throw new NotFoundError(`provenance: '${rev}' is not a commit of ${ctx.repo}`);
   const commit = resolved.stdout.trim();
@@ -97,8 +111,8 @@ export async function readPromotions(ctx: AppContext, open?: EventLog): Promise<
   return { build: read.build, promotions: read.promotions, recorded: read.recorded };
 }
 
-async function everyAttested(ctx: AppContext): Promise<{ build: BuildFacts; all: CommitFacts[]; recorded: Map<string, AttestationRecord> }> {
-  const { build, promotions, recorded } = await readPromotions(ctx);
+async function everyAttested(ctx: AppContext, log?: EventLog): Promise<{ build: BuildFacts; all: CommitFacts[]; recorded: Map<string, AttestationRecord> }> {
+  const { build, promotions, recorded } = await readPromotions(ctx, log);
   const all: CommitFacts[] = [];
   const history = await historyOf(ctx.repo, promotions);
   for (const p of promotions) all.push(...await attestedCommits(ctx.repo, p, history));
@@ -110,7 +124,11 @@ async function everyAttested(ctx: AppContext): Promise<{ build: BuildFacts; all:
  * against the log, the note against the digest the log recorded, and that record's inclusion proof.
  */
 export async function verifyProvenance(ctx: AppContext, rev: string, keyArg?: string): Promise<ProvenanceOutput> {
-  const { build, facts, record } = await factsOf(ctx, rev);
+  return withLog(ctx, (log) => verifyWith(ctx, rev, keyArg, log));
+}
+
+async function verifyWith(ctx: AppContext, rev: string, keyArg: string | undefined, log: EventLog): Promise<ProvenanceOutput> {
+  const { build, facts, record } = await factsOf(ctx, rev, log);
   let key;
   try {
     key = keyArg !== undefined ? verifierKeyArg(keyArg, ctx.cwd) : parseVerifierKey(build.vkey);
@@ -136,7 +154,7 @@ export async function verifyProvenance(ctx: AppContext, rev: string, keyArg?: st
     throw new ValidationError(`provenance verify: ${short}'s note is not the attestation the log recorded at position ${record.position} (its SHA-256 differs: the note was rewritten); \`longbuild provenance publish\` writes the recorded one again`, 'R-62');
   }
   // The record is in the log the key signed: its inclusion proof, checked as an auditor would (R-34).
-  const inclusion = await inclusionOf(ctx, build, record);
+  const inclusion = await inclusionOf(ctx, build, record, log);
   if (inclusion === null) throw new ValidationError(`provenance verify: the record of ${short} (position ${record.position}) is covered by no signed checkpoint yet; \`longbuild run\` signs it`, 'R-62');
   let checked;
   try {
@@ -154,25 +172,20 @@ export async function verifyProvenance(ctx: AppContext, rev: string, keyArg?: st
 const recordedOf = (r: AttestationRecord): Recorded => ({ position: r.position, envelopeSha256: r.envelopeSha256, promotion: r.promotion });
 
 /** The inclusion proof of a ProvenanceRecorded against the first signed checkpoint that covers it; null when none does yet. */
-async function inclusionOf(ctx: AppContext, build: BuildFacts, record: AttestationRecord): Promise<Inclusion | null> {
+async function inclusionOf(ctx: AppContext, build: BuildFacts, record: AttestationRecord, log: EventLog): Promise<Inclusion | null> {
   const paths = pathsOf(ctx);
   const cp = checkpointFiles(paths).find((c) => c.size >= record.position);
   if (cp === undefined) return null;
   const key = parseVerifierKey(build.vkey);
-  const log = await openBuildLog(paths);
+  const signed = readCheckpoint(cp.note(), key, build.buildId, cp.file);
+  const [e] = await log.readAll({ from: record.position, limit: 1 });
+  const leaf = canonicalJson(hashedPart(e!));
+  const notary = Notary.open(paths, log, build.buildId, key, null);
   try {
-    const signed = readCheckpoint(cp.note(), key, build.buildId, cp.file);
-    const [e] = await log.readAll({ from: record.position, limit: 1 });
-    const leaf = canonicalJson(hashedPart(e!));
-    const notary = Notary.open(paths, log, build.buildId, key, null);
-    try {
-      const proof = await checkedProof(notary, signed.size, (tree) => formatInclusionProof(record.position - 1, leaf, inclusionProof(tree, record.position - 1, signed.size), signed.note), key, ctx.stderr, paths.tree);
-      return { position: record.position, checkpointSize: signed.size, proof };
-    } finally {
-      notary.close();
-    }
+    const proof = await checkedProof(notary, signed.size, (tree) => formatInclusionProof(record.position - 1, leaf, inclusionProof(tree, record.position - 1, signed.size), signed.note), key, ctx.stderr, paths.tree);
+    return { position: record.position, checkpointSize: signed.size, proof };
   } finally {
-    await log.close();
+    notary.close();
   }
 }
 
