@@ -373,6 +373,12 @@ export const MUTANTS = [
     caughtBy: ['test/log-audit.test.ts'],
   },
   {
+    name: 'hash-loads-crypto-at-start',
+    bug: 'the hash module looks up crypto.hash when it loads: every command that imports it (log among them) loads node:crypto (~3.5 ms) whether it hashes or not (decision 0053)',
+    edits: [{ file: 'src/events/hash.ts', find: 'let oneShot: OneShot | null | undefined;', replace: 'let oneShot: OneShot | null | undefined = (crypto as unknown as { hash?: OneShot }).hash ?? null;', js: { find: 'let oneShot;', replace: 'let oneShot = crypto.hash ?? null;' } }],
+    caughtBy: ['test/startup-loads.test.ts'],
+  },
+  {
     name: 'view-head-snapshot-at-100',
     bug: 'a small view is snapshotted at close only 100 events behind, like a full state (decision 0053): status and show on a build under 100 events fold every event at every start',
     edits: [{ file: 'src/projections/snapshot-keeper.ts', find: 'const VIEW_HEAD_EVENTS = 16;', replace: 'const VIEW_HEAD_EVENTS = HEAD_SNAPSHOT_EVENTS;' }],
