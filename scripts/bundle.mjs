@@ -59,8 +59,9 @@ const SQLITE_ADDON = {
   resolveId: (id, importer) => (id === 'bindings' && importer && /[\\/]better-sqlite3[\\/]/.test(importer) ? '\0longbuild-sqlite-addon' : null),
   load: (id) => (id === '\0longbuild-sqlite-addon' ? `module.exports = function bindings(name) {
   const req = globalThis[Symbol.for('longbuild.snapshot.require')] ?? require;
-  const root = require('node:path').dirname(req.resolve('better-sqlite3/package.json'));
-  const file = require('node:path').join(root, 'build', 'Release', name);
+  const { dirname, join } = require('node:path');
+  const root = dirname(req.resolve('better-sqlite3/package.json'));
+  const file = join(root, 'build', 'Release', name);
   if (require('node:fs').existsSync(file)) return req(file);
   try {
     return req('bindings')({ bindings: name, module_root: root });

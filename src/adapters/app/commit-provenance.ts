@@ -111,7 +111,7 @@ export async function readPromotions(ctx: AppContext, open?: EventLog): Promise<
   return { build: read.build, promotions: read.promotions, recorded: read.recorded };
 }
 
-async function everyAttested(ctx: AppContext, log?: EventLog): Promise<{ build: BuildFacts; all: CommitFacts[]; recorded: Map<string, AttestationRecord> }> {
+async function everyAttested(ctx: AppContext, log: EventLog): Promise<{ build: BuildFacts; all: CommitFacts[]; recorded: Map<string, AttestationRecord> }> {
   const { build, promotions, recorded } = await readPromotions(ctx, log);
   const all: CommitFacts[] = [];
   const history = await historyOf(ctx.repo, promotions);
