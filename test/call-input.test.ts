@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { callInputSha256 } from '../src/commands/call-input.js';
+import { callInputSha256, HashedDriver } from '../src/commands/call-input.js';
 import type { JsonValue } from '../src/events/canonical.js';
 import { canonicalSha256 } from '../src/events/hash.js';
 
@@ -21,12 +21,15 @@ describe('call input digest (R-41)', () => {
   it('(property) for all drivers and inputs, the digest is the SHA-256 of { role, driver, input } in canonical JSON, the first call with a driver object and every later one alike', () => {
     fc.assert(
       fc.property(fc.constantFrom('planner' as const, 'worker' as const), plainJson, fc.array(plainJson, { minLength: 1, maxLength: 4 }), (role, driver, inputs) => {
+        const hashed = new HashedDriver(driver);
         for (const input of inputs) {
           const expected = canonicalSha256({ role, driver, input });
           expect(callInputSha256(role, input, driver, new Map())).toBe(expected);
           // The same driver object again (its text remembered), and an equal copy of it (not).
           expect(callInputSha256(role, input, driver, new Map())).toBe(expected);
           expect(callInputSha256(role, input, structuredClone(driver), new Map())).toBe(expected);
+          // A driver digested once and let go (decision 0054): the same digest, every call.
+          expect(callInputSha256(role, input, hashed, new Map())).toBe(expected);
         }
       }),
       { numRuns: 300 },

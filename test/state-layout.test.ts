@@ -15,7 +15,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
 import type { StoredEvent } from '../src/events/envelope.js';
 import { buildProjection } from '../src/projections/build-projection.js';
-import { attemptOf, evolveBuild, initialBuildState, plainState, positionOfRevision, type BuildState } from '../src/projections/build-state.js';
+import { evolveBuild, initialBuildState, plainState, positionOfRevision, type BuildState } from '../src/projections/build-state.js';
+import { revisionKey } from '../src/projections/build-records.js';
 import { snapshotProblems } from '../src/projections/snapshot-audit.js';
 import { SqliteSnapshotStore } from '../src/projections/snapshot-store.js';
 import Database from 'better-sqlite3';
@@ -116,9 +117,12 @@ describe('stored build state layout', () => {
     // The emulated old layout is the old one: buckets as named objects, and today's accessors find nothing in it.
     expect(Array.isArray(oldState.attempts)).toBe(false);
     expect(Object.keys(oldState.attempts).every((k) => layout.bucketName.test(k))).toBe(true);
-    // An attempt in a bucket above 9 (slots 0–9 are the same digits in version 4's layout, index or name).
-    const someAttempt = [...shardEntries(fold.attempts)].map(([id]) => id).find((id) => slotsOf(id).some((n) => n >= 10))!;
-    expect(attemptOf(oldState, someAttempt)).toBeUndefined();
+    // A graph revision in a bucket above 9 (slots 0–9 are the same digits in version 4's layout,
+    // index or name). (Not an attempt: the helios log compacts every node, and the state lets go
+    // of compacted nodes' attempts, decision 0054.)
+    const someRevision = [...shardEntries(fold.revisionPositions)].map(([key]) => Number(key.slice(1))).find((r) => slotsOf(revisionKey(r)).some((n) => n >= 10))!;
+    expect(positionOfRevision(fold, someRevision)).toBeGreaterThan(0);
+    expect(positionOfRevision(oldState, someRevision)).toBeUndefined();
     copyFileSync(path, join(dir, 'unversioned.db'));
 
     const current = ProjectionStore.open(path, [buildProjection], { snapshotEvery: 20 });
@@ -128,7 +132,7 @@ describe('stored build state layout', () => {
       const state = current.state<BuildState>('build');
       expect(plain(state)).toBe(plain(fold));
       expect(positionOfRevision(state, state.graphRevision)).toBe(positionOfRevision(fold, fold.graphRevision));
-      for (const [id] of shardEntries(fold.attempts)) expect(attemptOf(state, id), id).toBeDefined();
+      for (const [key] of shardEntries(fold.revisionPositions)) expect(positionOfRevision(state, Number(key.slice(1))), key).toBeDefined();
     } finally {
       current.close();
     }
@@ -138,7 +142,7 @@ describe('stored build state layout', () => {
     try {
       unversioned.catchUp(events);
       const misread = unversioned.state<BuildState>('build');
-      expect([...shardEntries(fold.attempts)].some(([id]) => attemptOf(misread, id) === undefined)).toBe(true);
+      expect([...shardEntries(fold.revisionPositions)].some(([key]) => positionOfRevision(misread, Number(key.slice(1))) === undefined)).toBe(true);
       expect(plain(misread)).not.toBe(plain(fold));
     } finally {
       unversioned.close();

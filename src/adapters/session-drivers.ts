@@ -8,6 +8,7 @@ import type { Blueprint } from './blueprint/blueprint.js';
 import { proposedNode, ScriptedPlanner } from './blueprint/scripted-planner.js';
 import { findBlueprintNode } from './blueprint/blueprint.js';
 import type { CallDrivers } from './controller/effects.js';
+import { HashedDriver } from '../commands/call-input.js';
 import { ScriptedWorker } from './blueprint/scripted-worker.js';
 import { CommandPlanner } from './command/command-planner.js';
 import { CommandWorker } from './command/command-worker.js';
@@ -36,8 +37,10 @@ export function callDrivers(driver: DriverFile): CallDrivers {
   if (driver.kind === 'blueprint') {
     const bp = driver.blueprint;
     const planned = (ms: Blueprint['milestones']) => ms.map((m) => ({ id: m.id, title: m.title, ...(m.intent !== undefined ? { intent: m.intent } : {}), nodes: m.nodes.map(proposedNode) }));
-    const plan = plain({ kind: 'blueprint', detailedWindow: bp.detailedWindow, coarseWindow: bp.coarseWindow, milestones: planned(bp.milestones), repairs: planned(bp.repairs ?? []) });
-    return { planner: () => plan, worker: (nodeId) => plain({ kind: 'blueprint', node: findBlueprintNode(bp, nodeId)?.node ?? null }) };
+    // The plan is digested at the first planner call and not kept (decision 0054): a copy of every node.
+    let plan: HashedDriver | undefined;
+    const planner = (): HashedDriver => (plan ??= new HashedDriver(plain({ kind: 'blueprint', detailedWindow: bp.detailedWindow, coarseWindow: bp.coarseWindow, milestones: planned(bp.milestones), repairs: planned(bp.repairs ?? []) })));
+    return { planner, worker: (nodeId) => plain({ kind: 'blueprint', node: findBlueprintNode(bp, nodeId)?.node ?? null }) };
   }
   const c = driver.config;
   const planner = plain({ kind: 'command', planner: c.planner, env: c.env });

@@ -50,7 +50,7 @@ const NOT_CONTENT = new Set(['commitDate', 'createdAt', 'idempotencyKey']);
  * The SHA-256 of a call's input: `{ role, driver, input }` in canonical JSON, with `input`'s commit
  * ids mapped through `contents` (an id without content — not a commit, or unknown — stays as it is).
  */
-export function callInputSha256(role: 'planner' | 'worker', input: unknown, driver: JsonValue, contents: ReadonlyMap<string, CommitContent | null>): string {
+export function callInputSha256(role: 'planner' | 'worker', input: unknown, driver: JsonValue | HashedDriver, contents: ReadonlyMap<string, CommitContent | null>): string {
   const map = (v: unknown, key: string | null, parentKey: string | null): JsonValue | undefined => {
     if (key !== null && NOT_CONTENT.has(key)) return undefined;
     if ((key === 'sha256' && parentKey === 'graph') || key === 'graphSha256') return undefined;
@@ -79,11 +79,30 @@ export function callInputSha256(role: 'planner' | 'worker', input: unknown, driv
   return afterDriver(driver).copy().update(rest).digest('hex');
 }
 
+/**
+ * A driver digested once and let go (decision 0054): the SHA-256 state after its part of the
+ * digest. A blueprint's plan is the same at every planner call and as large as the blueprint (a
+ * copy of every node); the controller keeps this state instead of the plan.
+ */
+export class HashedDriver {
+  readonly #state: Hash;
+  constructor(driver: JsonValue) {
+    this.#state = startDigest(driver);
+  }
+  /** The state after `{"driver":<canonical JSON>,"input":` (copy it before updating). */
+  get state(): Hash {
+    return this.#state;
+  }
+}
+
+const startDigest = (driver: JsonValue): Hash => createHash('sha256').update(`{"driver":${canonicalJson(driver)},"input":`);
+
 /** SHA-256 states after `{"driver":<canonical JSON>,"input":`, one per driver object seen (others are not kept). */
 const driverStates = new WeakMap<object, Hash>();
 
-function afterDriver(driver: JsonValue): Hash {
-  const hashed = (): Hash => createHash('sha256').update(`{"driver":${canonicalJson(driver)},"input":`);
+function afterDriver(driver: JsonValue | HashedDriver): Hash {
+  if (driver instanceof HashedDriver) return driver.state;
+  const hashed = (): Hash => startDigest(driver);
   if (driver === null || typeof driver !== 'object') return hashed();
   let state = driverStates.get(driver);
   if (state === undefined) driverStates.set(driver, (state = hashed()));

@@ -1,7 +1,6 @@
 /** The fuzzer's audits of what happened outside the log (R-18, R-61): notifications received, calls made. Pure. */
 import { compareCodePoints } from '../events/canonical.js';
 import type { BuildState } from '../projections/build-state.js';
-import { shardValues } from '../projections/sharded.js';
 import type { Divergence, NotificationRecord } from './fuzz-compare.js';
 
 // ---- notification audit (R-61; independent of the log) ---------------------------------
@@ -115,12 +114,16 @@ export function auditSegments(clean: readonly LedgerCall[], segments: readonly (
   return { duplicates, inDoubtReinvocations, missing, extra };
 }
 
-/** The keys whose results the log records: planner calls returned, worker attempts finished. */
-export function recordedCallKeys(state: BuildState): Set<string> {
+/**
+ * The keys whose results the log records: planner calls returned, worker attempts finished
+ * (`finishedAttempts`: every AttemptFinished's attempt, compacted nodes' included — the state
+ * keeps only live nodes' attempts, decision 0054).
+ */
+export function recordedCallKeys(state: BuildState, finishedAttempts: readonly string[]): Set<string> {
   const keys = new Set<string>();
   for (const call of Object.values(state.plannerCalls)) if (call.status !== 'invoked') keys.add(call.callId);
   const buildId = state.build?.buildId ?? '';
-  for (const a of shardValues(state.attempts)) if (a.status !== 'started') keys.add(`${buildId}:${a.attemptId}`);
+  for (const id of finishedAttempts) keys.add(`${buildId}:${id}`);
   return keys;
 }
 

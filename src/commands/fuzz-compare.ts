@@ -77,6 +77,8 @@ interface Folded {
   lost: SpendTotals;
   budgetBreaches: string[];
   notifications: NotificationRecord[];
+  /** Every attempt the log records as finished (the state lets go of compacted nodes' attempts: decision 0054). */
+  finishedAttempts: string[];
 }
 
 /** A NotificationSent (R-61) as the fuzzer audits it, with its position. */
@@ -105,7 +107,9 @@ export function foldLog(events: Iterable<StoredEvent>): Folded {
   let lost = NO_SPEND;
   const budgetBreaches: string[] = [];
   const notifications: NotificationRecord[] = [];
+  const finishedAttempts: string[] = [];
   for (const e of events) {
+    if (e.type === 'AttemptFinished') finishedAttempts.push((e.data as { attemptId: string }).attemptId);
     const before = state.graphRevision;
     // R-59: a new call (its intent) never starts once the spend has reached a limit.
     if (e.type === 'AttemptStarted' || e.type === 'PlannerInvoked') {
@@ -140,7 +144,7 @@ export function foldLog(events: Iterable<StoredEvent>): Folded {
       checkpointGraphs[checkpoint.milestoneId] = sha256Hex(aliasIn(canonicalGraph(state.nodes), aliases));
     }
   }
-  return { state, readySequence, checkpointGraphs, wholeCheckpoints, wholeSummaries, aliases, refRepairs, eventTypes, reinvocations, lost, budgetBreaches, notifications };
+  return { state, readySequence, checkpointGraphs, wholeCheckpoints, wholeSummaries, aliases, refRepairs, eventTypes, reinvocations, lost, budgetBreaches, notifications, finishedAttempts };
 }
 
 /** The fingerprint of a folded build (R-19's comparable parts). */

@@ -1,5 +1,6 @@
 import type { Draft } from 'immer';
 import { canonicalJson } from '../events/canonical.js';
+import type { DataOf } from '../events/catalogue.js';
 import type { Projection, TableSpec } from './projection.js';
 import type { SummaryRecord } from './summaries.js';
 import { buildView, evolveBuild, evolveBuildInPlace, initialBuildState, ownedCopy, type AttemptRecord, type BuildState, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-state.js';
@@ -60,12 +61,29 @@ const summariesTable: TableSpec<BuildState> = {
   },
 };
 
+/**
+ * Every attempt ever made, kept from the events: the state lets go of a compacted node's attempts
+ * (decision 0054), the table keeps them. AttemptStarted puts the row the fold makes (it replaces a
+ * record of the same id, as the fold does); AttemptFinished sets what the fold sets, on a row that
+ * exists (the fold changes only an attempt it has).
+ */
 const attemptsTable: TableSpec<BuildState> = {
   name: 'attempts',
   columns: ['attempt_id', 'node_id', 'attempt', 'base_head', 'branch', 'status', 'commit_sha', 'adopted'],
   keyColumns: 1,
   entities: (s) => s.attempts,
   sharded: true,
+  fromEvent: (e) => {
+    if (e.type === 'AttemptStarted') {
+      const d = e.data as DataOf<'AttemptStarted'>;
+      return { put: [d.attemptId, d.nodeId, d.attempt, d.baseHead, d.branch, 'started', null, 0] };
+    }
+    if (e.type === 'AttemptFinished') {
+      const d = e.data as DataOf<'AttemptFinished'>;
+      return { key: [d.attemptId], set: { status: d.outcome, commit_sha: d.commit ?? null, adopted: d.adopted ? 1 : 0 } };
+    }
+    return null;
+  },
   toRow: (id, e) => {
     const a = e as AttemptRecord;
     return [id, a.nodeId, a.attempt, a.baseHead, a.branch, a.status, a.commit, a.adopted ? 1 : 0];
@@ -139,8 +157,9 @@ export const buildProjection: Projection<BuildState> = {
    *    and the view keeps what the state keeps (decision 0032).
    * 8: the bucket levels of sharded collections are arrays, not objects (decision 0035).
    * 9: the spend ledger (R-58: `spend`, each node's `spent`) and the budget (R-59: `budget`, `budgetPause`).
+   * 10: the attempts of compacted nodes leave the state; the attempts table keeps them (decision 0054).
    */
-  stateVersion: 9,
+  stateVersion: 10,
   evolve: evolveBuild,
   evolveInPlace: (state, event) => evolveBuildInPlace(state as Draft<BuildState>, event),
   ownedCopy: (state) => ownedCopy(state),

@@ -10,7 +10,7 @@ import { EVENT_INDEX, EventIndexWriter } from './event-index-table.js';
 import { SqliteSnapshotStore } from './snapshot-store.js';
 import { storedSnapshotsOf, type StoredSnapshots } from './stored-snapshots.js';
 import { assertWritable, closeDatabase, openDatabase } from './storage-guard.js';
-import { createTableSql, dumpTable, quoteIdent, TableWriter } from './tables.js';
+import { applyEventTables, createTableSql, dumpTable, quoteIdent, TableWriter } from './tables.js';
 
 /**
  * Events queued by `catchUpLater` before they are written in one transaction (decision 0017): the
@@ -238,6 +238,7 @@ export class ProjectionStore {
         let run: StoredEvent[] = [];
         const flush = (): void => {
           for (const r of this.runtimes) foldRun(r, run, 0, run.length, this.cadence);
+          for (const w of this.runtimes.flatMap((r) => r.writers)) w.applyEvents(run);
           this.eventIndex?.append(run);
           run = [];
         };
@@ -247,7 +248,7 @@ export class ProjectionStore {
           if (run.length === FOLD_RUN_EVENTS) flush();
         }
         if (run.length > 0) flush();
-        for (const r of this.runtimes) this.writeUpTo(r, r.projection.initialState);
+        for (const r of this.runtimes) this.writeUpTo(r, r.projection.initialState, 'applied');
       }).immediate();
     });
     return count;
@@ -291,7 +292,7 @@ export class ProjectionStore {
             }
           }
           foldRun(r, batch, upTo, batch.length, this.cadence);
-          if (base !== undefined && r.memPosition > r.storedPosition) this.writeUpTo(r, base);
+          if (base !== undefined && r.memPosition > r.storedPosition) this.writeUpTo(r, base, batch);
         }
         this.eventIndex?.append(batch);
       }).immediate();
@@ -316,20 +317,20 @@ export class ProjectionStore {
     r.memPosition = position;
     r.memHash = hash;
     if (this.snapshotEvery > 0 && position % this.snapshotEvery === 0) this.keeper.put(r.projection, position, hash, state);
-    this.writeUpTo(r, base);
+    this.writeUpTo(r, base, batch);
     return true;
   }
 
   /**
-   * Write rows changed since `base` (the state the tables mirror) and record the position. Runs
-   * inside a write transaction, so the stored position read here is the one the tables have: when
-   * another process (a reading command catching up while a run writes) moved them since this store
-   * last wrote, a diff from `base` would be wrong — tables already at or past this state are left
-   * as they are, tables between are written whole.
+   * Write rows changed since `base` (the state the tables mirror; event-kept tables: `events`) and
+   * record the position. In a write transaction, so the stored position read here is the tables':
+   * when another process (a reading command catching up while a run writes) moved them since this
+   * store wrote, tables at or past this state are left as they are, tables between written whole.
    */
-  private writeUpTo(r: Runtime, base: unknown): void {
+  private writeUpTo(r: Runtime, base: unknown, events: readonly StoredEvent[] | 'applied'): void {
     const onDisk = this.stmts.getPosition.get(r.projection.name) as { position: number; hash: string } | undefined;
     let whole = false;
+    let held = r.storedPosition; // what event-kept tables (TableSpec.fromEvent) hold
     if (onDisk !== undefined && (onDisk.position !== r.storedPosition || onDisk.hash !== r.storedHash)) {
       if (onDisk.position >= r.memPosition) {
         // Written by someone else up to here or beyond: this state (a fold of the same log) is not
@@ -339,8 +340,10 @@ export class ProjectionStore {
         return;
       }
       whole = true;
-      for (const t of r.projection.tables) this.db.exec(`DELETE FROM ${quoteIdent(t.name)}`);
+      held = onDisk.position;
+      for (const t of r.projection.tables) if (t.fromEvent === undefined) this.db.exec(`DELETE FROM ${quoteIdent(t.name)}`);
     }
+    if (events !== 'applied') applyEventTables(r.writers, events, held, r.state);
     // Tables that hold nothing yet are written whole: diffing against the initial state would skip
     // every row whose value the initial state already had (then a value that returns to it later,
     // e.g. `blocked` cleared by a retry, is written by a catch-up and not by a rebuild).

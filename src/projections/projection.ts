@@ -2,6 +2,11 @@ import { produce, type Draft } from 'immer';
 import type { Sharded } from './sharded.js';
 import type { StoredEvent } from '../events/envelope.js';
 
+/** What one event does to an event-kept table (`TableSpec.fromEvent`): put a whole row, or update columns of the row with this key. */
+export type EventRowChange =
+  | { readonly put: readonly (string | number | null)[] }
+  | { readonly key: readonly (string | number | null)[]; readonly set: Readonly<Record<string, string | number | null>> };
+
 /** One SQLite read-model table fed from a collection inside a projection's state. */
 export interface TableSpec<S> {
   readonly name: string;
@@ -20,6 +25,16 @@ export interface TableSpec<S> {
    * leaf, not n rows.
    */
   readonly sharded?: boolean;
+  /**
+   * Optional: the table is kept from the events, not from the state — for history the state lets
+   * go of (the attempts of compacted nodes, decision 0054). Each event gives a whole row to put, a
+   * row's columns to update (none when the row does not exist), or nothing. Applying a suffix of
+   * the log again, in order, must leave the same rows (the engine may, after another process wrote
+   * part of it). `entities` and `toRow` still describe the rows of the entities the state holds
+   * (a property test checks the two agree); the engine writes them only where the events it has
+   * do not reach back to what the table holds.
+   */
+  readonly fromEvent?: (event: StoredEvent) => EventRowChange | null;
   /** Column values, in `columns` order. Must be a pure function of the entity. */
   toRow(key: string, entity: unknown): readonly (string | number | null)[];
 }

@@ -74,6 +74,13 @@ export function shardSet<T>(draft: Sharded<T>, key: string, value: NoInfer<T> | 
   mid[b]![key] = value as Draft<T>;
 }
 
+/** Remove `key` inside an immer draft of a collection (its buckets stay, empty or not). */
+export function shardDelete<T>(draft: Sharded<T>, key: string): void {
+  const [a, b] = slotsOf(key);
+  const leaf = (draft as unknown as ((Record<string, Draft<T>> | null)[] | null)[])[a]?.[b];
+  if (leaf != null && Object.hasOwn(leaf, key)) delete leaf[key];
+}
+
 /** The draft of the value under `key` in an immer draft of a collection (for in-place edits), or undefined. */
 export function shardDraft<T>(draft: Sharded<T>, key: string): Draft<T> | undefined {
   const [a, b] = slotsOf(key);

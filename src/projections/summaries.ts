@@ -3,6 +3,8 @@
  * summary that stands for them now. Pure; no I/O.
  */
 import type { Draft } from 'immer';
+import { attemptIdOf } from './build-records.js';
+import { shardDelete } from './sharded.js';
 import type { CompactionSummary, DataOf } from '../events/catalogue.js';
 import type { BuildState } from './build-state.js';
 import { recordKeys } from './record-table.js';
@@ -180,6 +182,16 @@ export function summaryOfMilestone(summaries: Summaries, milestoneId: string): S
  */
 export function applyCompaction(draft: Draft<BuildState>, d: DataOf<'MilestoneCompacted'>, position: number): void {
   const removed = new Set([...d.summary.compactedNodeIds, ...d.summary.absorbedSummaryIds]);
+  // The attempts of compacted nodes leave the state (decision 0054): no step reads them again;
+  // the attempts table keeps their rows, the log their events. An open one (none in a log a
+  // correct host wrote: a milestone is checkpointed with every node accepted) stays.
+  for (const id of d.summary.compactedNodeIds) {
+    const n = draft.nodes[id];
+    for (let k = 1; k <= (n?.attempts ?? 0); k++) {
+      const attemptId = attemptIdOf(id, k);
+      if (!draft.openAttempts.includes(attemptId)) shardDelete(draft.attempts, attemptId);
+    }
+  }
   for (const id of removed) delete draft.nodes[id];
   for (const id in draft.nodes) {
     const n = draft.nodes[id]!;

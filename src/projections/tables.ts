@@ -3,7 +3,8 @@ import { canonicalJson } from '../events/canonical.js';
 import { ValidationError } from '../events/errors.js';
 import type { TableSpec } from './projection.js';
 import { changedTableLeaves } from './record-table.js';
-import { changedLeaves, type Sharded } from './sharded.js';
+import { changedLeaves, shardEntries, type Sharded } from './sharded.js';
+import type { StoredEvent } from '../events/envelope.js';
 
 export type RowValue = string | number | null;
 
@@ -38,7 +39,7 @@ export class TableWriter<S> {
   private readonly upsert: Database.Statement;
   private readonly remove: Database.Statement;
 
-  constructor(db: Database.Database, spec: TableSpec<S>) {
+  constructor(private readonly db: Database.Database, spec: TableSpec<S>) {
     this.spec = spec;
     const t = quoteIdent(spec.name);
     const cols = spec.columns.map(quoteIdent);
@@ -51,8 +52,48 @@ export class TableWriter<S> {
    * Write the rows that differ between two states. Collections and entities are compared by
    * reference (immer structural sharing), so an unchanged collection costs one comparison.
    */
-  /** Write what changed from `before` to `after`; `before` null: the table is empty, write every row. */
+  /** Whether the table is kept from events (`TableSpec.fromEvent`) rather than from the state. */
+  get fromEvents(): boolean {
+    return this.spec.fromEvent !== undefined;
+  }
+
+  /** Apply events to an event-kept table, in log order (a no-op for a table kept from the state). */
+  applyEvents(events: Iterable<StoredEvent>): void {
+    const fromEvent = this.spec.fromEvent;
+    if (fromEvent === undefined) return;
+    for (const e of events) {
+      const change = fromEvent(e);
+      if (change === null) continue;
+      if ('put' in change) {
+        if (change.put.length !== this.spec.columns.length) throw new ValidationError(`projection table ${this.spec.name}: an event's row has ${change.put.length} values for ${this.spec.columns.length} columns`, 'R-5');
+        this.upsert.run(...change.put.map(stored));
+      } else {
+        const columns = Object.keys(change.set);
+        this.updateOf(columns).run(...columns.map((c) => stored(change.set[c]!)), ...change.key.map(stored));
+      }
+    }
+  }
+
+  /** Put the rows of every entity the state holds (an event-kept table whose events do not reach back to what it holds). */
+  putAll(state: S): void {
+    this.diffCollections(EMPTY, this.spec.sharded ? Object.fromEntries(shardEntries(this.spec.entities(state) as Sharded<unknown>)) : this.spec.entities(state) as Readonly<Record<string, unknown>>);
+  }
+
+  private readonly updates = new Map<string, Database.Statement>();
+  private updateOf(columns: readonly string[]): Database.Statement {
+    const k = columns.join(',');
+    let st = this.updates.get(k);
+    if (st === undefined) {
+      const keys = this.spec.columns.slice(0, this.spec.keyColumns).map(quoteIdent);
+      st = this.db.prepare(`UPDATE ${quoteIdent(this.spec.name)} SET ${columns.map((c) => `${quoteIdent(c)} = ?`).join(', ')} WHERE ${keys.map((c) => `${c} = ?`).join(' AND ')}`);
+      this.updates.set(k, st);
+    }
+    return st;
+  }
+
+  /** Write what changed from `before` to `after`; `before` null: the table is empty, write every row. A table kept from events is not written here. */
   writeDiff(before: S | null, after: S): void {
+    if (this.spec.fromEvent !== undefined) return;
     const a = before === null ? EMPTY : this.spec.entities(before);
     const b = this.spec.entities(after);
     if (a === b) return;
@@ -83,6 +124,22 @@ export class TableWriter<S> {
       throw new ValidationError(`projection table ${this.spec.name}: toRow gave ${row.length} values for ${this.spec.columns.length} columns`, 'R-5');
     }
     return row as RowValue[];
+  }
+}
+
+/**
+ * Bring a projection's event-kept tables (TableSpec.fromEvent) from `held` (the position they
+ * hold) up to the end of `events`, a run of the log that reaches back to `held` + 1 or further.
+ * When it does not (another process moved the tables back), the rows of what the state holds, at
+ * least; `longbuild rebuild` restores the rest.
+ */
+export function applyEventTables<S>(writers: readonly TableWriter<S>[], events: readonly StoredEvent[], held: number, state: S): void {
+  const next = events.findIndex((e) => e.position > held);
+  const reaches = next >= 0 && events[next]!.position === held + 1;
+  for (const w of writers) {
+    if (!w.fromEvents) continue;
+    if (reaches) w.applyEvents(next === 0 ? events : events.slice(next));
+    else if (next >= 0) w.putAll(state);
   }
 }
 

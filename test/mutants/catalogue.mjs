@@ -429,19 +429,19 @@ export const MUTANTS = [
   {
     name: 'state-version-unchanged',
     bug: "the build state's layout changed (bucket names and revision keys no longer integer-like, decision 0017) but its state version did not: a projections.db written by the earlier longbuild has its snapshots restored and misread, every attempt and revision missing from them",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 9,', replace: 'stateVersion: 4,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 10,', replace: 'stateVersion: 4,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
     name: 'state-version-kept-at-6',
     bug: "the build state changed (checkpoints outside the window and absorbed summaries as heads, decision 0032) but its version did not: a projections.db written by the earlier longbuild is restored with every checkpoint whole, and verify calls its snapshots forged or stale",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 9,', replace: 'stateVersion: 6,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 10,', replace: 'stateVersion: 6,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
     name: 'state-version-kept-at-7',
     bug: "the sharded collections' bucket levels became arrays (decision 0035) but the state version did not change: a projections.db written by the earlier longbuild has its snapshots, buckets as named objects, restored and misread — no attempt or revision found in them, and the next fold writes beside them",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 9,', replace: 'stateVersion: 7,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 10,', replace: 'stateVersion: 7,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
@@ -875,6 +875,24 @@ export const MUTANTS = [
     caughtBy: ['test/checkpoint-pack.test.ts'],
   },
 
+  {
+    name: 'attempt-rows-from-state',
+    bug: "the attempts table is written from the state's attempts (decision 0054 undone in the table alone): the state lets go of a compacted node's attempts, so their rows are deleted — or never written, when a catch-up or a rebuild folds an attempt and its node's compaction in one batch",
+    edits: [{ file: 'src/projections/build-projection.ts', find: '  fromEvent: (e) => {', replace: '  fromEventOff: (e) => {', js: { find: '    fromEvent: (e) => {', replace: '    fromEventOff: (e) => {' } }],
+    caughtBy: ['test/attempt-history.test.ts'],
+  },
+  {
+    name: 'compaction-keeps-attempts',
+    bug: "a compaction keeps its nodes' attempts in the build state: the controller's memory and its stored state grow with every node the build ever ran (decision 0054)",
+    edits: [{ file: 'src/projections/summaries.ts', find: 'if (!draft.openAttempts.includes(attemptId)) shardDelete(', replace: 'if (false) shardDelete(', js: { find: 'if (!draft.openAttempts.includes(attemptId))\n                shardDelete(', replace: 'if (false)\n                shardDelete(' } }],
+    caughtBy: ['test/attempt-history.test.ts'],
+  },
+  {
+    name: 'compaction-drops-open-attempts',
+    bug: 'a compaction lets go of an open attempt of a node it compacts (a log no correct host writes, but the fold must not lose work in flight: R-11)',
+    edits: [{ file: 'src/projections/summaries.ts', find: 'if (!draft.openAttempts.includes(attemptId)) shardDelete(', replace: 'if (true) shardDelete(', js: { find: 'if (!draft.openAttempts.includes(attemptId))\n                shardDelete(', replace: 'if (true)\n                shardDelete(' } }],
+    caughtBy: ['test/attempt-history.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

@@ -6,7 +6,7 @@
  * boundary is, so the fuzzer can stop the host exactly there.
  */
 import { canonicalJson, type JsonValue } from '../../events/canonical.js';
-import { callInputSha256, commitIdsIn, type CommitContent } from '../../commands/call-input.js';
+import { callInputSha256, commitIdsIn, type CommitContent, type HashedDriver } from '../../commands/call-input.js';
 import type { CommandEvidence } from '../../events/catalogue.js';
 import type { EffectRequest, EffectResults, KeptWorkerOutcome, VerificationOutcome } from '../../commands/decide-step.js';
 import type { Planner, PlannerAnswer, Worker } from '../../commands/ports.js';
@@ -56,7 +56,8 @@ export interface EffectDeps {
 }
 
 export interface CallDrivers {
-  planner(): JsonValue;
+  /** The planner's driver: as it is, or digested once (a blueprint's plan: HashedDriver). */
+  planner(): JsonValue | HashedDriver;
   worker(nodeId: string): JsonValue;
 }
 
@@ -252,7 +253,7 @@ export function effectRunner(deps: EffectDeps): EffectRunner {
     return read.usage !== undefined ? { lostUsage: read.usage } : {};
   };
   /** A call's input digest, when the build names its drivers: commit ids are read as the content they name. */
-  const digest = async (role: 'planner' | 'worker', input: unknown, driver: () => JsonValue): Promise<string | undefined> => {
+  const digest = async (role: 'planner' | 'worker', input: unknown, driver: () => JsonValue | HashedDriver): Promise<string | undefined> => {
     if (deps.drivers === undefined) return undefined;
     const contents = new Map<string, CommitContent | null>();
     for (const id of commitIdsIn(input)) contents.set(id, await git.contentOf(id));

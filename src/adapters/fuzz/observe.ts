@@ -35,14 +35,14 @@ export async function observeBuild(repo: string): Promise<ObservedBuild> {
 
 /** Right after a SIGKILL: the calls with recorded results, and attempt commits observable on their branches. */
 export async function observeCrash(repo: string): Promise<CrashState & { state: BuildState }> {
-  const { state } = await foldBuild(repo);
+  const { state, finishedAttempts } = await foldBuild(repo);
   const observable = new Set<string>();
   for (const a of shardValues(state.attempts)) {
     if (a.status !== 'started' || state.nodes[a.nodeId]?.kind !== 'writable') continue;
     // Attempt branches live in the integrator's repository (R-31).
     if (await findAttemptCommit(buildPaths({ repo }).integrator, a.branch, a.baseHead)) observable.add(`${state.build!.buildId}:${a.attemptId}`);
   }
-  return { state, recorded: recordedCallKeys(state), observable };
+  return { state, recorded: recordedCallKeys(state, finishedAttempts), observable };
 }
 
 const ledgerLines = (path: string): { kind: string; key?: string; notification?: { notifier?: unknown; kind?: unknown; events?: { position?: unknown }[] } }[] =>
