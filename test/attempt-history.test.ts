@@ -17,7 +17,9 @@ import { GENESIS_HASH } from '../src/events/hash.js';
 import { allProjections } from '../src/projections/all-projections.js';
 import { attemptOf, evolveBuild, initialBuildState, type BuildState } from '../src/projections/build-state.js';
 import { ProjectionStore } from '../src/projections/engine.js';
-import { shardEntries } from '../src/projections/sharded.js';
+import { buildProjection } from '../src/projections/build-projection.js';
+import { applyEventTables, createTableSql, TableWriter } from '../src/projections/tables.js';
+import { shardedOf, shardEntries } from '../src/projections/sharded.js';
 import { SqliteSnapshotStore } from '../src/projections/snapshot-store.js';
 import { openSnapshot } from '../src/projections/snapshots.js';
 import { buildLogArb } from './support/build-events.js';
@@ -199,5 +201,30 @@ describe('decision 0054: the state lets go of compacted nodes\' attempts, the at
     }
     expect(runCli(['verify'], { cwd: repo }).code).toBe(0);
     expect(cliJson<{ id: string; outcome: string }>(['evidence', 'm0-n3.1', '--json'], { cwd: repo })).toMatchObject({ id: 'm0-n3.1', outcome: 'recorded' });
+  });
+
+  it('events that do not reach back to what an event-kept table holds (another process moved the tables back): the rows of what the state holds are put, and nothing is applied out of order', () => {
+    const SHA40 = 'e'.repeat(40);
+    const started = (position: number, id: string): StoredEvent => ({ position, streamId: 's', revision: position - 1, type: 'AttemptStarted', schemaVersion: 1, data: { attemptId: id, nodeId: id.split('.')[0]!, attempt: 1, baseHead: SHA40, branch: `refs/heads/a/${id}` }, metadata: { recordedAt: '2026-01-01T00:00:00.000Z' }, prevHash: '', hash: '' });
+    const finished = (position: number, id: string): StoredEvent => ({ ...started(position, id), type: 'AttemptFinished', data: { attemptId: id, nodeId: id.split('.')[0]!, outcome: 'recorded', adopted: false, evidenceSha256: SHA } });
+    const spec = buildProjection.tables.find((t) => t.name === 'attempts')!;
+    const db = new Database(':memory:');
+    try {
+      db.exec(createTableSql(spec as never));
+      const writer = new TableWriter(db, spec);
+      const rows = (): unknown[] => db.prepare('SELECT attempt_id, status FROM attempts ORDER BY attempt_id').raw().all();
+      // What the state holds: x.1 finished; the events this store has begin at position 7.
+      const state: BuildState = { ...initialBuildState, attempts: shardedOf({ 'x.1': { attemptId: 'x.1', nodeId: 'x', attempt: 1, baseHead: SHA40, branch: 'refs/heads/a/x.1', commitDate: '2026-01-01T00:00:00.000Z', status: 'recorded', commit: null, adopted: false } }) };
+      applyEventTables([writer], [started(7, 'y.1')], 5, state);
+      expect(rows()).toEqual([['x.1', 'recorded']]);
+      // Events that reach back to what the table holds (6 follows 5) are applied in order; earlier ones skipped.
+      applyEventTables([writer], [finished(5, 'x.1'), started(6, 'z.1'), finished(7, 'z.1')], 5, state);
+      expect(rows()).toEqual([['x.1', 'recorded'], ['z.1', 'recorded']]);
+      // Nothing past what the table holds: nothing written.
+      applyEventTables([writer], [started(3, 'w.1')], 5, state);
+      expect(rows()).toEqual([['x.1', 'recorded'], ['z.1', 'recorded']]);
+    } finally {
+      db.close();
+    }
   });
 });

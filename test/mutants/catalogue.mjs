@@ -893,6 +893,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/projections/summaries.ts', find: 'if (!draft.openAttempts.includes(attemptId)) shardDelete(', replace: 'if (true) shardDelete(', js: { find: 'if (!draft.openAttempts.includes(attemptId))\n                shardDelete(', replace: 'if (true)\n                shardDelete(' } }],
     caughtBy: ['test/attempt-history.test.ts'],
   },
+  {
+    name: 'event-rows-past-a-gap',
+    bug: "an event-kept table applies events that do not follow what it holds (another process moved the tables back): the rows of the events in between are never written, and the table misses attempts (decision 0054)",
+    edits: [{ file: 'src/projections/tables.ts', find: 'const reaches = next >= 0 && events[next]!.position === held + 1;', replace: 'const reaches = next >= 0;', js: { find: 'const reaches = next >= 0 && events[next].position === held + 1;', replace: 'const reaches = next >= 0;' } }],
+    caughtBy: ['test/attempt-history.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */
