@@ -183,8 +183,11 @@ describe('fuzz comparison core (pure)', () => {
   it('issue 16 a build with several workers in flight is fuzzed at points where several calls are in flight; every resume ends with the clean run\'s work and tree', () => {
     const dir = tempDir();
     const bp = join(dir, 'parallel.json');
+    // Verifications of 1.2 s: long enough that stacked jobs' verifications overlap on a busy
+    // machine too (at 0.4 s, with four busy loops on two cores, the clean run and its cases passed
+    // through one set of several calls in flight only, and this test failed).
     writeFileSync(bp, JSON.stringify({
-      request: { goal: 'four modules at once' }, verify: [['node', '-e', 'setTimeout(() => {}, 400)']], detailedWindow: 1, concurrency: 3,
+      request: { goal: 'four modules at once' }, verify: [['node', '-e', 'setTimeout(() => {}, 1200)']], detailedWindow: 1, concurrency: 3,
       milestones: [{ id: 'm1', title: 'modules', nodes: [0, 1, 2, 3].map((i) => ({ id: `mod-${i}`, kind: 'writable', deps: [], files: { [`src/mod-${i}.txt`]: `module ${i}\n` } })) }],
     }));
     const { code, report, stderr } = fuzzJson(['--blueprint', bp, '--points', '3', '--seed', '3', '--jobs', '2']);
