@@ -24,10 +24,10 @@ console.log(`dist/verify.mjs ${Math.round(statSync('dist/verify.mjs').size / 102
 // native addon, below) and the built-ins Node.js refuses, or does not verify, in a snapshot (http fails;
 // child_process, readline, tty, net and worker_threads are "not verified"). Built-ins a short
 // command may never use are loaded on first use too (decision 0053: crypto alone is ~3.5 ms of a
-// start, fs/promises ~1 ms, zlib ~0.5 ms); a start-up snapshot loads those while it is built
+// start, fs/promises ~1 ms, zlib ~0.5 ms; decision 0055: v8 ~1.7 ms); a start-up snapshot loads those while it is built
 // (bundle-entry.ts), so its processes do not pay for them again.
 const LAZY_PACKAGES = ['pg', '@eventstore/db-client', '@dagrejs/dagre'];
-const LAZY_BUILTINS = ['child_process', 'crypto', 'fs/promises', 'http', 'https', 'module', 'net', 'os', 'readline', 'timers/promises', 'tty', 'worker_threads', 'zlib'];
+const LAZY_BUILTINS = ['child_process', 'crypto', 'fs/promises', 'http', 'https', 'module', 'net', 'os', 'readline', 'timers/promises', 'tty', 'v8', 'worker_threads', 'zlib'];
 const CLI = 'dist/cli.cjs';
 // What an earlier build left: the chunks of dist/cli/ and the snapshot's own bundle (before decision
 // 0033), and code caches (dist/cli.cjs.*cache: they would not fit the new bundle anyway).

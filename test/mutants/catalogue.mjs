@@ -243,7 +243,7 @@ export const MUTANTS = [
   {
     name: 'compile-cache-never-refreshes',
     bug: "a command's code cache is what its first process compiled, forever: a first run that stopped early leaves every later run compiling the rest",
-    edits: [{ file: 'src/adapters/cli/compile-cache.cts', find: 'if (own && performance.now() < REFRESH_AFTER_MS) return;', replace: 'if (own) return;', js: { find: 'if (own && performance.now() < REFRESH_AFTER_MS)', replace: 'if (own)' } }],
+    edits: [{ file: 'src/adapters/cli/compile-cache.cts', find: 'if (own && process.uptime() * 1000 < REFRESH_AFTER_MS) return;', replace: 'if (own) return;', js: { find: 'if (own && process.uptime() * 1000 < REFRESH_AFTER_MS)', replace: 'if (own)' } }],
     caughtBy: ['test/compile-cache.test.ts'],
   },
   {
@@ -376,6 +376,12 @@ export const MUTANTS = [
     name: 'hash-loads-crypto-at-start',
     bug: 'the hash module looks up crypto.hash when it loads: every command that imports it (log among them) loads node:crypto (~3.5 ms) whether it hashes or not (decision 0053)',
     edits: [{ file: 'src/events/hash.ts', find: 'let oneShot: OneShot | null | undefined;', replace: 'let oneShot: OneShot | null | undefined = (crypto as unknown as { hash?: OneShot }).hash ?? null;', js: { find: 'let oneShot;', replace: 'let oneShot = crypto.hash ?? null;' } }],
+    caughtBy: ['test/startup-loads.test.ts'],
+  },
+  {
+    name: 'bundle-asks-v8-at-start',
+    bug: 'every command loads node:v8 (~1.7 ms) to ask whether it is building a start-up snapshot, though only a process started with --build-snapshot can be (decision 0055)',
+    edits: [{ file: 'src/adapters/cli/bundle-entry.ts', find: "process.execArgv.includes('--build-snapshot') && startupSnapshot.isBuildingSnapshot()", replace: 'startupSnapshot.isBuildingSnapshot()' }],
     caughtBy: ['test/startup-loads.test.ts'],
   },
   {
