@@ -7,6 +7,8 @@
  * Here version-4 snapshots are written from a real recorded build (the golden helios log) in the
  * old layout, and a store of the current version opened on them must hold exactly the fold of
  * the log; the same store opened as if the version had not changed shows what the test guards.
+ * Version 11 keeps graph revisions' positions as a list in chunks (decision 0055): a version-10
+ * snapshot (a sharded record keyed `r<revision>`, buckets as arrays) is folded again too.
  */
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +18,7 @@ import { canonicalJson, type JsonValue } from '../src/events/canonical.js';
 import type { StoredEvent } from '../src/events/envelope.js';
 import { buildProjection } from '../src/projections/build-projection.js';
 import { evolveBuild, initialBuildState, plainState, positionOfRevision, type BuildState } from '../src/projections/build-state.js';
-import { revisionKey } from '../src/projections/build-records.js';
+import { revisionEntries, revisionPositionsFrom, type RevisionPositions } from '../src/projections/revision-positions.js';
 import { snapshotProblems } from '../src/projections/snapshot-audit.js';
 import { SqliteSnapshotStore } from '../src/projections/snapshot-store.js';
 import Database from 'better-sqlite3';
@@ -37,32 +39,56 @@ function goldenEvents(name: string): StoredEvent[] {
   });
 }
 
-/** How an earlier state version laid out sharded collections: buckets as objects with these names, these entry keys. */
+/** The key of a graph revision in the sharded record of state versions 5 to 10. */
+const revisionKey = (revision: number): string => `r${revision}`;
+
+/** Graph revisions' positions as state versions 5 to 10 kept them: a sharded record keyed `r<revision>`. */
+const revisionsSharded = (r: RevisionPositions): Sharded<number> => shardedOf(Object.fromEntries([...revisionEntries(r)].map(([rev, p]) => [revisionKey(rev), p])));
+
+/** Today's list of the positions a sharded record of versions 5 to 10 held. */
+function revisionsFromSharded(s: Sharded<number>): RevisionPositions {
+  const entries = [...shardEntries(s)].map(([k, p]) => [Number(k.slice(1)), p] as const).sort((a, b) => a[0] - b[0]);
+  return revisionPositionsFrom(entries[0]?.[0] ?? 0, entries.map(([, p]) => p));
+}
+
+/** How an earlier state version laid out sharded collections and graph revisions' positions. */
 interface ObjectLayout {
   readonly version: number;
   readonly what: string;
-  /** A bucket's name from its slot. */
-  readonly bucket: (slot: number) => string;
-  /** A graph revision's key in that layout, from today's. */
+  /** A sharded collection in that layout, its keys renamed by `key`. */
+  readonly sharded: <T>(s: Sharded<T>, key: (k: string) => string) => Sharded<T>;
+  /** Today's layout of a sharded collection that layout kept, its keys renamed back by `key`. */
+  readonly shardedBack: <T>(s: Sharded<T>, key: (k: string) => string) => Sharded<T>;
+  /** A graph revision's key in that layout, from versions 5–10's. */
   readonly revisionKey: (key: string) => string;
-  /** Today's key of a graph revision, from that layout's. */
+  /** Versions 5–10's key of a graph revision, from that layout's. */
   readonly revisionKeyBack: (key: string) => string;
-  /** Every top-level bucket name matches. */
-  readonly bucketName: RegExp;
+  /** Every top-level bucket name of `attempts` matches (null: buckets are arrays, as today). */
+  readonly bucketName: RegExp | null;
 }
+
+/** Buckets as objects with these names (versions before 8). */
+const objectBuckets = (bucket: (slot: number) => string) => ({
+  sharded: <T>(s: Sharded<T>, key: (k: string) => string) => asObjects(s, bucket, key),
+  shardedBack: <T>(s: Sharded<T>, key: (k: string) => string) => fromObjects(s, key),
+});
 
 const LAYOUTS: readonly ObjectLayout[] = [
   {
-    version: 4, what: 'digit-only bucket names', bucket: (slot) => slot.toString(36),
+    version: 4, what: 'digit-only bucket names', ...objectBuckets((slot) => slot.toString(36)),
     revisionKey: (k) => k.replace(/^r/, ''), revisionKeyBack: (k) => `r${k}`, bucketName: /^[0-9a-z]{1,2}$/,
   },
   {
-    version: 7, what: 'buckets as objects named s + digits', bucket: (slot) => `s${slot.toString(36)}`,
+    version: 7, what: 'buckets as objects named s + digits', ...objectBuckets((slot) => `s${slot.toString(36)}`),
     revisionKey: (k) => k, revisionKeyBack: (k) => k, bucketName: /^s[0-9a-z]{1,2}$/,
+  },
+  {
+    version: 10, what: 'graph revisions as a sharded record', sharded: (s) => s, shardedBack: (s) => s,
+    revisionKey: (k) => k, revisionKeyBack: (k) => k, bucketName: null,
   },
 ];
 
-/** A sharded collection in an earlier layout: buckets as objects (see ObjectLayout), entry keys renamed. */
+/** A sharded collection in an earlier layout: buckets as objects, entry keys renamed. */
 function asObjects<T>(s: Sharded<T>, bucket: (slot: number) => string, key: (k: string) => string): Sharded<T> {
   const out: Record<string, Record<string, Record<string, T>>> = {};
   s.forEach((mid, a) => mid?.forEach((leaf, b) => {
@@ -83,12 +109,14 @@ const same = (k: string): string => k;
 
 /** The state in an earlier layout. */
 function inLayout(l: ObjectLayout, s: BuildState): BuildState {
-  return { ...s, attempts: asObjects(s.attempts, l.bucket, same), jobs: asObjects(s.jobs, l.bucket, same), revisionPositions: asObjects(s.revisionPositions, l.bucket, l.revisionKey) };
+  const revisionPositions = l.sharded(revisionsSharded(s.revisionPositions), l.revisionKey) as unknown as RevisionPositions;
+  return { ...s, attempts: l.sharded(s.attempts, same), jobs: l.sharded(s.jobs, same), revisionPositions };
 }
 
 /** Today's layout of a state kept in an earlier one. */
 function fromLayout(l: ObjectLayout, s: BuildState): BuildState {
-  return { ...s, attempts: fromObjects(s.attempts, same), jobs: fromObjects(s.jobs, same), revisionPositions: fromObjects(s.revisionPositions, l.revisionKeyBack) };
+  const revisionPositions = revisionsFromSharded(l.shardedBack(s.revisionPositions as unknown as Sharded<number>, l.revisionKeyBack));
+  return { ...s, attempts: l.shardedBack(s.attempts, same), jobs: l.shardedBack(s.jobs, same), revisionPositions };
 }
 
 /** A state as plain JSON (its nodes, checkpoints, summaries and planner calls are tables in memory). */
@@ -114,13 +142,14 @@ describe('stored build state layout', () => {
     old.catchUp(events);
     const oldState = old.state<BuildState>('build');
     old.close();
-    // The emulated old layout is the old one: buckets as named objects, and today's accessors find nothing in it.
-    expect(Array.isArray(oldState.attempts)).toBe(false);
-    expect(Object.keys(oldState.attempts).every((k) => layout.bucketName.test(k))).toBe(true);
+    // The emulated old layout is the old one: buckets as named objects (or revisions sharded), and today's accessors find nothing in it.
+    expect(Array.isArray(oldState.attempts)).toBe(layout.bucketName === null);
+    if (layout.bucketName !== null) expect(Object.keys(oldState.attempts).every((k) => layout.bucketName!.test(k))).toBe(true);
+    expect('chunks' in oldState.revisionPositions).toBe(false);
     // A graph revision in a bucket above 9 (slots 0–9 are the same digits in version 4's layout,
     // index or name). (Not an attempt: the helios log compacts every node, and the state lets go
     // of compacted nodes' attempts, decision 0054.)
-    const someRevision = [...shardEntries(fold.revisionPositions)].map(([key]) => Number(key.slice(1))).find((r) => slotsOf(revisionKey(r)).some((n) => n >= 10))!;
+    const someRevision = [...revisionEntries(fold.revisionPositions)].map(([r]) => r).find((r) => r > 0 && slotsOf(revisionKey(r)).some((n) => n >= 10))!;
     expect(positionOfRevision(fold, someRevision)).toBeGreaterThan(0);
     expect(positionOfRevision(oldState, someRevision)).toBeUndefined();
     copyFileSync(path, join(dir, 'unversioned.db'));
@@ -132,18 +161,26 @@ describe('stored build state layout', () => {
       const state = current.state<BuildState>('build');
       expect(plain(state)).toBe(plain(fold));
       expect(positionOfRevision(state, state.graphRevision)).toBe(positionOfRevision(fold, fold.graphRevision));
-      for (const [key] of shardEntries(fold.revisionPositions)) expect(positionOfRevision(state, Number(key.slice(1))), key).toBeDefined();
+      for (const [r, p] of revisionEntries(fold.revisionPositions)) expect(positionOfRevision(state, r), `revision ${r}`).toBe(p);
     } finally {
       current.close();
     }
 
-    // Had the version stayed, the old snapshot would be restored and read in the wrong layout.
+    // Had the version stayed, the old snapshot would be restored and read in the wrong layout: revisions
+    // not found, or (folding on past it) a fold that fails on a record it cannot read.
     const unversioned = ProjectionStore.open(join(dir, 'unversioned.db'), [{ ...buildProjection, stateVersion: layout.version }], { snapshotEvery: 20 });
     try {
-      unversioned.catchUp(events);
-      const misread = unversioned.state<BuildState>('build');
-      expect([...shardEntries(fold.revisionPositions)].some(([key]) => positionOfRevision(misread, Number(key.slice(1))) === undefined)).toBe(true);
-      expect(plain(misread)).not.toBe(plain(fold));
+      let misread: BuildState | null = null;
+      try {
+        unversioned.catchUp(events);
+        misread = unversioned.state<BuildState>('build');
+      } catch (err) {
+        expect(String(err)).toMatch(/TypeError|CorruptLog|cannot/i);
+      }
+      if (misread !== null) {
+        expect([...revisionEntries(fold.revisionPositions)].some(([r]) => positionOfRevision(misread, r) === undefined)).toBe(true);
+        expect(plain(misread)).not.toBe(plain(fold));
+      }
     } finally {
       unversioned.close();
     }

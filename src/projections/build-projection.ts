@@ -158,8 +158,9 @@ export const buildProjection: Projection<BuildState> = {
    * 8: the bucket levels of sharded collections are arrays, not objects (decision 0035).
    * 9: the spend ledger (R-58: `spend`, each node's `spent`) and the budget (R-59: `budget`, `budgetPause`).
    * 10: the attempts of compacted nodes leave the state; the attempts table keeps them (decision 0054).
+   * 11: graph revisions' positions are a list in chunks, not a sharded record (decision 0055).
    */
-  stateVersion: 10,
+  stateVersion: 11,
   evolve: evolveBuild,
   evolveInPlace: (state, event) => evolveBuildInPlace(state as Draft<BuildState>, event),
   ownedCopy: (state) => ownedCopy(state),

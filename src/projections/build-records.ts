@@ -8,15 +8,6 @@ import type {
 /** Deterministic attempt id: node id and attempt number (both safe for paths and refs). */
 export const attemptIdOf = (nodeId: string, attempt: number): string => `${nodeId}.${attempt}`;
 
-/**
- * The key of graph revision `revision` in `revisionPositions`: never an integer-like string, which
- * V8 would keep as an element of its leaf and make every copy of that leaf slow (decision 0017,
- * "Bucket names").
- */
-export function revisionKey(revision: number): string {
-  return `r${revision}`;
-}
-
 export interface NodeRecord {
   readonly id: string;
   readonly kind: NodeKind;

@@ -9,10 +9,11 @@ import type { Budget, DataOf, DomainEvent, NotifyKind } from '../events/catalogu
 import type { SpendLedger } from './spend-ledger.js';
 import type { StoredEvent } from '../events/envelope.js';
 import { applyDomainEvent } from './build-fold.js';
-import { attemptIdOf, revisionKey, type HeadTests, type AcceptanceState, type AttemptRecord, type BuildInfo, type CheckpointRecord, type HorizonRecord, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-records.js';
+import { attemptIdOf, type HeadTests, type AcceptanceState, type AttemptRecord, type BuildInfo, type CheckpointRecord, type HorizonRecord, type JobRecord, type NodeRecord, type PlannerCallRecord } from './build-records.js';
 import { forgetNodes, noteNodesFolded } from './graph-index.js';
 import { isRecordTable, plainRecord, someValue, TableDraft } from './record-table.js';
 import { shardedOf, shardGet, type Sharded } from './sharded.js';
+import { revisionPosition, revisionPositionsFrom, type RevisionPositions } from './revision-positions.js';
 import { carrySummaryIndex, type SummaryRecord } from './summaries.js';
 
 export type { HeadTests, AcceptanceRun, AcceptanceState, AttemptRecord, BuildInfo, CheckpointHead, CheckpointRecord, HorizonRecord, JobRecord, NodeRecord, PlannerCallRecord } from './build-records.js';
@@ -63,8 +64,8 @@ export interface BuildState {
   readonly recoveries: number;
   readonly completed: boolean;
   readonly blocked: { readonly reason: string; readonly nodeIds: readonly string[] } | null;
-  /** Graph revision → position of the event that produced it (time travel by revision; sharded). */
-  readonly revisionPositions: Sharded<number>;
+  /** Graph revision → position of the event that produced it (time travel by revision; revision-positions.ts). */
+  readonly revisionPositions: RevisionPositions;
   /**
    * Position of every live planned node in the stable topological order of the plan that added
    * it (R-10), computed once when the plan is folded: ranking a wave never re-sorts the graph.
@@ -148,7 +149,7 @@ export const initialBuildState: BuildState = {
   recoveries: 0,
   completed: false,
   blocked: null,
-  revisionPositions: shardedOf({ [revisionKey(0)]: 0 }),
+  revisionPositions: revisionPositionsFrom(0, [0]),
   batchQueue: [],
   summaries: {},
   pendingCompactions: [],
@@ -262,7 +263,7 @@ export function jobOf(state: Pick<BuildState, 'jobs'>, jobId: string): JobRecord
 
 /** The log position that produced graph revision `revision`, or undefined. */
 export function positionOfRevision(state: Pick<BuildState, 'revisionPositions'>, revision: number): number | undefined {
-  return shardGet(state.revisionPositions, revisionKey(revision));
+  return revisionPosition(state.revisionPositions, revision);
 }
 
 /**
@@ -292,6 +293,6 @@ export function buildView(state: BuildState): BuildState {
   return {
     ...state,
     attempts: shardedOf(attempts),
-    revisionPositions: shardedOf(at === undefined ? {} : { [revisionKey(state.graphRevision)]: at }),
+    revisionPositions: at === undefined ? revisionPositionsFrom(state.graphRevision + 1, []) : revisionPositionsFrom(state.graphRevision, [at]),
   };
 }

@@ -2,15 +2,14 @@
 import type { Draft } from 'immer';
 import type { DomainEvent, NodeState, Notifier, Usage } from '../events/catalogue.js';
 import { notifyKindsOf } from './notify-kinds.js';
-import { revisionKey } from './build-records.js';
 import type { BuildState } from './build-state.js';
-import { shardSet } from './sharded.js';
+import { appendRevision } from './revision-positions.js';
 import { EMPTY_LEDGER, NO_SPEND, withCall, type SpendLedger, type SpendTotals } from './spend-ledger.js';
 
 /**
  * Whether the event being folded has already made a graph revision. Reset at the start of every
  * (synchronous) application of one event; it replaces a read of `revisionPositions` through the
- * draft, which made immer copy two 64-entry bucket indexes per event just to look.
+ * draft, which made immer copy the state's record of them per event just to look.
  */
 let graphBumped = false;
 
@@ -25,7 +24,7 @@ export function bumpGraph(draft: Draft<BuildState>): void {
   if (graphBumped) return;
   graphBumped = true;
   draft.graphRevision += 1;
-  shardSet(draft.revisionPositions, revisionKey(draft.graphRevision), draft.position);
+  appendRevision(draft.revisionPositions, draft.graphRevision, draft.position);
 }
 
 export function closeJob(draft: Draft<BuildState>, jobId: string): void {

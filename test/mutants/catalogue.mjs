@@ -435,19 +435,25 @@ export const MUTANTS = [
   {
     name: 'state-version-unchanged',
     bug: "the build state's layout changed (bucket names and revision keys no longer integer-like, decision 0017) but its state version did not: a projections.db written by the earlier longbuild has its snapshots restored and misread, every attempt and revision missing from them",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 10,', replace: 'stateVersion: 4,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 11,', replace: 'stateVersion: 4,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
     name: 'state-version-kept-at-6',
     bug: "the build state changed (checkpoints outside the window and absorbed summaries as heads, decision 0032) but its version did not: a projections.db written by the earlier longbuild is restored with every checkpoint whole, and verify calls its snapshots forged or stale",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 10,', replace: 'stateVersion: 6,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 11,', replace: 'stateVersion: 6,' }],
+    caughtBy: ['test/state-layout.test.ts'],
+  },
+  {
+    name: 'state-version-kept-at-10',
+    bug: "graph revisions' positions became a list in chunks (decision 0055) but the state version did not change: a projections.db written by the earlier longbuild has its snapshots, revisions as a sharded record, restored and misread — no revision found, and the next graph change fails to fold",
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 11,', replace: 'stateVersion: 10,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
     name: 'state-version-kept-at-7',
     bug: "the sharded collections' bucket levels became arrays (decision 0035) but the state version did not change: a projections.db written by the earlier longbuild has its snapshots, buckets as named objects, restored and misread — no attempt or revision found in them, and the next fold writes beside them",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 10,', replace: 'stateVersion: 7,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 11,', replace: 'stateVersion: 7,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
@@ -904,6 +910,18 @@ export const MUTANTS = [
     bug: "an event-kept table applies events that do not follow what it holds (another process moved the tables back): the rows of the events in between are never written, and the table misses attempts (decision 0054)",
     edits: [{ file: 'src/projections/tables.ts', find: 'const reaches = next >= 0 && events[next]!.position === held + 1;', replace: 'const reaches = next >= 0;', js: { find: 'const reaches = next >= 0 && events[next].position === held + 1;', replace: 'const reaches = next >= 0;' } }],
     caughtBy: ['test/attempt-history.test.ts'],
+  },
+  {
+    name: 'revision-chunk-overfills',
+    bug: "a graph revision's chunk takes one position more than REVISION_CHUNK (decision 0055): every revision past the first full chunk answers with the position of the one after it",
+    edits: [{ file: 'src/projections/revision-positions.ts', find: 'if (last === undefined || last.length === REVISION_CHUNK) r.chunks.push', replace: 'if (last === undefined || last.length > REVISION_CHUNK) r.chunks.push', js: { find: 'if (last === undefined || last.length === REVISION_CHUNK)', replace: 'if (last === undefined || last.length > REVISION_CHUNK)' } }],
+    caughtBy: ['test/revision-positions.test.ts'],
+  },
+  {
+    name: 'view-keeps-revision-history',
+    bug: "the view keeps every graph revision's position (decision 0055 undone in the view): a reading command's state grows with the build's history again",
+    edits: [{ file: 'src/projections/build-state.ts', find: 'revisionPositions: at === undefined ? revisionPositionsFrom(state.graphRevision + 1, []) : revisionPositionsFrom(state.graphRevision, [at]),', replace: 'revisionPositions: state.revisionPositions,' }],
+    caughtBy: ['test/revision-positions.test.ts'],
   },
 ];
 
