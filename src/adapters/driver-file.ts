@@ -9,7 +9,7 @@ import { canonicalJson, type JsonValue } from '../events/canonical.js';
 import type { BuildSettings } from '../events/catalogue.js';
 import { CorruptLogError, ValidationError } from '../events/errors.js';
 import { sha256Hex } from '../events/hash.js';
-import { loadBlueprint, parseBlueprint, refuseUnplannableIds, type Blueprint } from './blueprint/blueprint.js';
+import { compactBlueprint, loadBlueprint, parseBlueprint, refuseUnplannableIds, type Blueprint } from './blueprint/blueprint.js';
 import type { BuildPaths } from './build-dir.js';
 import { defaultRoute } from './command/invocation.js';
 import { loadConfig, parseConfig, type LongbuildConfig } from './config/config.js';
@@ -132,7 +132,7 @@ export function readDriver(paths: BuildPaths, pinnedSha256: string): DriverFile 
     throw new CorruptLogError(1, `${paths.driver} does not match the SHA-256 pinned when the build was initialised (edited?)`);
   }
   const raw = JSON.parse(text) as { kind: string; blueprint?: unknown; config?: unknown; request?: JsonValue };
-  if (raw.kind === 'blueprint') return { kind: 'blueprint', blueprint: parseBlueprint(raw.blueprint, paths.driver) };
+  if (raw.kind === 'blueprint') return { kind: 'blueprint', blueprint: compactBlueprint(parseBlueprint(raw.blueprint, paths.driver)) };
   if (raw.kind === 'command') return { kind: 'command', config: parseConfig(raw.config, paths.driver), request: raw.request ?? null };
   throw new ValidationError(`unknown build driver '${raw.kind}' in ${paths.driver}`);
 }

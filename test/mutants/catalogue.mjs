@@ -923,6 +923,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/projections/build-state.ts', find: 'revisionPositions: at === undefined ? revisionPositionsFrom(state.graphRevision + 1, []) : revisionPositionsFrom(state.graphRevision, [at]),', replace: 'revisionPositions: state.revisionPositions,' }],
     caughtBy: ['test/revision-positions.test.ts'],
   },
+  {
+    name: 'compact-blueprint-first-milestone',
+    bug: "a compact blueprint's milestones all read the first one's nodes (decision 0055): the scripted planner proposes and the worker finds the wrong nodes",
+    edits: [{ file: 'src/adapters/blueprint/blueprint.ts', find: 'get: () => nodesOf(text) });', replace: 'get: () => nodesOf(first ??= text) });', js: { find: 'get: () => nodesOf(text) });', replace: 'get: () => nodesOf(first ??= text) });' } }, { file: 'src/adapters/blueprint/blueprint.ts', find: '  const parsed = new Map<string, BlueprintNode[]>();', replace: '  const parsed = new Map<string, BlueprintNode[]>();\n  let first: string | undefined;', js: { find: '    const parsed = new Map();', replace: '    const parsed = new Map();\n    let first;' } }],
+    caughtBy: ['test/compact-blueprint.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

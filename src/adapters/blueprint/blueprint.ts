@@ -248,19 +248,60 @@ export function blueprintSha256(blueprint: Blueprint): string {
  * The node with this id and its milestone (the first milestone, then repair window, holding it), or
  * undefined. Every worker call asks, twice (its driver's digest, the scripted worker): the nodes are
  * indexed once per blueprint, where a scan of every milestone at each call made a 50,000-node build
- * quadratic (~5 s of its run).
+ * quadratic (~5 s of its run). The index holds each id's milestone, not its node: a compact
+ * blueprint's nodes are not kept as objects (`compactBlueprint`).
  */
 export function findBlueprintNode(blueprint: Blueprint, nodeId: string): { node: BlueprintNode; milestone: BlueprintMilestone } | undefined {
   let index = nodeIndexes.get(blueprint);
   if (index === undefined) {
     index = new Map();
     for (const milestone of [...blueprint.milestones, ...(blueprint.repairs ?? [])]) {
-      for (const node of milestone.nodes) if (!index.has(node.id)) index.set(node.id, { node, milestone });
+      for (const node of milestone.nodes) if (!index.has(node.id)) index.set(node.id, milestone);
     }
     nodeIndexes.set(blueprint, index);
   }
-  return index.get(nodeId);
+  const milestone = index.get(nodeId);
+  const node = milestone?.nodes.find((n) => n.id === nodeId);
+  return milestone === undefined || node === undefined ? undefined : { node, milestone };
 }
 
-/** Each parsed blueprint's nodes by id (a blueprint is never changed once parsed). */
-const nodeIndexes = new WeakMap<Blueprint, Map<string, { node: BlueprintNode; milestone: BlueprintMilestone }>>();
+/** Each parsed blueprint's milestone of each node id (a blueprint is never changed once parsed). */
+const nodeIndexes = new WeakMap<Blueprint, Map<string, BlueprintMilestone>>();
+
+/** How many milestones' nodes a compact blueprint keeps parsed: the ones its calls are on. */
+const PARSED_MILESTONES = 4;
+
+/**
+ * `blueprint` with each milestone's and repair window's nodes kept as their JSON text, parsed when
+ * read (decision 0055). A blueprint build's plan is as long as the build, and its nodes as
+ * objects were about 400 bytes a node of the controller's heap for the whole run (~20 MB at 50,000
+ * nodes); as text they are about 70. Reads see the same data: `nodes` is an enumerable property
+ * (JSON, canonical JSON and spreads see it as before) that gives the parsed nodes, the same array
+ * while its milestone is one of the last PARSED_MILESTONES read. Nodes are never changed once
+ * parsed, here as before.
+ */
+export function compactBlueprint(blueprint: Blueprint): Blueprint {
+  const parsed = new Map<string, BlueprintNode[]>();
+  const nodesOf = (text: string): BlueprintNode[] => {
+    let nodes = parsed.get(text);
+    if (nodes !== undefined) parsed.delete(text);
+    else nodes = JSON.parse(text) as BlueprintNode[];
+    parsed.set(text, nodes);
+    if (parsed.size > PARSED_MILESTONES) parsed.delete(parsed.keys().next().value!);
+    return nodes;
+  };
+  const compact = (m: BlueprintMilestone): BlueprintMilestone => {
+    const text = JSON.stringify(m.nodes);
+    const out = {} as BlueprintMilestone;
+    for (const [key, value] of Object.entries(m)) {
+      if (key === 'nodes') Object.defineProperty(out, 'nodes', { enumerable: true, configurable: true, get: () => nodesOf(text) });
+      else (out as Record<string, unknown>)[key] = value;
+    }
+    return out;
+  };
+  return {
+    ...blueprint,
+    milestones: blueprint.milestones.map(compact),
+    ...(blueprint.repairs === undefined ? {} : { repairs: blueprint.repairs.map(compact) }),
+  };
+}
