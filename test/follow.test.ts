@@ -99,7 +99,15 @@ describe('following a build', () => {
     const statuses = watched.stdout.trim().split('\n').map((l) => JSON.parse(l));
     expect(statuses.length).toBeGreaterThanOrEqual(2);
     expect(statuses[0].position).toBe(1);
-    expect(statuses.at(-1)).toMatchObject({ completed: true, position: cliJson(['status'], { cwd: repo }).position });
+    // It ends at the first status that is complete: the BuildCompleted event's, or a later one —
+    // the run records the build's provenance after it (decision 0044), which a watcher that looked
+    // between the two does not wait for.
+    const completedAt = (runCli(['log', '--type', 'BuildCompleted', '--json'], { cwd: repo }).stdout.trim().split('\n').map((l) => JSON.parse(l) as { position: number }))[0]!.position;
+    const last = statuses.at(-1);
+    expect(last.completed).toBe(true);
+    expect(last.position).toBeGreaterThanOrEqual(completedAt);
+    expect(last.position).toBeLessThanOrEqual(cliJson(['status'], { cwd: repo }).position as number);
+    expect(statuses.filter((st) => st.completed === true)).toHaveLength(1);
     const positions = statuses.map((s) => s.position);
     expect(new Set(positions).size).toBe(positions.length);
   }, 120_000);
