@@ -929,6 +929,18 @@ export const MUTANTS = [
     edits: [{ file: 'src/adapters/blueprint/blueprint.ts', find: 'get: () => nodesOf(text) });', replace: 'get: () => nodesOf(first ??= text) });', js: { find: 'get: () => nodesOf(text) });', replace: 'get: () => nodesOf(first ??= text) });' } }, { file: 'src/adapters/blueprint/blueprint.ts', find: '  const parsed = new Map<string, BlueprintNode[]>();', replace: '  const parsed = new Map<string, BlueprintNode[]>();\n  let first: string | undefined;', js: { find: '    const parsed = new Map();', replace: '    const parsed = new Map();\n    let first;' } }],
     caughtBy: ['test/compact-blueprint.test.ts'],
   },
+  {
+    name: 'page-cache-unbounded',
+    bug: "connections keep better-sqlite3's 16,000 KiB page cache (decision 0055): a long build's native memory grows with its files again",
+    edits: [{ file: 'src/projections/storage-guard.ts', find: '  const db = openGuarded(path, options);\n  boundPageCache(db);', replace: '  const db = openGuarded(path, options);', js: { find: '    const db = openGuarded(path, options);\n    boundPageCache(db);', replace: '    const db = openGuarded(path, options);' } }],
+    caughtBy: ['test/page-cache.test.ts'],
+  },
+  {
+    name: 'page-cache-before-exclusive-lock',
+    bug: "a database read on a full disk bounds its page cache before taking the exclusive lock (decision 0055): setting the cache reads the schema through the shared memory file the full disk cannot hold, and status, show and log fail where they answered",
+    edits: [{ file: 'src/projections/storage-guard.ts', find: '    const memory = openGuarded(path);', replace: '    const memory = openDatabase(path);' }],
+    caughtBy: ['test/storage-faults.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

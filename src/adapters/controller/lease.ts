@@ -14,7 +14,7 @@
  * the new controller re-creates, commit to an attempt branch, or be adopted half-done.
  */
 import type Database from 'better-sqlite3';
-import { openDatabase } from '../../projections/storage-guard.js';
+import { openGuarded } from '../../projections/storage-guard.js';
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { LongbuildError } from '../../events/errors.js';
@@ -98,7 +98,7 @@ const LEASE_TRIES = 12;
  */
 async function lockExclusively(lockPath: string, dir: string): Promise<Database.Database> {
   for (let attempt = 1; ; attempt++) {
-    const db = openDatabase(lockPath, { timeout: 0 });
+    const db = openGuarded(lockPath, { timeout: 0 });
     try {
       db.pragma('locking_mode = EXCLUSIVE');
       db.exec('BEGIN EXCLUSIVE');

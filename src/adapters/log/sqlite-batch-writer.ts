@@ -15,6 +15,8 @@ export interface BatchWriterOptions {
   readonly path: string;
   readonly busyTimeoutMs: number;
   readonly synchronous: 'FULL' | 'NORMAL';
+  /** The writer connection's page cache pragma (PAGE_CACHE_PRAGMA, storage-guard.ts). */
+  readonly pageCache: string;
   readonly sql: BatchWriterSql;
   readonly rowsPerInsert: number;
   readonly columns: number;

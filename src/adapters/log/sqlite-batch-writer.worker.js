@@ -8,7 +8,7 @@ import { workerData } from 'node:worker_threads';
 /**
  * @typedef {{ sql: Record<'streamRevision' | 'head' | 'insertMany' | 'insertOne' | 'setAnchor', string>,
  *   rowsPerInsert: number, columns: number, path: string, busyTimeoutMs: number,
- *   synchronous: 'FULL' | 'NORMAL', signal: SharedArrayBuffer, port: import('node:worker_threads').MessagePort }} WriterData
+ *   synchronous: 'FULL' | 'NORMAL', pageCache: string, signal: SharedArrayBuffer, port: import('node:worker_threads').MessagePort }} WriterData
  */
 const data = /** @type {WriterData} */ (workerData);
 const signal = new Int32Array(data.signal);
@@ -65,6 +65,7 @@ function open() {
   const db = new Database(data.path);
   db.pragma(`busy_timeout = ${data.busyTimeoutMs}`);
   db.pragma(`synchronous = ${data.synchronous}`);
+  db.pragma(data.pageCache); // bounded as the caller's connections are (storage-guard.ts, PAGE_CACHE_KIB)
   // Checkpoints run here after the caller is answered, not inside its commit (see handle 'commit').
   db.pragma('wal_autocheckpoint = 0');
   const sql = data.sql;

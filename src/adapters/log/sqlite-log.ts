@@ -7,6 +7,7 @@ import { HEAD_SQL, SqliteLogReader, STREAM_REVISION_SQL, type SqliteReaderOption
 import { checkAppendShape, newBatchMemo, prepareNewEvent } from './prepare.js';
 import { BatchWriterError, SqliteBatchWriter } from './sqlite-batch-writer.js';
 import { prepareVerbatim } from './verbatim.js';
+import { PAGE_CACHE_PRAGMA } from '../../projections/storage-guard.js';
 import { CODEC_DEFLATE_DICT_2, encodeBody, hashBytes } from './row-codec.js';
 import { ROW_NAMES_SCHEMA } from './row-names.js';
 import { assertWritable, formatBytes } from '../../projections/storage-guard.js';
@@ -267,6 +268,7 @@ export class SqliteEventLog extends SqliteLogReader {
       path: this.path,
       busyTimeoutMs: this.busyTimeoutMs,
       synchronous: this.synchronous,
+      pageCache: PAGE_CACHE_PRAGMA,
       sql: { streamRevision: STREAM_REVISION_SQL, head: HEAD_SQL, insertMany: INSERT_MANY_SQL, insertOne: INSERT_SQL, setAnchor: SET_ANCHOR_SQL },
       rowsPerInsert: ROWS_PER_INSERT,
       columns: COLUMNS,
