@@ -91,10 +91,11 @@ export function openDatabaseToRead(path: string): Database.Database {
 /**
  * The page cache of every SQLite connection longbuild opens, in KiB (decision 0055). SQLite's own
  * default is 2,000 KiB; better-sqlite3 builds it with 16,000 KiB, which a connection fills as its
- * file grows. A `run` holds four (the lease, the log, the projections, the transparency tree; the
- * log's writer thread a fifth for batches of thousands of events), so its native memory grew with
- * the build's length: at 20,000 nodes the main thread's malloc arena held 34 MB against 11 at
- * 1,000 nodes. At 2,048 KiB the same run's peak RSS is ~20 MB lower, in the same time.
+ * file grows. A `run` holds three connections whose files grow (the log, the projections, the
+ * transparency tree; the log's writer thread a fourth for batches of thousands of events), so its
+ * native memory grew with the build's length: at 20,000 nodes the main thread's malloc arena held
+ * 34 MB against 11 at 1,000 nodes. At 2,048 KiB the same run's peak RSS is ~20 MB lower (~36 MB
+ * at 50,000 nodes), in the same time.
  */
 export const PAGE_CACHE_KIB = 2048;
 
@@ -122,7 +123,8 @@ export function openGuarded(path: string, options?: Database.Options): Database.
  * be read at open refuses — a WAL database on a full disk (its shared-memory file cannot be made),
  * one locked by another process, one that is not a database. That failure is left to the caller's
  * first statement, which meets it in its place as before (`openDatabaseToRead` then reads
- * without shared memory and bounds that connection's cache); this connection keeps SQLite's default.
+ * without shared memory and bounds that connection's cache); this connection keeps better-sqlite3's
+ * default.
  */
 function boundPageCache(db: Database.Database): void {
   try {
@@ -131,6 +133,7 @@ function boundPageCache(db: Database.Database): void {
     // reported by the caller's first statement (above)
   }
 }
+
 const STATEMENT_METHODS = ['run', 'get', 'all', 'iterate'] as const;
 
 /**
