@@ -85,13 +85,10 @@ export function callInputSha256(role: 'planner' | 'worker', input: unknown, driv
  * copy of every node); the controller keeps this state instead of the plan.
  */
 export class HashedDriver {
-  readonly #state: Hash;
-  constructor(driver: JsonValue) {
-    this.#state = startDigest(driver);
-  }
   /** The state after `{"driver":<canonical JSON>,"input":` (copy it before updating). */
-  get state(): Hash {
-    return this.#state;
+  readonly state: Hash;
+  constructor(driver: JsonValue) {
+    this.state = startDigest(driver);
   }
 }
 

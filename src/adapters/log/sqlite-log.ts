@@ -7,10 +7,9 @@ import { HEAD_SQL, SqliteLogReader, STREAM_REVISION_SQL, type SqliteReaderOption
 import { checkAppendShape, newBatchMemo, prepareNewEvent } from './prepare.js';
 import { BatchWriterError, SqliteBatchWriter } from './sqlite-batch-writer.js';
 import { prepareVerbatim } from './verbatim.js';
-import { PAGE_CACHE_PRAGMA } from '../../projections/storage-guard.js';
 import { CODEC_DEFLATE_DICT_2, encodeBody, hashBytes } from './row-codec.js';
 import { ROW_NAMES_SCHEMA } from './row-names.js';
-import { assertWritable, formatBytes } from '../../projections/storage-guard.js';
+import { assertWritable, formatBytes, PAGE_CACHE_PRAGMA } from '../../projections/storage-guard.js';
 
 export interface SqliteLogOptions extends SqliteReaderOptions {
   /** FULL (default) fsyncs every commit; NORMAL may lose the last commits on power loss (never corrupts). */
