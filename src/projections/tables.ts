@@ -5,6 +5,7 @@ import type { TableSpec } from './projection.js';
 import { changedTableLeaves } from './record-table.js';
 import { changedLeaves, shardEntries, type Sharded } from './sharded.js';
 import type { StoredEvent } from '../events/envelope.js';
+import { indexAfter } from './projection-runtime.js';
 
 export type RowValue = string | number | null;
 
@@ -134,12 +135,12 @@ export class TableWriter<S> {
  * least; `longbuild rebuild` restores the rest.
  */
 export function applyEventTables<S>(writers: readonly TableWriter<S>[], events: readonly StoredEvent[], held: number, state: S): void {
-  const next = events.findIndex((e) => e.position > held);
-  const reaches = next >= 0 && events[next]!.position === held + 1;
+  const next = indexAfter(events, held);
+  const reaches = next < events.length && events[next]!.position === held + 1;
   for (const w of writers) {
     if (!w.fromEvents) continue;
     if (reaches) w.applyEvents(next === 0 ? events : events.slice(next));
-    else if (next >= 0) w.putAll(state);
+    else if (next < events.length) w.putAll(state);
   }
 }
 

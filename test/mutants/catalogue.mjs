@@ -908,7 +908,7 @@ export const MUTANTS = [
   {
     name: 'event-rows-past-a-gap',
     bug: "an event-kept table applies events that do not follow what it holds (another process moved the tables back): the rows of the events in between are never written, and the table misses attempts (decision 0054)",
-    edits: [{ file: 'src/projections/tables.ts', find: 'const reaches = next >= 0 && events[next]!.position === held + 1;', replace: 'const reaches = next >= 0;', js: { find: 'const reaches = next >= 0 && events[next].position === held + 1;', replace: 'const reaches = next >= 0;' } }],
+    edits: [{ file: 'src/projections/tables.ts', find: 'const reaches = next < events.length && events[next]!.position === held + 1;', replace: 'const reaches = next < events.length;', js: { find: 'const reaches = next < events.length && events[next].position === held + 1;', replace: 'const reaches = next < events.length;' } }],
     caughtBy: ['test/attempt-history.test.ts'],
   },
   {
