@@ -5,12 +5,13 @@
  * the collection reads as the Map (every key, every value, nothing else), every earlier version
  * still reads as it did (immer copies the path it writes), a JSON round trip (what a snapshot
  * stores: empty slots as null) reads the same, and the leaves `changedLeaves` gives between two
- * versions hold every change.
+ * versions hold every change. Deletes too (decision 0056): a leaf a delete empties is let go (its
+ * slot null again), so no collection holds an empty leaf.
  */
 import fc from 'fast-check';
 import { Immer } from 'immer';
 import { describe, expect, it } from 'vitest';
-import { changedLeaves, shardDraft, shardedOf, shardEntries, shardGet, shardSet, shardValues, slotsOf, type Sharded } from '../src/projections/sharded.js';
+import { changedLeaves, shardDelete, shardDraft, shardedOf, shardEntries, shardGet, shardSet, shardValues, slotsOf, type Sharded } from '../src/projections/sharded.js';
 
 interface Entry {
   readonly n: number;
@@ -24,14 +25,18 @@ const op = fc.oneof(
   fc.record({ kind: fc.constant('set' as const), key, n: fc.integer() }),
   fc.record({ kind: fc.constant('edit' as const), key, tag: fc.string({ maxLength: 3 }) }),
   fc.record({ kind: fc.constant('many' as const), keys: fc.array(key, { minLength: 2, maxLength: 30 }), n: fc.integer() }),
+  fc.record({ kind: fc.constant('delete' as const), keys: fc.array(key, { minLength: 1, maxLength: 30 }) }),
 );
 type Op = typeof op extends fc.Arbitrary<infer T> ? T : never;
 
 function apply(s: Sharded<Entry>, m: Map<string, Entry>, o: Op): Sharded<Entry> {
   return immer.produce(s, (d) => {
-    const sets = o.kind === 'many' ? o.keys : [o.key];
+    const sets = o.kind === 'many' || o.kind === 'delete' ? o.keys : [o.key];
     for (const k of sets) {
-      if (o.kind === 'edit') {
+      if (o.kind === 'delete') {
+        shardDelete(d as Sharded<Entry>, k);
+        m.delete(k);
+      } else if (o.kind === 'edit') {
         const e = shardDraft(d as Sharded<Entry>, k);
         const had = m.get(k);
         expect(e === undefined).toBe(had === undefined);
@@ -52,10 +57,11 @@ function expectLike(s: Sharded<Entry>, m: ReadonlyMap<string, Entry>): void {
   expect(new Map(shardEntries(s))).toEqual(m);
   expect(shardValues(s).length).toBe(m.size);
   expect(shardGet(s, 'absent')).toBeUndefined();
+  for (const mid of s) for (const leaf of mid ?? []) if (leaf !== null) expect(Object.keys(leaf).length, 'an empty leaf kept').toBeGreaterThan(0);
 }
 
 describe('sharded collections', () => {
-  it('for all sequences of sets and edits: reads as a Map, earlier versions unchanged, a JSON round trip reads the same, and changedLeaves holds every change', () => {
+  it('for all sequences of sets, edits and deletes: reads as a Map, no empty leaf kept, earlier versions unchanged, a JSON round trip reads the same, and changedLeaves holds every change', () => {
     fc.assert(fc.property(fc.array(op, { minLength: 1, maxLength: 40 }), (ops) => {
       let s: Sharded<Entry> = shardedOf({});
       const m = new Map<string, Entry>();

@@ -9,6 +9,8 @@
  * the log; the same store opened as if the version had not changed shows what the test guards.
  * Version 11 keeps graph revisions' positions as a list in chunks (decision 0055): a version-10
  * snapshot (a sharded record keyed `r<revision>`, buckets as arrays) is folded again too.
+ * Version 12 keeps each milestone's spend sharded, and lets an emptied leaf go (decision 0056): a
+ * version-11 snapshot (spend by milestone as a record) is folded again.
  */
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +27,7 @@ import Database from 'better-sqlite3';
 import { ProjectionStore } from '../src/projections/engine.js';
 import type { Projection } from '../src/projections/projection.js';
 import { shardedOf, shardEntries, slotsOf, type Sharded } from '../src/projections/sharded.js';
+import { milestoneSpent, NO_SPEND, type SpendTotals } from '../src/projections/spend-ledger.js';
 import { cliJson, ROOT, runCli, twoMilestoneHelios } from './support/cli.js';
 
 const dirs: string[] = [];
@@ -107,20 +110,46 @@ function fromObjects<T>(s: Sharded<T>, key: (k: string) => string): Sharded<T> {
 
 const same = (k: string): string => k;
 
+/** Each milestone's spend as state versions up to 11 kept it: a record by milestone id. */
+function spendAsRecord(s: BuildState): BuildState {
+  if (s.spend === undefined) return s;
+  return { ...s, spend: { ...s.spend, milestones: Object.fromEntries(shardEntries(s.spend.milestones)) as unknown as Sharded<SpendTotals> } };
+}
+
+/** Today's spend of a state that kept it as versions up to 11 did. */
+function spendFromRecord(s: BuildState): BuildState {
+  if (s.spend === undefined) return s;
+  return { ...s, spend: { ...s.spend, milestones: shardedOf(s.spend.milestones as unknown as Record<string, SpendTotals>) } };
+}
+
 /** The state in an earlier layout. */
 function inLayout(l: ObjectLayout, s: BuildState): BuildState {
   const revisionPositions = l.sharded(revisionsSharded(s.revisionPositions), l.revisionKey) as unknown as RevisionPositions;
-  return { ...s, attempts: l.sharded(s.attempts, same), jobs: l.sharded(s.jobs, same), revisionPositions };
+  return spendAsRecord({ ...s, attempts: l.sharded(s.attempts, same), jobs: l.sharded(s.jobs, same), revisionPositions });
 }
 
 /** Today's layout of a state kept in an earlier one. */
 function fromLayout(l: ObjectLayout, s: BuildState): BuildState {
   const revisionPositions = revisionsFromSharded(l.shardedBack(s.revisionPositions as unknown as Sharded<number>, l.revisionKeyBack));
-  return { ...s, attempts: l.shardedBack(s.attempts, same), jobs: l.shardedBack(s.jobs, same), revisionPositions };
+  return spendFromRecord({ ...s, attempts: l.shardedBack(s.attempts, same), jobs: l.shardedBack(s.jobs, same), revisionPositions });
 }
 
 /** A state as plain JSON (its nodes, checkpoints, summaries and planner calls are tables in memory). */
 const plain = (s: BuildState): string => canonicalJson(plainState(s) as unknown as JsonValue);
+
+/** A store of today's version opened on `path`: its tables dropped at open, then exactly the fold of `events`. The state it held. */
+function foldedAgain(path: string, events: readonly StoredEvent[], fold: BuildState): BuildState {
+  const current = ProjectionStore.open(path, [buildProjection], { snapshotEvery: 20 });
+  try {
+    expect(current.position()).toBe(0); // tables dropped, to be rebuilt
+    current.catchUp(events);
+    const state = current.state<BuildState>('build');
+    expect(plain(state)).toBe(plain(fold));
+    return state;
+  } finally {
+    current.close();
+  }
+}
 
 /** What longbuild of an earlier state version stored: its fold, in its layout, under its version. */
 const storedBy = (l: ObjectLayout): Projection<BuildState> => ({
@@ -154,17 +183,9 @@ describe('stored build state layout', () => {
     expect(positionOfRevision(oldState, someRevision)).toBeUndefined();
     copyFileSync(path, join(dir, 'unversioned.db'));
 
-    const current = ProjectionStore.open(path, [buildProjection], { snapshotEvery: 20 });
-    try {
-      expect(current.position()).toBe(0); // tables dropped, to be rebuilt
-      current.catchUp(events);
-      const state = current.state<BuildState>('build');
-      expect(plain(state)).toBe(plain(fold));
-      expect(positionOfRevision(state, state.graphRevision)).toBe(positionOfRevision(fold, fold.graphRevision));
-      for (const [r, p] of revisionEntries(fold.revisionPositions)) expect(positionOfRevision(state, r), `revision ${r}`).toBe(p);
-    } finally {
-      current.close();
-    }
+    const state = foldedAgain(path, events, fold);
+    expect(positionOfRevision(state, state.graphRevision)).toBe(positionOfRevision(fold, fold.graphRevision));
+    for (const [r, p] of revisionEntries(fold.revisionPositions)) expect(positionOfRevision(state, r), `revision ${r}`).toBe(p);
 
     // Had the version stayed, the old snapshot would be restored and read in the wrong layout: revisions
     // not found, or (folding on past it) a fold that fails on a record it cannot read.
@@ -181,6 +202,44 @@ describe('stored build state layout', () => {
         expect([...revisionEntries(fold.revisionPositions)].some(([r]) => positionOfRevision(misread, r) === undefined)).toBe(true);
         expect(plain(misread)).not.toBe(plain(fold));
       }
+    } finally {
+      unversioned.close();
+    }
+  });
+
+  it('a projections.db holding snapshots of state version 11 (spend by milestone as a record) is folded again from the log, never restored from them (decision 0056)', () => {
+    const events = goldenEvents('helios');
+    const fold = events.reduce(evolveBuild, initialBuildState);
+    const charged = [...shardEntries(fold.spend!.milestones)].map(([m]) => m);
+    expect(charged.length).toBeGreaterThan(1);
+    const dir = mkdtempSync(join(tmpdir(), 'lb-state-layout-'));
+    dirs.push(dir);
+    const path = join(dir, 'projections.db');
+    const version11: Projection<BuildState> = {
+      ...buildProjection, initialState: initialBuildState, evolveInPlace: undefined, stateVersion: 11,
+      evolve: (s, e) => spendAsRecord(evolveBuild(spendFromRecord(s), e)),
+      tables: buildProjection.tables.map((t) => ({ ...t, entities: (s: BuildState) => t.entities(spendFromRecord(s)), toRow: t.toRow })),
+    };
+    const old = ProjectionStore.open(path, [version11], { snapshotEvery: 20 });
+    old.catchUp(events);
+    const oldState = old.state<BuildState>('build');
+    old.close();
+    // The emulated old layout is the old one: a record by milestone id, in which today's reader finds nothing.
+    expect(Array.isArray(oldState.spend!.milestones)).toBe(false);
+    for (const m of charged) expect(milestoneSpent(oldState.spend, m), m).toEqual(NO_SPEND);
+    copyFileSync(path, join(dir, 'unversioned.db'));
+
+    const state = foldedAgain(path, events, fold);
+    for (const m of charged) expect(milestoneSpent(state.spend, m).calls, m).toBeGreaterThan(0);
+
+    // Had the version stayed 11, the old snapshot would be restored, and no milestone's spend found
+    // in it: a milestone's budget would never be reached.
+    const unversioned = ProjectionStore.open(join(dir, 'unversioned.db'), [{ ...buildProjection, stateVersion: 11 }], { snapshotEvery: 20 });
+    try {
+      unversioned.catchUp(events);
+      const misread = unversioned.state<BuildState>('build');
+      expect(charged.some((m) => milestoneSpent(misread.spend, m).calls === 0)).toBe(true);
+      expect(plain(misread)).not.toBe(plain(fold));
     } finally {
       unversioned.close();
     }

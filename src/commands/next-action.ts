@@ -1,6 +1,6 @@
 import { compareCodePoints } from '../events/canonical.js';
 import type { Budget, DataOf } from '../events/catalogue.js';
-import { describeReached, NO_SPEND, reachedLimit } from './spend.js';
+import { describeReached, milestoneSpent, NO_SPEND, reachedLimit } from './spend.js';
 import { attemptOf, jobOf, type AcceptanceRun, type BuildState, type JobRecord, type PlannerCallRecord, type ReviewRecord } from '../projections/build-state.js';
 import { acceptanceDue, acceptanceRepairsOf, hasAcceptance, latestAcceptance, repairsPlanned } from './acceptance.js';
 import { activeMilestone, firstReady } from '../projections/graph.js';
@@ -227,7 +227,7 @@ export function overBudget(state: BuildState, milestoneId: string | null): DataO
   if (budget === undefined) return null;
   const build = reachedLimit(state.spend?.total ?? NO_SPEND, budget);
   if (build !== null) return { scope: 'build', ...build, reason: describeReached(build, "the build's"), graphRevision: state.graphRevision };
-  const mine = milestoneId === null ? null : reachedLimit(state.spend?.milestones[milestoneId] ?? NO_SPEND, budget.perMilestone);
+  const mine = milestoneId === null ? null : reachedLimit(milestoneSpent(state.spend, milestoneId), budget.perMilestone);
   if (mine !== null) return { scope: 'milestone', milestoneId: milestoneId!, ...mine, reason: describeReached(mine, `milestone '${milestoneId}'s`), graphRevision: state.graphRevision };
   return null;
 }

@@ -6,7 +6,7 @@
 import type { Budget, SpendLimit, Usage } from '../events/catalogue.js';
 import { tokensOf, usdOf, type SpendTotals } from '../projections/spend-ledger.js';
 
-export { EMPTY_LEDGER, NO_SPEND, ledgerJson, spendJson, tokensOf, usdOf, withCall, type LedgerJson, type SpendJson, type SpendLedger, type SpendTotals } from '../projections/spend-ledger.js';
+export { EMPTY_LEDGER, NO_SPEND, ledgerJson, milestoneSpent, spendJson, tokensOf, usdOf, withCall, type LedgerJson, type SpendJson, type SpendLedger, type SpendTotals } from '../projections/spend-ledger.js';
 
 /** USD, readably: two decimals from a cent up, four below. */
 export function formatUsd(usd: number): string {

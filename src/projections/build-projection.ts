@@ -160,7 +160,7 @@ export const buildProjection: Projection<BuildState> = {
    * 10: the attempts of compacted nodes leave the state; the attempts table keeps them (decision 0054).
    * 11: graph revisions' positions are a list in chunks, not a sharded record (decision 0055).
    */
-  stateVersion: 11,
+  stateVersion: 12,
   evolve: evolveBuild,
   evolveInPlace: (state, event) => evolveBuildInPlace(state as Draft<BuildState>, event),
   ownedCopy: (state) => ownedCopy(state),

@@ -4,7 +4,8 @@ import type { DomainEvent, NodeState, Notifier, Usage } from '../events/catalogu
 import { notifyKindsOf } from './notify-kinds.js';
 import type { BuildState } from './build-state.js';
 import { appendRevision } from './revision-positions.js';
-import { EMPTY_LEDGER, NO_SPEND, withCall, type SpendLedger, type SpendTotals } from './spend-ledger.js';
+import { shardSet, type Sharded } from './sharded.js';
+import { EMPTY_LEDGER, milestoneSpent, NO_SPEND, withCall, type SpendLedger, type SpendTotals } from './spend-ledger.js';
 
 /**
  * Whether the event being folded has already made a graph revision. Reset at the start of every
@@ -69,7 +70,7 @@ export function outbox(draft: Draft<BuildState>, notifiers: readonly Notifier[],
  * invocation's usage is unknown unless it reported it.
  */
 export function spent(draft: Draft<BuildState>, nodeId: string | null, usage: Usage | undefined, reinvoked: boolean): void {
-  const ledger = (draft.spend ??= { ...EMPTY_LEDGER, milestones: {} as Record<string, SpendTotals> }) as Draft<SpendLedger>;
+  const ledger = (draft.spend ??= { ...EMPTY_LEDGER, milestones: [] }) as Draft<SpendLedger>;
   ledger.total = withCall(ledger.total, usage);
   if (reinvoked && usage === undefined) ledger.unknownReinvocations += 1;
   if (nodeId === null) {
@@ -79,5 +80,5 @@ export function spent(draft: Draft<BuildState>, nodeId: string | null, usage: Us
   const node = draft.nodes[nodeId];
   if (!node) return;
   node.spent = withCall(node.spent ?? NO_SPEND, usage);
-  ledger.milestones[node.milestone] = withCall(ledger.milestones[node.milestone] ?? NO_SPEND, usage);
+  shardSet(ledger.milestones as Sharded<SpendTotals>, node.milestone, withCall(milestoneSpent(ledger as SpendLedger, node.milestone), usage));
 }

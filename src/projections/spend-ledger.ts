@@ -3,6 +3,7 @@
  * record each call. Pricing, reports and budgets are src/commands/spend.ts.
  */
 import type { Usage } from '../events/catalogue.js';
+import { shardEntries, shardGet, type Sharded } from './sharded.js';
 
 /** What a set of calls used. Costs are summed in nano-dollars (integers): the sum does not depend on the order. */
 export interface SpendTotals {
@@ -24,12 +25,22 @@ export const NO_SPEND: SpendTotals = { calls: 0, reported: 0, costed: 0, inputTo
 export interface SpendLedger {
   readonly total: SpendTotals;
   readonly planner: SpendTotals;
-  readonly milestones: Readonly<Record<string, SpendTotals>>;
+  /**
+   * Each milestone's worker calls, by milestone id: sharded (state version 12, decision 0056), as a
+   * record of every milestone the build charged made each call's fold copy it whole — O(milestones)
+   * a node, 11 % of a 20,000-node `run`.
+   */
+  readonly milestones: Sharded<SpendTotals>;
   /** Calls made again after a crash whose first invocation left no report (what it used is unknown). */
   readonly unknownReinvocations: number;
 }
 
-export const EMPTY_LEDGER: SpendLedger = { total: NO_SPEND, planner: NO_SPEND, milestones: {}, unknownReinvocations: 0 };
+export const EMPTY_LEDGER: SpendLedger = { total: NO_SPEND, planner: NO_SPEND, milestones: [], unknownReinvocations: 0 };
+
+/** What milestone `milestoneId`'s worker calls used so far. */
+export function milestoneSpent(ledger: SpendLedger | undefined, milestoneId: string): SpendTotals {
+  return (ledger === undefined ? undefined : shardGet(ledger.milestones, milestoneId)) ?? NO_SPEND;
+}
 
 /** `t` with one more call, and what it used when it reported it. */
 export function withCall(t: SpendTotals, usage: Usage | undefined): SpendTotals {
@@ -80,9 +91,8 @@ export function ledgerJson(l: SpendLedger | undefined): LedgerJson {
   const ledger = l ?? EMPTY_LEDGER;
   return {
     ...spendJson(ledger.total), planner: spendJson(ledger.planner),
-    // By id: the ledger's own key order is the order milestones were first charged when folded and
-    // sorted when restored from a snapshot, and `--json` is the same whichever way it was read.
-    milestones: Object.fromEntries(Object.entries(ledger.milestones).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, t]) => [id, spendJson(t)])),
+    // By id: the ledger's own order is its buckets', and `--json` is the same whichever way it was read.
+    milestones: Object.fromEntries([...shardEntries(ledger.milestones)].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, t]) => [id, spendJson(t)])),
     unknownReinvocations: ledger.unknownReinvocations,
   };
 }

@@ -435,25 +435,43 @@ export const MUTANTS = [
   {
     name: 'state-version-unchanged',
     bug: "the build state's layout changed (bucket names and revision keys no longer integer-like, decision 0017) but its state version did not: a projections.db written by the earlier longbuild has its snapshots restored and misread, every attempt and revision missing from them",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 11,', replace: 'stateVersion: 4,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 12,', replace: 'stateVersion: 4,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
     name: 'state-version-kept-at-6',
     bug: "the build state changed (checkpoints outside the window and absorbed summaries as heads, decision 0032) but its version did not: a projections.db written by the earlier longbuild is restored with every checkpoint whole, and verify calls its snapshots forged or stale",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 11,', replace: 'stateVersion: 6,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 12,', replace: 'stateVersion: 6,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {
     name: 'state-version-kept-at-10',
     bug: "graph revisions' positions became a list in chunks (decision 0055) but the state version did not change: a projections.db written by the earlier longbuild has its snapshots, revisions as a sharded record, restored and misread — no revision found, and the next graph change fails to fold",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 11,', replace: 'stateVersion: 10,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 12,', replace: 'stateVersion: 10,' }],
     caughtBy: ['test/state-layout.test.ts'],
+  },
+  {
+    name: 'state-version-kept-at-11',
+    bug: "each milestone's spend became a sharded collection (decision 0056) but the state version did not change: a projections.db written by the earlier longbuild has its snapshots, spend by milestone as a record, restored and misread — no milestone's spend found, so a milestone's budget is never reached",
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 12,', replace: 'stateVersion: 11,' }],
+    caughtBy: ['test/state-layout.test.ts'],
+  },
+  {
+    name: 'spend-milestones-copied-whole',
+    bug: "a worker call's fold copies every milestone's spend, as the record it replaced did (decision 0056): O(milestones) a node, a build's step slower the longer it runs",
+    edits: [{ file: 'src/projections/fold-helpers.ts', find: '  shardSet(ledger.milestones as Sharded<SpendTotals>, node.milestone,', replace: '  ledger.milestones = JSON.parse(JSON.stringify(ledger.milestones));\n  shardSet(ledger.milestones as Sharded<SpendTotals>, node.milestone,', js: { find: '    shardSet(ledger.milestones, node.milestone,', replace: '    ledger.milestones = JSON.parse(JSON.stringify(ledger.milestones));\n    shardSet(ledger.milestones, node.milestone,' } }],
+    caughtBy: ['test/spend-ledger.test.ts'],
+  },
+  {
+    name: 'shard-delete-keeps-empty-leaf',
+    bug: 'a delete that empties a leaf of a sharded collection keeps it: the attempts of a long build leave ~4,000 empty objects, each with the table its keys were in (decision 0056)',
+    edits: [{ file: 'src/projections/sharded.ts', find: '  mid![b] = null;', replace: '  void mid;', js: { find: '    mid[b] = null;', replace: '    void mid;' } }],
+    caughtBy: ['test/sharded.test.ts'],
   },
   {
     name: 'state-version-kept-at-7',
     bug: "the sharded collections' bucket levels became arrays (decision 0035) but the state version did not change: a projections.db written by the earlier longbuild has its snapshots, buckets as named objects, restored and misread — no attempt or revision found in them, and the next fold writes beside them",
-    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 11,', replace: 'stateVersion: 7,' }],
+    edits: [{ file: 'src/projections/build-projection.ts', find: 'stateVersion: 12,', replace: 'stateVersion: 7,' }],
     caughtBy: ['test/state-layout.test.ts'],
   },
   {

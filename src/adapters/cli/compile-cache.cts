@@ -167,12 +167,15 @@ function startCli(bundle: string, argv: string[], env: NodeJS.ProcessEnv): void 
     const command = commandOf(argv);
     const file = cacheFile(dir, command)!;
     const own = accepted && read!.file === file;
+    // Only its length is wanted at exit: the data itself (~1.2 MB for `run`) is let go.
+    const readLength = read?.data.length ?? 0;
+    read = null;
     process.once('exit', () => {
       if (own && process.uptime() * 1000 < REFRESH_AFTER_MS) return;
       // A directory this process cannot write (a read-only install): not worth serialising for.
       if (!writable(dir)) return;
       const data = script.createCachedData();
-      if (!own || data.length > read!.data.length * 1.1) writeCache(file, key, command, data);
+      if (!own || data.length > readLength * 1.1) writeCache(file, key, command, data);
     });
   }
   runCli(argv);
