@@ -4,7 +4,7 @@ import type { Draft } from 'immer';
  * A record split into a two-level tree of buckets by a hash of the key, so that an immutable
  * update (immer) copies two small bucket arrays and one leaf instead of the whole collection:
  * O(64 + 64 + n/4096) per write rather than O(n). Collections that grow with the build's history
- * (attempts, jobs, graph revisions) use it, which keeps a controller step flat as a build runs
+ * (attempts, jobs, each milestone's spend) use it, which keeps a controller step flat as a build runs
  * for weeks. Plain JSON: the two levels are arrays of at most 64 slots (null: an empty one), the
  * leaves objects keyed by the collection's keys.
  *
