@@ -10,6 +10,7 @@ import {
 } from '../src/projections/revision-positions.js';
 import { buildView, evolveBuild, initialBuildState, positionOfRevision, type BuildState } from '../src/projections/build-state.js';
 import { buildLogArb } from './support/build-events.js';
+import { ValidationError } from '../src/events/errors.js';
 
 /** Lengths around the chunk boundaries, where an off-by-one would put a revision in the wrong chunk. */
 const lengthArb = fc.oneof(
@@ -41,12 +42,36 @@ describe('graph revisions\' positions (decision 0055)', () => {
     );
   });
 
-  it('a revision that does not follow the last one is refused: it would answer for another revision', () => {
+  it('a revision that does not follow the last one is refused, in one line that says what to do: it would answer for another revision', () => {
     const r = { first: 5, chunks: [[10, 11]] };
-    expect(() => appendRevision(r, 8, 12)).toThrow(/graph revision 8 recorded after 6/);
+    expect(() => appendRevision(r, 8, 12)).toThrow(ValidationError);
+    expect(() => appendRevision(r, 8, 12)).toThrow(/^graph revision 8 recorded after 6 at position 12: .*snapshot that does not follow the log.*run `longbuild rebuild`$/);
     expect(() => appendRevision(r, 6, 12)).toThrow(/graph revision 6 recorded after 6/);
     appendRevision(r, 7, 12);
     expect(r).toEqual({ first: 5, chunks: [[10, 11, 12]] });
+    // What reaches it: a state restored from a snapshot whose revision and positions disagree (its
+    // hash recomputed by whoever edited it), folded on by an event that changes the graph.
+    const refusals = fc.sample(buildLogArb, { numRuns: 20, seed: 7 }).flatMap((events) => {
+      let state: BuildState = initialBuildState;
+      let forged = false;
+      for (const e of events) {
+        if (!forged && state.graphRevision > 0) {
+          state = { ...state, graphRevision: state.graphRevision + 3 };
+          forged = true;
+        }
+        try {
+          state = evolveBuild(state, e);
+        } catch (err) {
+          return [err];
+        }
+      }
+      return [];
+    });
+    expect(refusals.length).toBeGreaterThan(0);
+    for (const err of refusals) {
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as Error).message).toMatch(/^graph revision \d+ recorded after \d+ at position \d+: /);
+    }
   });
 
   it('for all build logs, the fold holds the position of every revision from 0 (each the event that made it, in order), and the view only its last', () => {

@@ -159,6 +159,7 @@ export const buildProjection: Projection<BuildState> = {
    * 9: the spend ledger (R-58: `spend`, each node's `spent`) and the budget (R-59: `budget`, `budgetPause`).
    * 10: the attempts of compacted nodes leave the state; the attempts table keeps them (decision 0054).
    * 11: graph revisions' positions are a list in chunks, not a sharded record (decision 0055).
+   * 12: each milestone's spend is a sharded collection, and a leaf a delete empties is let go (decision 0056).
    */
   stateVersion: 12,
   evolve: evolveBuild,

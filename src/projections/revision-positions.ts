@@ -9,6 +9,8 @@
  * heap a revision (the key's string, the leaf's entry, a hidden class per key), two revisions a
  * node in a long build — ~8 MB at 50,000 nodes. A number in a chunk is 8.
  */
+import { ValidationError } from '../events/errors.js';
+
 export interface RevisionPositions {
   /** The first revision held (0 in a fold from the log; the view holds its last one only). */
   readonly first: number;
@@ -48,11 +50,14 @@ export function nextRevision(r: RevisionPositions): number {
 /**
  * Record that revision `revision` was made at `position`, in a mutable (or immer draft) copy: it
  * must be the next revision (`nextRevision`), as every graph change makes. A gap would make every
- * later revision answer with another's position, so it is refused (a programming error).
+ * later revision answer with another's position, so it is refused. A fold of the log never makes
+ * one; a state restored from an edited snapshot (its hash recomputed) can, and is named in one line.
  */
 export function appendRevision(r: { first: number; chunks: number[][] }, revision: number, position: number): void {
   const next = nextRevision(r);
-  if (revision !== next) throw new Error(`graph revision ${revision} recorded after ${next - 1}: revisions must follow one another`);
+  if (revision !== next) {
+    throw new ValidationError(`graph revision ${revision} recorded after ${next - 1} at position ${position}: revisions must follow one another, so the build state folded here was restored from a snapshot that does not follow the log (edited, or another build's); run \`longbuild rebuild\``, 'R-6');
+  }
   const last = r.chunks[r.chunks.length - 1];
   if (last === undefined || last.length === REVISION_CHUNK) r.chunks.push([position]);
   else last.push(position);
