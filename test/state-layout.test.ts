@@ -151,14 +151,20 @@ function foldedAgain(path: string, events: readonly StoredEvent[], fold: BuildSt
   }
 }
 
-/** What longbuild of an earlier state version stored: its fold, in its layout, under its version. */
-const storedBy = (l: ObjectLayout): Projection<BuildState> => ({
+/**
+ * What longbuild of state version `version` stored: today's fold, kept in that version's layout
+ * (`to` makes it, `from` reads it back), under that version.
+ */
+const storedAs = (version: number, to: (s: BuildState) => BuildState, from: (s: BuildState) => BuildState): Projection<BuildState> => ({
   name: buildProjection.name,
-  initialState: inLayout(l, initialBuildState),
-  evolve: (s, e) => inLayout(l, evolveBuild(fromLayout(l, s), e)),
-  tables: buildProjection.tables.map((t) => ({ ...t, entities: (s: BuildState) => t.entities(fromLayout(l, s)), toRow: t.toRow })),
-  stateVersion: l.version,
+  initialState: to(initialBuildState),
+  evolve: (s, e) => to(evolveBuild(from(s), e)),
+  tables: buildProjection.tables.map((t) => ({ ...t, entities: (s: BuildState) => t.entities(from(s)), toRow: t.toRow })),
+  stateVersion: version,
 });
+
+/** What longbuild of an earlier state version stored: its fold, in its layout, under its version. */
+const storedBy = (l: ObjectLayout): Projection<BuildState> => storedAs(l.version, (s) => inLayout(l, s), (s) => fromLayout(l, s));
 
 describe('stored build state layout', () => {
   it.each(LAYOUTS)('a projections.db holding snapshots of state version $version ($what) is folded again from the log, never restored from them', (layout) => {
@@ -215,12 +221,7 @@ describe('stored build state layout', () => {
     const dir = mkdtempSync(join(tmpdir(), 'lb-state-layout-'));
     dirs.push(dir);
     const path = join(dir, 'projections.db');
-    const version11: Projection<BuildState> = {
-      ...buildProjection, initialState: initialBuildState, evolveInPlace: undefined, stateVersion: 11,
-      evolve: (s, e) => spendAsRecord(evolveBuild(spendFromRecord(s), e)),
-      tables: buildProjection.tables.map((t) => ({ ...t, entities: (s: BuildState) => t.entities(spendFromRecord(s)), toRow: t.toRow })),
-    };
-    const old = ProjectionStore.open(path, [version11], { snapshotEvery: 20 });
+    const old = ProjectionStore.open(path, [storedAs(11, spendAsRecord, spendFromRecord)], { snapshotEvery: 20 });
     old.catchUp(events);
     const oldState = old.state<BuildState>('build');
     old.close();
