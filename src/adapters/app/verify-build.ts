@@ -107,7 +107,7 @@ export async function verifyBuild(ctx: AppContext, options: VerifyOptions = {}):
       checkpoints = signed.checked;
       problems.push(...signed.problems);
       if (seenBefore > headPosition) problems.push({ position: headPosition + 1, problem: `log truncated: the projections have seen position ${seenBefore}, but the log ends at ${headPosition}` });
-      problems.push(...driverProblems(paths, events), ...evidenceProblems(paths, events), ...testsProblems(paths, events), ...treeCacheProblems(paths.tree, leaves));
+      problems.push(...driverProblems(paths, events), ...evidenceProblems(paths, events), ...testsProblems(paths, events));
       const linked = await forkLinks(events);
       if (linked.links.length > 0) forks = linked.links;
       problems.push(...linked.problems);
@@ -117,11 +117,12 @@ export async function verifyBuild(ctx: AppContext, options: VerifyOptions = {}):
       try {
         rebuilt.rebuild(events);
         projectionsSha256 = rebuilt.dumpSha256();
-        // The caches (projections, snapshots) and the refs are compared with the log as read; a
-        // live run moves them on meanwhile. A disagreement counts only when the log stood still
-        // and it is still there a moment later (a promotion moves the ref just before its event).
+        // The caches (projections, snapshots, the Merkle tree) and the refs are compared with the
+        // log as read; a live run moves them on meanwhile (the tree takes a run's next leaf right
+        // after its event). A disagreement counts only when the log stood still and it is still
+        // there a moment later (a promotion moves the ref just before its event).
         const cacheChecks = async (): Promise<VerifyProblem[]> => {
-          const found: VerifyProblem[] = [];
+          const found: VerifyProblem[] = [...treeCacheProblems(paths.tree, leaves)];
           if (existsSync(paths.projections) && seenBefore <= headPosition) {
             found.push(...(await compareStored(paths, log, headPosition, rebuilt)));
             const audit = auditSnapshots(paths, events, sample);
