@@ -24,6 +24,7 @@ import { SqliteSnapshotStore } from '../src/projections/snapshot-store.js';
 import { openSnapshot } from '../src/projections/snapshots.js';
 import { buildLogArb } from './support/build-events.js';
 import { cliJson, runCli, tempDir } from './support/cli.js';
+import { chainBlueprint } from './support/random-blueprint.js';
 
 type Row = [string, string, number, string, string, string, string | null, number];
 
@@ -175,12 +176,8 @@ describe('decision 0054: the state lets go of compacted nodes\' attempts, the at
     const repo = tempDir();
     execFileSync('git', ['init', '-q', repo]);
     execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '--allow-empty', '-m', 'base']);
-    const milestones = Array.from({ length: 6 }, (_, m) => ({
-      id: `m${m}`, title: `Milestone ${m}`,
-      nodes: Array.from({ length: 20 }, (_, k) => ({ id: `m${m}-n${k}`, kind: 'read-only', deps: k === 0 ? [] : [`m${m}-n${k - 1}`], decision: 'ok' })),
-    }));
     const bp = join(repo, '..', `${repo.split('/').pop()}-bp.json`);
-    writeFileSync(bp, JSON.stringify({ request: { title: 'attempt history' }, verify: [], detailedWindow: 2, milestones }));
+    writeFileSync(bp, JSON.stringify(chainBlueprint(120, 'attempt history')));
     cliJson(['init', '--blueprint', bp], { cwd: repo });
     const run = runCli(['run', '--json'], { cwd: repo });
     expect(run.code, run.stderr).toBe(0);

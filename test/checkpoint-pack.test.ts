@@ -12,20 +12,10 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cliJson, runCli, tempDir } from './support/cli.js';
+import { chainBlueprint } from './support/random-blueprint.js';
 import { buildPaths } from '../src/adapters/build-dir.js';
 import { CHECKPOINT_PACK, PACK_AFTER, checkpointFiles, packCheckpoints } from '../src/adapters/transparency/checkpoint-pack.js';
 import { LOOSE_OBJECTS_LIMIT, looseObjectsEstimate, packLooseObjects } from '../src/adapters/git/integrator-repo.js';
-
-/** N read-only nodes in milestones of 20, each a chain: a long build that runs in seconds. */
-function blueprint(n: number): unknown {
-  const milestones = [];
-  for (let m = 0; m * 20 < n; m++) {
-    const nodes = [];
-    for (let k = 0; k < 20 && m * 20 + k < n; k++) nodes.push({ id: `m${m}-n${k}`, kind: 'read-only', deps: k === 0 ? [] : [`m${m}-n${k - 1}`], decision: 'ok' });
-    milestones.push({ id: `m${m}`, title: `Milestone ${m}`, nodes });
-  }
-  return { request: { title: 'checkpoint pack' }, verify: [], detailedWindow: 2, milestones };
-}
 
 const looseSizes = (dir: string): number[] => readdirSync(dir).map((f) => /^(\d+)\.checkpoint$/.exec(f)).filter((m) => m !== null).map((m) => Number(m![1]));
 
@@ -38,7 +28,7 @@ describe('checkpoints packed as milestones close (decision 0052)', () => {
     execFileSync('git', ['init', '-q', repo]);
     execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '--allow-empty', '-m', 'base']);
     const bp = join(repo, '..', `${repo.split('/').pop()}-bp.json`);
-    writeFileSync(bp, JSON.stringify(blueprint(800)));
+    writeFileSync(bp, JSON.stringify(chainBlueprint(800, 'checkpoint pack')));
     vkey = cliJson<{ signingKey: { vkey: string } }>(['init', '--blueprint', bp], { cwd: repo }).signingKey.vkey;
     const run = runCli(['run', '--json'], { cwd: repo });
     expect(run.code, run.stderr).toBe(0);

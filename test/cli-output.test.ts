@@ -6,25 +6,15 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN, cliJson, runCli, tempDir } from './support/cli.js';
+import { chainBlueprint } from './support/random-blueprint.js';
 
 const root = tempDir('longbuild-output-');
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/** 100 read-only nodes in milestones of 20, each a chain: a log of ~230 events, ~200 KB as JSON lines. */
-function blueprint(): object {
-  const id = (i: number): string => `m${Math.floor(i / 20)}-n${i % 20}`;
-  const milestones = [0, 1, 2, 3, 4].map((m) => ({
-    id: `m${m}`,
-    title: `Milestone ${m}`,
-    nodes: Array.from({ length: 20 }, (_, k) => ({ id: id(m * 20 + k), kind: 'read-only', deps: k === 0 ? [] : [id(m * 20 + k - 1)], decision: 'ok' })),
-  }));
-  return { request: { title: 'output' }, verify: [], detailedWindow: 2, milestones };
-}
-
 describe('command output through a pipe', () => {
   it('log --json and show --json reach a pipe whole, however long; a reader that stops early ends the command quietly', () => {
     const file = join(root, 'bp.json');
-    writeFileSync(file, JSON.stringify(blueprint()));
+    writeFileSync(file, JSON.stringify(chainBlueprint(100, 'output')));
     const repo = join(root, 'repo');
     expect(runCli(['init', '--repo', repo, '--blueprint', file], { cwd: root }).code).toBe(0);
     const run = runCli(['run', '--repo', repo], { cwd: root });

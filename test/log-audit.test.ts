@@ -10,6 +10,7 @@ import { checkpointText, formatVerifierKey, ED25519, rawPublicKey, signNote } fr
 import { runCli } from './support/cli.js';
 import { coverageEnv, evaluatedModules, lazyModules } from './support/bundle-coverage.js';
 import { hashAt, rewrite, rows } from './support/rewrite-log.js';
+import { chainBlueprint } from './support/random-blueprint.js';
 import { generateSigningKey } from '../src/adapters/transparency/keys.js';
 import { signedHeadPath } from '../src/adapters/transparency/keys.js';
 import { SqliteEventLog } from '../src/adapters/log/sqlite-log.js';
@@ -31,11 +32,7 @@ let n = 0;
 /** A blueprint of `count` read-only nodes in milestones of 20 (each node ~2 events: more than a tile of 256 leaves from 130 on). */
 function readOnlyBlueprint(count: number): string {
   const path = join(root, `wide${count}.json`);
-  const milestones = Array.from({ length: Math.ceil(count / 20) }, (_, m) => ({
-    id: `m${m}`, title: `Milestone ${m}`,
-    nodes: Array.from({ length: Math.min(20, count - m * 20) }, (_, k) => ({ id: `m${m}-n${k}`, kind: 'read-only', deps: k === 0 ? [] : [`m${m}-n${k - 1}`], decision: 'ok' })),
-  }));
-  writeFileSync(path, JSON.stringify({ request: { title: 'wide' }, verify: [], detailedWindow: 2, milestones }));
+  writeFileSync(path, JSON.stringify(chainBlueprint(count, 'wide')));
   return path;
 }
 

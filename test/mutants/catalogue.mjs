@@ -959,6 +959,12 @@ export const MUTANTS = [
     edits: [{ file: 'src/projections/storage-guard.ts', find: '    const memory = openGuarded(path);', replace: '    const memory = openDatabase(path);' }],
     caughtBy: ['test/storage-faults.test.ts'],
   },
+  {
+    name: 'young-generation-grows',
+    bug: "run lets V8 grow its young generation (decision 0057): each semi-space up to 16 MB, and the old generation's limit with it — a long build's memory 20 % larger for nothing",
+    edits: [{ file: 'src/adapters/cli/heap-growth.ts', find: '  setFlagsFromString(`--semi-space-growth-factor=${SEMI_SPACE_GROWTH_FACTOR}`);\n', replace: '' , js: { find: '    setFlagsFromString(`--semi-space-growth-factor=${SEMI_SPACE_GROWTH_FACTOR}`);\n', replace: '' } }],
+    caughtBy: ['test/heap-growth.test.ts'],
+  },
 ];
 
 /** @param {string} name @returns {Mutant} */

@@ -20,3 +20,13 @@ export function blueprintOf(dag: RandomDag, writable: readonly number[], detaile
     })),
   };
 }
+
+/** `n` read-only nodes in milestones of 20, each milestone a chain (`m<M>-n<K>`): a long build that runs in seconds. */
+export function chainBlueprint(n: number, title: string): Record<string, unknown> {
+  const milestones = Array.from({ length: Math.ceil(n / 20) }, (_, m) => ({
+    id: `m${m}`,
+    title: `Milestone ${m}`,
+    nodes: Array.from({ length: Math.min(20, n - m * 20) }, (_, k) => ({ id: `m${m}-n${k}`, kind: 'read-only', deps: k === 0 ? [] : [`m${m}-n${k - 1}`], decision: 'ok' })),
+  }));
+  return { request: { title }, verify: [], detailedWindow: 2, milestones };
+}

@@ -11,7 +11,18 @@ import { setFlagsFromString } from 'node:v8';
  */
 export const HEAP_GROWING_PERCENT = 20;
 
-/** Keep this process's heap near what it holds (a long-running command; see HEAP_GROWING_PERCENT). */
+/**
+ * How much V8 grows the young generation when much of it survives a scavenge: 1, never (decision
+ * 0057). V8 lets each of its two semi-spaces grow from 1 to 16 MB, and a controller's step keeps
+ * enough alive across a scavenge (the step's events, its state's new leaves) that they do: 32 MB
+ * of young generation, and an old-generation limit raised by as much (V8 adds the young
+ * generation's capacity to it). Held at 1 MB, a step's survivors are promoted and die in the old
+ * generation: 20,000 nodes 190 → 127 MB peak RSS, 1,000 nodes 130 → 95 MB, the same time.
+ */
+export const SEMI_SPACE_GROWTH_FACTOR = 1;
+
+/** Keep this process's heap near what it holds (a long-running command; see the constants above). */
 export function boundHeapGrowth(): void {
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+  setFlagsFromString(`--semi-space-growth-factor=${SEMI_SPACE_GROWTH_FACTOR}`);
 }
