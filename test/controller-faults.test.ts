@@ -5,7 +5,7 @@
  */
 import { spawn, execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { takeControllerLease } from '../src/adapters/controller/lease.js';
 import { BIN, cliJson, HELIOS, ROOT, runCli, tempDir } from './support/cli.js';
@@ -280,13 +280,19 @@ describe('verification processes of a killed controller (issue 17, fault 6)', ()
       const cfg = tempDir('longbuild-cfg-');
       cpSync(join(ROOT, 'examples', 'scripts'), cfg, { recursive: true });
       const config = JSON.parse(readFileSync(join(cfg, 'longbuild.config.json'), 'utf8'));
-      // A verification that hangs until a deadline 12 s from now, then passes: only the first
-      // controller's verification is still hanging when it is killed.
-      config.verify = [['node', '-e', 'const t = Number(process.argv[1]); if (Date.now() < t) setTimeout(() => {}, t - Date.now());', String(Date.now() + 12_000), marker]];
+      // A verification that hangs (two minutes) when it starts before the test writes its release
+      // file, and passes at once when it starts after: the first controller's hangs until the kill,
+      // the resumed controller's passes — whatever the machine's load, no deadline to miss. The
+      // release file's directory is on the controllers' PATH, which the sandbox keeps visible
+      // (read-only) under its private /tmp; unsandboxed, a hanging verification says so there
+      // (`.hanging`), and the release waits for that.
+      const release = join(tempDir('longbuild-release-'), 'release');
+      const env = { ...process.env, PATH: `${dirname(release)}${delimiter}${process.env.PATH ?? ''}` };
+      config.verify = [['node', '-e', "const fs = require('fs'); if (!fs.existsSync(process.argv[1])) { try { fs.writeFileSync(`${process.argv[1]}.hanging`, ''); } catch {} setTimeout(() => {}, 120000); }", release, marker]];
       config.sandbox = sandbox;
       writeFileSync(join(cfg, 'longbuild.config.json'), JSON.stringify(config));
       cliJson(['init', '--request', join(cfg, 'request.json'), '--config', join(cfg, 'longbuild.config.json')], { cwd: repo });
-      const controller = spawn(process.execPath, [BIN, 'run', '--json'], { cwd: repo, stdio: 'ignore', detached: true });
+      const controller = spawn(process.execPath, [BIN, 'run', '--json'], { cwd: repo, stdio: 'ignore', detached: true, env });
       const gone = new Promise((r) => controller.on('close', r));
       // Killed once the verification command itself runs (not while bwrap, whose argv also holds
       // the marker, is still starting: before its die-with-parent is set a kill leaves it behind).
@@ -295,11 +301,14 @@ describe('verification processes of a killed controller (issue 17, fault 6)', ()
       await gone;
       if (sandbox === 'off') {
         expect(withMarker(marker).length).toBeGreaterThan(0); // its own process group: the SIGKILL did not reach it
+        // Released only once it hangs: a release it saw at its start would let it pass and exit before the next controller fences it.
+        while (!existsSync(`${release}.hanging`) && withMarker(marker).length > 0) await sleep(20);
       } else {
         for (let i = 0; i < 100 && withMarker(marker).length > 0; i++) await sleep(20);
         expect(withMarker(marker)).toEqual([]);
       }
-      const resumed = runCli(['run'], { cwd: repo });
+      writeFileSync(release, '');
+      const resumed = runCli(['run'], { cwd: repo, env: { PATH: env.PATH } });
       expect(resumed.code, resumed.stderr).toBe(0);
       if (sandbox === 'off') expect(resumed.stderr).toMatch(/^longbuild: fenced \d+ orphan process\(es\) of a dead controller: \d+ in \S+workspaces\/job-1/m);
       expect(withMarker(marker)).toEqual([]);
