@@ -5,8 +5,6 @@
  * whether it is caught up or rebuilt. The oracle below reads the events alone: the last
  * AttemptStarted of an id makes its row, a later AttemptFinished of it sets its outcome.
  */
-import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
@@ -23,8 +21,8 @@ import { shardedOf, shardEntries } from '../src/projections/sharded.js';
 import { SqliteSnapshotStore } from '../src/projections/snapshot-store.js';
 import { openSnapshot } from '../src/projections/snapshots.js';
 import { buildLogArb } from './support/build-events.js';
-import { cliJson, runCli, tempDir } from './support/cli.js';
-import { chainBlueprint } from './support/random-blueprint.js';
+import { cliJson, runCli } from './support/cli.js';
+import { chainBuild } from './support/random-blueprint.js';
 
 type Row = [string, string, number, string, string, string, string | null, number];
 
@@ -173,12 +171,7 @@ describe('decision 0054: the state lets go of compacted nodes\' attempts, the at
   });
 
   it('a real run of 120 nodes in 6 compacted milestones: its stored build state holds the live graph\'s attempts only, its attempts table all 120, and verify and evidence read a compacted attempt', () => {
-    const repo = tempDir();
-    execFileSync('git', ['init', '-q', repo]);
-    execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '--allow-empty', '-m', 'base']);
-    const bp = join(repo, '..', `${repo.split('/').pop()}-bp.json`);
-    writeFileSync(bp, JSON.stringify(chainBlueprint(120, 'attempt history')));
-    cliJson(['init', '--blueprint', bp], { cwd: repo });
+    const { repo } = chainBuild(120, 'attempt history');
     const run = runCli(['run', '--json'], { cwd: repo });
     expect(run.code, run.stderr).toBe(0);
     const db = new Database(join(repo, '.longbuild', 'projections.db'), { readonly: true });

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cliJson, runCli, tempDir } from './support/cli.js';
-import { chainBlueprint } from './support/random-blueprint.js';
+import { chainBuild } from './support/random-blueprint.js';
 import { buildPaths } from '../src/adapters/build-dir.js';
 import { CHECKPOINT_PACK, PACK_AFTER, checkpointFiles, packCheckpoints } from '../src/adapters/transparency/checkpoint-pack.js';
 import { LOOSE_OBJECTS_LIMIT, looseObjectsEstimate, packLooseObjects } from '../src/adapters/git/integrator-repo.js';
@@ -24,12 +24,9 @@ describe('checkpoints packed as milestones close (decision 0052)', () => {
   let vkey = '';
   let signed = 0;
   beforeAll(() => {
-    repo = tempDir();
-    execFileSync('git', ['init', '-q', repo]);
-    execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '--allow-empty', '-m', 'base']);
-    const bp = join(repo, '..', `${repo.split('/').pop()}-bp.json`);
-    writeFileSync(bp, JSON.stringify(chainBlueprint(800, 'checkpoint pack')));
-    vkey = cliJson<{ signingKey: { vkey: string } }>(['init', '--blueprint', bp], { cwd: repo }).signingKey.vkey;
+    const made = chainBuild<{ signingKey: { vkey: string } }>(800, 'checkpoint pack');
+    repo = made.repo;
+    vkey = made.init.signingKey.vkey;
     const run = runCli(['run', '--json'], { cwd: repo });
     expect(run.code, run.stderr).toBe(0);
     signed = checkpointFiles(buildPaths({ repo })).length;

@@ -6,21 +6,15 @@
  * runs: the young generation of a 400-node build is that of a 10-node one. Without the flag the
  * 400-node build's is two to four times as large (16 or 32 MB against 8), so this test fails.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliJson, runCli, tempDir } from './support/cli.js';
-import { chainBlueprint } from './support/random-blueprint.js';
+import { runCli } from './support/cli.js';
+import { chainBuild } from './support/random-blueprint.js';
 
 /** The young generation's size (bytes) when a whole `run` of an `n`-node build exits. */
 function youngGenerationAtExit(n: number): number {
-  const repo = tempDir();
-  execFileSync('git', ['init', '-q', repo]);
-  execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '--allow-empty', '-m', 'base']);
-  const bp = join(repo, '..', `${repo.split('/').pop()}-bp.json`);
-  writeFileSync(bp, JSON.stringify(chainBlueprint(n, 'heap growth')));
-  cliJson(['init', '--blueprint', bp], { cwd: repo });
+  const { repo } = chainBuild(n, 'heap growth');
   const probe = join(repo, '..', `${repo.split('/').pop()}-probe.cjs`);
   const out = `${probe}.out`;
   writeFileSync(probe, `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, String(require('v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size)));\n`);

@@ -1,4 +1,8 @@
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { RandomDag } from './arbitraries.js';
+import { cliJson, tempDir } from './cli.js';
 
 /**
  * A blueprint of a random DAG: read-only work nodes (no git, cheap) and the `writable` ones, each
@@ -29,4 +33,17 @@ export function chainBlueprint(n: number, title: string): Record<string, unknown
     nodes: Array.from({ length: Math.min(20, n - m * 20) }, (_, k) => ({ id: `m${m}-n${k}`, kind: 'read-only', deps: k === 0 ? [] : [`m${m}-n${k - 1}`], decision: 'ok' })),
   }));
   return { request: { title }, verify: [], detailedWindow: 2, milestones };
+}
+
+/**
+ * A new git repository (one empty commit) with a build of `chainBlueprint(n, title)` initialised
+ * in it: the repository, and what `init --json` printed.
+ */
+export function chainBuild<T = any>(n: number, title: string): { repo: string; init: T } {
+  const repo = tempDir();
+  execFileSync('git', ['init', '-q', repo]);
+  execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '--allow-empty', '-m', 'base']);
+  const bp = join(repo, '..', `${repo.split('/').pop()}-bp.json`);
+  writeFileSync(bp, JSON.stringify(chainBlueprint(n, title)));
+  return { repo, init: cliJson<T>(['init', '--blueprint', bp], { cwd: repo }) };
 }
